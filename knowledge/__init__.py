@@ -1,0 +1,22 @@
+"""What chalk knows: the lecture's relations by topic, conventions and sourced data."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from symbolic.model import Model, build_model
+
+TOPIC_MODULES = ("batch",)
+
+
+@lru_cache(maxsize=1)
+def load_model() -> Model:
+    """The full knowledge base, unit-checked (cached after the first call)."""
+    from importlib import import_module
+
+    from knowledge.quantities import VARIABLES
+
+    relations = []
+    for name in TOPIC_MODULES:
+        relations.extend(import_module(f"knowledge.{name}").RELATIONS)
+    return build_model(VARIABLES, relations)

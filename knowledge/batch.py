@@ -1,0 +1,152 @@
+"""Section 1 of the lecture (0:00-32:09): how batch size sets cost and speed.
+
+A decode step reads every weight once and each sequence's KV cache once, and
+multiplies every active weight by every token in the batch. Time is bounded
+below by the slower of compute and memory traffic (a roofline), so the batch
+size trades latency against cost.
+"""
+
+from __future__ import annotations
+
+from sympy import Integer, Max
+
+from knowledge.quantities import BY_NAME, q
+from symbolic.relations import Relation, definition, lecture
+from symbolic.variables import count, unit_constant
+
+TOPIC = "batch size, cost and latency"
+
+chips = count(BY_NAME["n_chips"])
+sequences = count(BY_NAME["batch_size"])
+domain = count(BY_NAME["scale_up_size"])
+one_sequence = unit_constant("sequence").symbol
+
+RELATIONS = (
+    Relation(
+        "hardware_intensity",
+        q.hardware_intensity, q.chip_flops / q.hbm_bandwidth,
+        "FLOPs a chip can do per byte it reads from HBM",
+        lecture("17:50", "18:45"),
+        ("peak dense FLOP/s at the compute precision", "peak HBM bandwidth"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "sparsity_factor",
+        q.sparsity_factor, q.total_params / q.active_params,
+        "how many parameters exist per parameter a token uses",
+        lecture("19:25", "19:35"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "t_compute",
+        q.t_compute,
+        q.batch_size * q.decode_tokens_per_step * q.active_params * q.flops_per_param
+        / (chips * q.chip_flops),
+        "matmul time of one step: every token of the batch times every active weight",
+        lecture("3:19", "4:04"),
+        ("attention FLOPs are small next to the weight matmuls and are left out",
+         "the n_chips share the work evenly at peak FLOP/s"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "t_weight_fetch",
+        q.t_weight_fetch, q.total_params * q.bytes_per_param / (chips * q.hbm_bandwidth),
+        "time to read every weight (all experts) from HBM once per step",
+        lecture("5:16", "5:30"),
+        ("every expert is read each step (true at large batch)",
+         "the weights are spread evenly over n_chips"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "t_kv_fetch",
+        q.t_kv_fetch,
+        sequences * q.context_length * q.kv_bytes_per_token / (chips * q.hbm_bandwidth),
+        "time to read each sequence's whole KV cache once per step",
+        lecture("5:30", "5:56"),
+        ("dense attention: KV traffic grows linearly with context",),
+        topic=TOPIC,
+    ),
+    Relation(
+        "t_memory",
+        q.t_memory, q.t_weight_fetch + q.t_kv_fetch,
+        "HBM traffic time: weights plus KV cache",
+        lecture("7:54", "9:44"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "step_time",
+        q.step_time, Max(q.t_compute, q.t_memory),
+        "a step takes as long as the slower of compute and memory traffic (roofline)",
+        lecture("2:34", "3:19"),
+        ("compute and memory traffic overlap perfectly",),
+        regimes=(("compute-bound", q.t_compute), ("memory-bound", q.t_memory)),
+        topic=TOPIC,
+    ),
+    Relation(
+        "critical_batch_size",
+        q.critical_batch_size * q.decode_tokens_per_step * q.flops_per_param,
+        q.hardware_intensity * q.bytes_per_param * q.sparsity_factor,
+        "batch at which weight matmuls take as long as reading the weights",
+        lecture("16:17", "19:25"),
+        ("KV-cache traffic is left out of the balance",),
+        topic=TOPIC,
+    ),
+    Relation(
+        "latency_floor",
+        q.latency_floor, q.total_params * q.bytes_per_param / (domain * q.hbm_bandwidth),
+        "no step is faster than reading all weights once with the whole scale-up domain",
+        lecture("10:02", "10:44"),
+        ("weights sharded over every chip of the scale-up domain (1:17:00-1:18:26)",),
+        topic=TOPIC,
+    ),
+    Relation(
+        "cost_per_token",
+        q.cost_per_token,
+        q.step_time * chips * q.chip_price / (q.batch_size * q.decode_tokens_per_step),
+        "chip rental for one step divided by the tokens the step produces",
+        lecture("12:58", "13:37"),
+        ("the chips are rented for the whole step",),
+        topic=TOPIC,
+    ),
+    Relation(
+        "cost_per_token_floor",
+        q.cost_per_token_floor * q.chip_flops, q.active_params * q.flops_per_param * q.chip_price,
+        "cost per token once weight reads are amortised away: the compute cost alone",
+        lecture("15:01", "15:38"),
+        ("compute-bound at peak FLOP/s",),
+        topic=TOPIC,
+    ),
+    Relation(
+        "hbm_drain_time",
+        q.hbm_drain_time, q.hbm_capacity / q.hbm_bandwidth,
+        "time to read the whole of HBM once; sets the ~20 ms step the lecture calls the train",
+        lecture("23:46", "24:42"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "worst_case_latency",
+        q.worst_case_latency, Integer(2) * q.step_time,
+        "a request that just missed a step waits one step, then rides the next",
+        lecture("22:21", "23:46"),
+        ("steps start on a fixed schedule whether or not the batch is full",),
+        topic=TOPIC,
+    ),
+    Relation(
+        "tokens_per_second",
+        q.tokens_per_second, q.batch_size * q.decode_tokens_per_step / q.step_time,
+        "a deployment emits one batch of tokens per step",
+        lecture("26:24", "27:29"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "context_crossover",
+        q.context_crossover * q.kv_bytes_per_token * q.hardware_intensity,
+        one_sequence * q.decode_tokens_per_step * q.active_params * q.flops_per_param,
+        "context length at which reading a sequence's KV cache takes as long as its matmuls",
+        lecture("11:11", "11:47"),
+        ("weight reads are amortised by a large batch and left out (1:36:03-1:38:33)",),
+        topic=TOPIC,
+    ),
+)
+
+__all__ = ["RELATIONS", "TOPIC", "definition"]

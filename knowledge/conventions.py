@@ -1,0 +1,56 @@
+"""Counting conventions: the careful default and the lecture's round numbers.
+
+The lecture counts one FLOP and one byte per parameter and takes FLOPs per byte
+of HBM bandwidth as 300, so that its deductions fit on a blackboard. The
+careful convention counts the multiply and the add (2 FLOP per parameter per
+token) and leaves bytes per parameter and the chip to the user, so the answer
+depends on the precision actually served. Derivations say which is in force.
+"""
+
+from __future__ import annotations
+
+from symbolic.presets import Preset, PresetValue
+
+LECTURE_DATE = "2026"  # the episode's publication year
+
+_ONE_TOKEN = PresetValue(
+    "1 token/sequence",
+    "plain autoregressive decode emits one token per sequence per step (lecture 6:01-7:10)",
+    LECTURE_DATE,
+    "raise it for multi-token prediction or speculative decoding",
+)
+
+CAREFUL = Preset(
+    "careful",
+    "conventions",
+    "2 FLOP per parameter per token (multiply and add); precision and chip left to the user",
+    {
+        "flops_per_param": PresetValue(
+            "2 FLOP/param/token",
+            "Kaplan et al. 2020, 'Scaling Laws for Neural Language Models', arXiv:2001.08361, "
+            "sec. 2.1 (forward pass 2N FLOPs per token)",
+            "2020-01-23",
+        ),
+        "decode_tokens_per_step": _ONE_TOKEN,
+    },
+)
+
+LECTURE = Preset(
+    "lecture",
+    "conventions",
+    "the lecture's blackboard numbers: 1 FLOP and 1 byte per parameter, 300 FLOP per byte",
+    {
+        "flops_per_param": PresetValue(
+            "1 FLOP/param/token", "lecture 3:19-4:04 (counts one operation per parameter)",
+            LECTURE_DATE, "the careful count is 2"),
+        "bytes_per_param": PresetValue(
+            "1 byte/param", "lecture 17:06-18:45 (8-bit weights)", LECTURE_DATE),
+        "hardware_intensity": PresetValue(
+            "300 FLOP/byte", "lecture 18:05-18:46 ('on most GPUs around 300')", LECTURE_DATE,
+            "H100 bf16 gives 295; B200 fp8 gives 584"),
+        "decode_tokens_per_step": _ONE_TOKEN,
+    },
+)
+
+CONVENTIONS = {p.name: p for p in (CAREFUL, LECTURE)}
+DEFAULT_CONVENTIONS = "careful"

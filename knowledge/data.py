@@ -1,0 +1,184 @@
+"""Loading and validating the sourced data files in ``knowledge/data``.
+
+Every number in a data file is a *fact*: a value with its unit (read by the
+restricted parser, never evaluated), the source it comes from and the date it
+was true. A file that breaks the schema fails with the file, the entry and the
+field at fault.
+
+Schema
+------
+A fact is a mapping ``{value: "<number> <unit>", source: str, date: str,
+note: str (optional), estimate: bool (optional)}``. Files:
+
+``accelerators.yaml``
+    ``accelerators: [{id, name, vendor, facts: {fact name: fact}}]``
+``models.yaml``
+    ``models: [{id, name, attention, facts: {...}}]``
+``memory_tiers.yaml``
+    ``tiers: [{id, name, kind, facts: {...}}]``
+``price_sheets.yaml``
+    ``price_sheets: [{id, provider, model, source, date, prices: {...},
+    long_context: {...}, cache_writes: [...], fast_mode: {...}}]``; a price
+    written as a bare string inherits its section's (or the sheet's) source
+    and date.
+``training.yaml``
+    ``facts: [{id, ...fact}]``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from symbolic.errors import ChalkError, DataError
+from symbolic.parsing import parse_value
+from symbolic.symbols import NAME_PATTERN
+from symbolic.units import Q_
+
+DATA_DIR = Path(__file__).with_name("data")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A sourced, dated number."""
+
+    value: float
+    unit: str
+    source: str
+    date: str
+    note: str = ""
+    estimate: bool = False
+    text: str = ""
+
+    def quantity(self):
+        return Q_(self.value, self.unit) if self.unit else Q_(self.value, "dimensionless")
+
+
+def read_fact(raw, path: str, entry: str, field: str, inherited: Mapping[str, str] | None = None,
+              positive: bool = True) -> Fact:
+    """Validate one fact (a mapping, or a bare value string that inherits source and date)."""
+    inherited = inherited or {}
+    if isinstance(raw, (str, int, float)) and not isinstance(raw, bool):
+        raw = {"value": raw}
+    if not isinstance(raw, Mapping):
+        raise DataError(path, entry, field, "expected a mapping with value, source and date")
+    unknown = set(raw) - {"value", "source", "date", "note", "estimate"}
+    if unknown:
+        raise DataError(path, entry, field, f"unknown key {sorted(unknown)[0]!r}")
+    text = raw.get("value")
+    if text is None or isinstance(text, bool):
+        raise DataError(path, entry, field, "missing value")
+    try:
+        parsed = parse_value(str(text))
+    except ChalkError as exc:
+        raise DataError(path, entry, field, exc.message) from None
+    if parsed.magnitude < 0 or (positive and parsed.magnitude == 0):
+        raise DataError(path, entry, field, f"value {text!r} must be positive")
+    source = raw.get("source", inherited.get("source"))
+    date = raw.get("date", inherited.get("date"))
+    if not source or not str(source).strip():
+        raise DataError(path, entry, field, "missing source")
+    if not date or not str(date).strip():
+        raise DataError(path, entry, field, "missing date")
+    unit = f"{parsed.unit}" if parsed.unit is not None else ""
+    return Fact(
+        value=parsed.magnitude,
+        unit=unit,
+        source=str(source).strip(),
+        date=str(date).strip(),
+        note=str(raw.get("note", "") or ""),
+        estimate=bool(raw.get("estimate", False)),
+        text=str(text),
+    )
+
+
+def load_yaml(path: Path) -> object:
+    """Parse a YAML file safely (no object construction)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except FileNotFoundError:
+        raise DataError(str(path), "-", "-", "file not found") from None
+    except yaml.YAMLError as exc:
+        raise DataError(str(path), "-", "-", f"not valid YAML ({exc.__class__.__name__})") from None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One entry of a data file: an id, descriptive fields and its facts."""
+
+    id: str
+    name: str
+    fields: Mapping[str, str]
+    facts: Mapping[str, Fact]
+
+
+def _records(path: Path, key: str, required: tuple[str, ...], zero_ok: frozenset[str] = frozenset()):
+    data = load_yaml(path)
+    shown = path.name
+    if not isinstance(data, Mapping) or key not in data:
+        raise DataError(shown, "-", key, f"the file must hold a top-level list {key!r}")
+    entries = data[key]
+    if not isinstance(entries, list):
+        raise DataError(shown, "-", key, "expected a list")
+    out = {}
+    for index, raw in enumerate(entries):
+        if not isinstance(raw, Mapping):
+            raise DataError(shown, f"#{index}", "-", "expected a mapping")
+        ident = raw.get("id")
+        if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
+            raise DataError(shown, f"#{index}", "id", "missing or not a lower-case identifier")
+        if ident in out:
+            raise DataError(shown, ident, "id", "duplicate id")
+        for field in required:
+            if not raw.get(field):
+                raise DataError(shown, ident, field, "missing")
+        facts_raw = raw.get("facts", {})
+        if not isinstance(facts_raw, Mapping):
+            raise DataError(shown, ident, "facts", "expected a mapping")
+        facts = {}
+        for name, fact in facts_raw.items():
+            if not isinstance(name, str) or not NAME_PATTERN.match(name):
+                raise DataError(shown, ident, str(name), "fact names are lower-case identifiers")
+            facts[name] = read_fact(fact, shown, ident, name, positive=name not in zero_ok)
+        fields = {k: v for k, v in raw.items() if k not in ("facts",)}
+        out[ident] = Record(ident, str(raw.get("name", ident)), fields, facts)
+    return out
+
+
+@lru_cache(maxsize=None)
+def accelerators() -> Mapping[str, Record]:
+    """Accelerators by id."""
+    return _records(DATA_DIR / "accelerators.yaml", "accelerators", ("name", "vendor"))
+
+
+@lru_cache(maxsize=None)
+def models() -> Mapping[str, Record]:
+    """Open-weight model configurations by id."""
+    return _records(DATA_DIR / "models.yaml", "models", ("name", "attention"))
+
+
+@lru_cache(maxsize=None)
+def memory_tiers() -> Mapping[str, Record]:
+    """Memory tiers (HBM, host DRAM, flash, disk) by id."""
+    return _records(DATA_DIR / "memory_tiers.yaml", "tiers", ("name", "kind"))
+
+
+@lru_cache(maxsize=None)
+def training_facts() -> Mapping[str, Record]:
+    """Training facts (token counts, GPU-hours) by id."""
+    data = load_yaml(DATA_DIR / "training.yaml")
+    out = {}
+    for index, raw in enumerate((data or {}).get("facts", [])):
+        ident = raw.get("id") if isinstance(raw, Mapping) else None
+        if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
+            raise DataError("training.yaml", f"#{index}", "id", "missing or not an identifier")
+        body = {k: v for k, v in raw.items() if k in ("value", "source", "date", "note", "estimate")}
+        fact = read_fact(body, "training.yaml", ident, "value")
+        fields = {k: v for k, v in raw.items() if k not in body}
+        out[ident] = Record(ident, str(raw.get("name", ident)), fields, {"value": fact})
+    return out

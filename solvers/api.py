@@ -1,0 +1,224 @@
+"""The Python API: pins in, pint Quantities and a derivation out.
+
+>>> from chalk import solve
+>>> s = solve("hbm_drain_time", given={"hbm_capacity": "288 GB", "hbm_bandwidth": "20 TB/s"})
+>>> round(s.value("hbm_drain_time", "ms"), 6)
+14.4
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from knowledge import load_model
+from solvers.derivation import Derivation
+from solvers.execute import compile_plan, inconsistency, run
+from solvers.pins import Pin, resolve_pins
+from solvers.plan import Plan, make_plan
+from solvers.symbolic_solve import DEFAULT_TIMEOUT
+from symbolic.errors import UnderdeterminedError, UsageError
+from symbolic.model import Model
+from symbolic.presets import Preset
+from symbolic.units import Q_
+
+DEFAULT_RTOL = 1e-2  # pins from public sources are rounded; 1% is agreement
+
+Given = Mapping[str, object] | Iterable[str]
+
+
+class Solution:
+    """Answers with units, plus the derivation that produced them.
+
+    ``solution["critical_batch_size"]`` is a pint Quantity in the quantity's
+    declared unit; ``solution.derivation`` says how it was obtained.
+    """
+
+    def __init__(self, targets: Sequence[str], derivation: Derivation, plan: Plan):
+        self.targets = tuple(targets)
+        self.derivation = derivation
+        self.plan = plan
+
+    def __getitem__(self, name: str):
+        model = self.derivation.model
+        variable = model.variable(name)
+        if variable.name not in self.derivation.values:
+            raise KeyError(f"{name} was not determined by this solution")
+        return Q_(self.derivation.declared(variable.name), variable.pint_unit)
+
+    @property
+    def results(self) -> dict:
+        """The targets as pint Quantities."""
+        return {t: self[t] for t in self.targets}
+
+    def value(self, name: str, unit: str | None = None) -> float:
+        """A determined quantity as a float, in ``unit`` or its declared unit."""
+        quantity = self[name]
+        return float(quantity.to(unit).magnitude if unit else quantity.magnitude)
+
+    def to_dict(self) -> dict:
+        """``{"results": ..., "steps": ..., "pins": ..., "checks": ...}`` for scripts."""
+        body = self.derivation.to_dict()
+        results = {t: body["pins"][t] if False else self.derivation._json_value(t)
+                   for t in self.targets}
+        return {"results": results, **body}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def headline(self) -> str:
+        return "\n".join(f"{t} = {self.derivation.show(t)}" for t in self.targets)
+
+    def __str__(self) -> str:
+        return self.headline() + "\n\n" + self.derivation.text()
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{t}={self.derivation.show(t)}" for t in self.targets)
+        return f"Solution({inner})"
+
+    def _repr_markdown_(self) -> str:
+        heads = "\n".join(f"- **{t}** = {self.derivation.show(t)}" for t in self.targets)
+        return heads + "\n\n" + self.derivation.markdown()
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The plan for a question, before any number is computed."""
+
+    model: Model
+    plan: Plan
+    pins: Mapping[str, Pin]
+    notes: tuple[str, ...]
+    conventions: str
+
+    def text(self) -> str:
+        plan, model = self.plan, self.model
+        lines = [f"targets: {', '.join(plan.targets)}", f"conventions: {self.conventions}"]
+        lines.append(f"pinned: {', '.join(sorted(plan.pinned)) or '(none)'}")
+        if plan.undetermined:
+            lines.append(f"not determined: {', '.join(plan.undetermined)}")
+            if plan.completions:
+                lines.append("smallest sets of extra pins that would determine them:")
+                lines.extend(f"  {{{', '.join(c)}}}" for c in plan.completions)
+            else:
+                lines.append("no set of up to 3 extra pins determines them")
+        lines.append("steps:")
+        if not plan.steps:
+            lines.append("  (none)")
+        for index, step in enumerate(plan.steps, 1):
+            if step.simultaneous:
+                lines.append(f"  {index}. solve {', '.join(step.relations)} together for "
+                             f"{', '.join(step.variables)} (numeric block)")
+            else:
+                relation = model.relations[step.relations[0]]
+                lines.append(f"  {index}. {relation.name}: {relation.equation}  ->  "
+                             f"{step.variables[0]}  [{relation.source}]")
+        if plan.checks:
+            lines.append("cross-checks:")
+            lines.extend(f"  {c}: {model.relations[c].equation}" for c in plan.checks)
+        if plan.unused_pins:
+            lines.append(f"pins not needed: {', '.join(plan.unused_pins)}")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        plan = self.plan
+        return {
+            "targets": list(plan.targets),
+            "conventions": self.conventions,
+            "pinned": sorted(plan.pinned),
+            "determined": plan.determined,
+            "undetermined": list(plan.undetermined),
+            "completions": [list(c) for c in plan.completions],
+            "steps": [{"relations": list(s.relations), "solved_for": list(s.variables),
+                       "simultaneous": s.simultaneous} for s in plan.steps],
+            "checks": list(plan.checks),
+            "unused_pins": list(plan.unused_pins),
+            "notes": list(self.notes),
+        }
+
+
+def _targets(model: Model, targets) -> tuple[str, ...]:
+    if isinstance(targets, str):
+        targets = [targets]
+    names = []
+    for t in targets:
+        name = model.variable(t).name
+        if not model.relations_of(name):
+            raise UsageError(f"no relation involves {name} yet, so it cannot be solved for")
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise UsageError("name at least one quantity to solve for")
+    return tuple(names)
+
+
+def _presets(presets) -> list[Preset]:
+    from knowledge.presets import preset
+
+    if isinstance(presets, (str, Preset)):
+        presets = [presets]
+    return [p if isinstance(p, Preset) else preset(p) for p in presets]
+
+
+def _prepare(targets, given, presets):
+    model = load_model()
+    names = _targets(model, targets)
+    pins, dropped, conventions = resolve_pins(model, given, _presets(presets), names)
+    plan = make_plan(model, frozenset(pins), names)
+    return model, names, pins, dropped, conventions, plan
+
+
+def explain(targets: str | Sequence[str], given: Given = (), presets=()) -> Explanation:
+    """The plan and diagnosis for a question, without computing numbers."""
+    model, _, pins, dropped, conventions, plan = _prepare(targets, given, presets)
+    return Explanation(model, plan, pins, tuple(dropped), conventions)
+
+
+def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
+          regime: str | None = None, rtol: float = DEFAULT_RTOL,
+          timeout: float = DEFAULT_TIMEOUT) -> Solution:
+    """Solve for ``targets`` from pins and presets.
+
+    Parameters
+    ----------
+    targets : str or sequence of str
+        Quantity names (or aliases) to determine.
+    given : mapping or iterable of "NAME=VALUE UNIT"
+        Pins: text such as ``"3.35 TB/s"``, pint Quantities from ``chalk.ureg``,
+        or plain numbers for dimensionless quantities.
+    presets : str or sequence of str
+        Preset names applied before ``given`` (``lecture``, ``h100``, ...).
+    regime : str, optional
+        ``"compute-bound"`` or ``"memory-bound"`` to resolve a max(...) that
+        both regimes could satisfy.
+    rtol : float
+        Relative tolerance for cross-checks of surplus pins.
+    timeout : float
+        Seconds allowed for any one symbolic solve before falling back to a
+        numeric one.
+
+    Returns
+    -------
+    Solution
+
+    Raises
+    ------
+    ChalkError
+        Subclasses name the problem: unknown name, wrong dimension,
+        under-determined (with the pins that would complete it), inconsistent
+        pins (with the relation and both values), no or several physical values.
+    """
+    model, names, pins, dropped, conventions, plan = _prepare(targets, given, presets)
+    if not plan.determined:
+        raise UnderdeterminedError(list(plan.undetermined), list(plan.completions))
+    compiled = compile_plan(model, plan, timeout)
+    values, records, checks = run(compiled, {n: p.value for n, p in pins.items()}, regime)
+    for check in checks:
+        if not check.ok(rtol):
+            raise inconsistency(model, check, pins, plan)
+    derivation = Derivation(model, conventions, pins, tuple(records), tuple(checks), values,
+                            tuple(dropped), plan.unused_pins, rtol)
+    return Solution(names, derivation, plan)

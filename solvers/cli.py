@@ -1,0 +1,117 @@
+"""The ``chalk`` command line: a thin layer over the Python API.
+
+User mistakes print one line to stderr and exit with status 2; nothing is
+printed to stdout until the whole answer is ready.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from symbolic.errors import ChalkError, KnowledgeError
+
+EXAMPLES = """examples:
+  chalk solve critical_batch_size --preset lecture --given "sparsity_factor=8"
+  chalk solve kv_bytes_per_token --preset lecture \\
+      --given "context_crossover=200k token" --given "active_params=100e9 param"
+  chalk explain step_time --preset h100 --preset deepseek_v3
+  chalk list relations --filter batch
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, status 2, no usage dump
+        raise _UsageProblem(f"{message}; see '{self.prog} --help'")
+
+
+class _UsageProblem(Exception):
+    pass
+
+
+def _add_question(parser):
+    parser.add_argument("targets", nargs="+", metavar="TARGET", help="quantities to determine")
+    parser.add_argument("-g", "--given", action="append", default=[], metavar='"NAME=VALUE UNIT"',
+                        help="a known quantity, e.g. \"hbm_bandwidth=3.35 TB/s\" (repeatable)")
+    parser.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
+                        help="apply a preset (conventions, accelerator, model); repeatable")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="chalk", description="Deduce how LLMs are trained and served from "
+                     "public numbers, with units checked and every step shown.",
+                     epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version="chalk 0.1.0")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    solve = commands.add_parser("solve", help="solve for quantities from pins",
+                                description="Solve for TARGETs from pins and presets.")
+    _add_question(solve)
+    solve.add_argument("--regime", choices=["compute-bound", "memory-bound"],
+                       help="resolve a max(compute, memory) that both regimes could satisfy")
+    solve.add_argument("--rtol", type=float, default=None,
+                       help="relative tolerance for cross-checks of surplus pins (default 0.01)")
+
+    explain = commands.add_parser("explain", help="show the plan and diagnosis, no numbers",
+                                  description="Show how TARGETs would be solved, or what is "
+                                  "missing, without computing numbers.")
+    _add_question(explain)
+
+    listing = commands.add_parser("list", help="list variables, relations or presets",
+                                  description="List what chalk knows.")
+    listing.add_argument("what", nargs="?", default="all",
+                         choices=["all", "variables", "relations", "presets"])
+    listing.add_argument("-f", "--filter", default="", metavar="TEXT",
+                         help="only entries whose name, description or source contain TEXT")
+    listing.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``chalk`` console script."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
+        output = _run(args)
+    except _UsageProblem as exc:
+        print(f"chalk: error: {exc}", file=sys.stderr)
+        return 2
+    except ChalkError as exc:
+        print(f"chalk: error: {exc.message}", file=sys.stderr)
+        return exc.exit_status
+    except KnowledgeError as exc:
+        print(f"chalk: knowledge base error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("chalk: interrupted", file=sys.stderr)
+        return 130
+    sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    return 0
+
+
+def _run(args) -> str:
+    from solvers import api
+
+    if args.command == "solve":
+        options = {"regime": args.regime}
+        if args.rtol is not None:
+            if not 0 < args.rtol < 1:
+                raise _UsageProblem("--rtol must be between 0 and 1")
+            options["rtol"] = args.rtol
+        solution = api.solve(args.targets, args.given, args.preset, **options)
+        return solution.to_json() if args.json else str(solution)
+    if args.command == "explain":
+        explanation = api.explain(args.targets, args.given, args.preset)
+        return json.dumps(explanation.to_dict(), indent=2) if args.json else explanation.text()
+    from solvers.listing import listing
+
+    return listing(args.what, args.filter, args.json)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

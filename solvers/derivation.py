@@ -1,0 +1,196 @@
+"""Derivations: the record of how every answer was obtained, for people and scripts.
+
+A :class:`Derivation` lists the pins (with origin, source and date), the steps
+in the order they were solved (relation, closed form, values substituted,
+result, regime), and the cross-checks. It renders as text, as a JSON-ready
+dict, and as Markdown with LaTeX for notebooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from solvers.execute import CheckRecord, StepRecord
+from solvers.pins import Pin
+from symbolic.model import Model
+from symbolic.printing import latex, plain, substituted
+from symbolic.units import format_quantity, format_unit
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """How a solution was reached. Values are base-unit floats; see ``show``."""
+
+    model: Model
+    conventions: str
+    pins: Mapping[str, Pin]
+    steps: tuple[StepRecord, ...]
+    checks: tuple[CheckRecord, ...]
+    values: Mapping[str, float]
+    notes: tuple[str, ...]
+    unused_pins: tuple[str, ...]
+    rtol: float
+
+    def show(self, name: str) -> str:
+        """A quantity's value for people, e.g. ``14.4 ms``."""
+        variable = self.model.variables[name]
+        return format_quantity(self.values[name] / variable.to_base, variable.pint_unit)
+
+    def declared(self, name: str) -> float:
+        """A quantity's value in its declared unit."""
+        return self.values[name] / self.model.variables[name].to_base
+
+    def used_pins(self) -> list[Pin]:
+        return [p for n, p in self.pins.items() if n not in self.unused_pins]
+
+    def step_lines(self, index: int, step: StepRecord) -> list[str]:
+        relations = [self.model.relations[r] for r in step.relations]
+        cite = "; ".join(f"{r.name}: {r.source}" for r in relations)
+        lines = []
+        if step.expression is not None:
+            name = step.variables[0]
+            shown = {n: self.show(n) for n in step.inputs}
+            lines.append(f"{index}. {name} = {plain(step.expression)}")
+            lines.append(f"     = {substituted(step.expression, shown)}")
+            lines.append(f"     = {self.show(name)}")
+        else:
+            lines.append(f"{index}. solve for {', '.join(step.variables)}:")
+            for r in relations:
+                lines.append(f"     {r.equation}")
+            for n in step.variables:
+                lines.append(f"     {n} = {self.show(n)}")
+        lines.append(f"     [{cite} | {step.method}]")
+        if step.note:
+            lines.append(f"     note: {step.note}")
+        return lines
+
+    def check_lines(self) -> list[str]:
+        out = []
+        for check in self.checks:
+            relation = self.model.relations[check.relation]
+            mark = "ok" if check.ok(self.rtol) else "FAILS"
+            out.append(f"- {relation.name}: {relation.equation}  "
+                       f"[{mark}: sides {100 * check.difference:.3g}% apart]")
+        return out
+
+    def text(self) -> str:
+        lines = [f"conventions: {self.conventions}"]
+        lines.append("")
+        lines.append("pins")
+        pins = self.used_pins()
+        width = max((len(p.name) for p in pins), default=0)
+        for pin in pins:
+            lines.append(f"  {pin.name.ljust(width)}  {self.show(pin.name):<20} {_origin(pin)}")
+        if self.unused_pins:
+            lines.append(f"  (not needed: {', '.join(self.unused_pins)})")
+        lines.append("")
+        lines.append("derivation")
+        if not self.steps:
+            lines.append("  (nothing to solve: every target was pinned)")
+        for index, step in enumerate(self.steps, 1):
+            lines.extend("  " + line for line in self.step_lines(index, step))
+        if self.checks:
+            lines.append("")
+            lines.append("cross-checks (surplus pins, consistent within "
+                         f"{100 * self.rtol:g}%)")
+            lines.extend("  " + line for line in self.check_lines())
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (values in each quantity's declared unit)."""
+        model = self.model
+        steps = []
+        for step in self.steps:
+            entry = {
+                "relations": list(step.relations),
+                "solved_for": list(step.variables),
+                "equations": [model.relations[r].equation for r in step.relations],
+                "sources": [str(model.relations[r].source) for r in step.relations],
+                "method": step.method,
+                "values": {n: self._json_value(n) for n in (*step.inputs, *step.variables)},
+            }
+            if step.expression is not None:
+                entry["expression"] = plain(step.expression)
+                entry["substituted"] = substituted(step.expression,
+                                                   {n: self.show(n) for n in step.inputs})
+            if step.regime:
+                entry["regime"] = step.regime
+            if step.note:
+                entry["note"] = step.note
+            steps.append(entry)
+        pins = {}
+        for name, pin in self.pins.items():
+            pins[name] = {
+                **self._json_value(name),
+                "given_as": pin.text,
+                "origin": pin.origin,
+                "used": name not in self.unused_pins,
+            }
+            for key in ("source", "date", "note"):
+                if getattr(pin, key):
+                    pins[name][key] = getattr(pin, key)
+            if pin.estimate:
+                pins[name]["estimate"] = True
+        checks = [
+            {
+                "relation": c.relation,
+                "equation": model.relations[c.relation].equation,
+                "relative_difference": c.difference,
+                "ok": c.ok(self.rtol),
+            }
+            for c in self.checks
+        ]
+        return {"conventions": self.conventions, "pins": pins, "steps": steps, "checks": checks,
+                "notes": list(self.notes)}
+
+    def _json_value(self, name: str) -> dict:
+        variable = self.model.variables[name]
+        return {"value": self.declared(name), "unit": variable.unit}
+
+    def markdown(self) -> str:
+        """Markdown with LaTeX maths, for notebooks and reports."""
+        lines = [f"**conventions:** {self.conventions}", "", "| pin | value | from |",
+                 "|---|---|---|"]
+        for pin in self.used_pins():
+            lines.append(f"| `{pin.name}` | {self.show(pin.name)} | {_origin(pin)} |")
+        lines.append("")
+        for index, step in enumerate(self.steps, 1):
+            relations = [self.model.relations[r] for r in step.relations]
+            cite = "; ".join(str(r.source) for r in relations)
+            if step.expression is not None:
+                name = step.variables[0]
+                lines.append(
+                    f"{index}. $\\mathrm{{{_tex(name)}}} = {latex(step.expression)}$"
+                    f" = **{self.show(name)}** — {cite}")
+            else:
+                eqs = ", ".join(f"${latex(r.lhs)} = {latex(r.rhs)}$" for r in relations)
+                vals = ", ".join(f"{n} = **{self.show(n)}**" for n in step.variables)
+                lines.append(f"{index}. solve {eqs} together: {vals} — {cite}")
+            if step.note:
+                lines.append(f"   *{step.note}*")
+        return "\n".join(lines)
+
+
+def _tex(name: str) -> str:
+    return name.replace("_", r"\_")
+
+
+def _origin(pin: Pin) -> str:
+    parts = [pin.origin]
+    if pin.source:
+        parts.append(pin.source)
+    if pin.date:
+        parts.append(pin.date)
+    text = " | ".join(parts)
+    if pin.estimate:
+        text += " (estimate)"
+    if pin.replaces:
+        text += f" (overrides {pin.replaces})"
+    return text
+
+
+def unit_text(model: Model, name: str) -> str:
+    return format_unit(model.variables[name].pint_unit)

@@ -1,0 +1,370 @@
+"""Executing a plan: numbers in, numbers out, with a record of every step.
+
+A plan is compiled once (closed forms found, expressions turned into fast
+evaluators) and cached; running it again with new pin values only evaluates.
+Each explicit step keeps the physical root (finite, positive, within the
+quantity's bounds, in a regime whose inequalities hold) and says which one it
+kept and why; several survivors are an error, never a silent guess.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import sympy
+
+from solvers import numeric
+from solvers.plan import Plan, Step, make_plan
+from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
+from symbolic.errors import AmbiguousSolution, InconsistentPins, NoSolution
+from symbolic.evaluate import compile_expr
+from symbolic.model import Model
+from symbolic.printing import plain
+from symbolic.relations import Relation
+from symbolic.units import format_quantity
+
+GUARD_RTOL = 1e-9
+
+
+@dataclass
+class _CompiledCandidate:
+    candidate: Candidate
+    value: object
+    guards: list
+
+
+@dataclass
+class _CompiledStep:
+    step: Step
+    kind: str  # "explicit", "numeric", "block"
+    relations: tuple[Relation, ...]
+    candidates: list = field(default_factory=list)
+    regime_args: list = field(default_factory=list)
+    equation: tuple | None = None
+    block_branches: list = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One line of a derivation: what was solved, how, and from what."""
+
+    relations: tuple[str, ...]
+    variables: tuple[str, ...]
+    expression: sympy.Expr | None
+    method: str
+    inputs: tuple[str, ...]
+    regime: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """A surplus relation evaluated on known values: a cross-check."""
+
+    relation: str
+    lhs: float
+    rhs: float
+    difference: float  # relative
+
+    def ok(self, rtol: float) -> bool:
+        return self.difference <= rtol
+
+
+@dataclass
+class CompiledPlan:
+    plan: Plan
+    model: Model
+    steps: list
+    checks: list  # (Relation, lhs evaluator, rhs evaluator)
+    constants: dict
+
+
+def compile_plan(model: Model, plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> CompiledPlan:
+    """Closed forms and evaluators for every step of ``plan`` (cached)."""
+    return _compiled(model, plan.pinned, plan.targets, timeout)
+
+
+@lru_cache(maxsize=256)
+def _compiled(model: Model, pinned, targets, timeout) -> CompiledPlan:
+    plan = make_plan(model, pinned, targets)
+    constants = model.constant_values()
+    steps = [_compile_step(model, step, constants, timeout) for step in plan.steps]
+    checks = []
+    for name in plan.checks:
+        relation = model.relations[name]
+        checks.append((relation, compile_expr(relation.lhs, constants),
+                       compile_expr(relation.rhs, constants)))
+    return CompiledPlan(plan, model, steps, checks, constants)
+
+
+def _compile_step(model: Model, step: Step, constants, timeout) -> _CompiledStep:
+    relations = tuple(model.relations[r] for r in step.relations)
+    if not step.simultaneous:
+        relation, variable = relations[0], step.variables[0]
+        solved = solve_relation(relation, variable, timeout)
+        compiled = _CompiledStep(step, "explicit", relations, note=solved.note)
+        if solved.numeric:
+            compiled.kind = "numeric"
+            compiled.equation = (compile_expr(relation.lhs, constants),
+                                 compile_expr(relation.rhs, constants))
+        for candidate in solved.candidates:
+            compiled.candidates.append(_CompiledCandidate(
+                candidate, compile_expr(candidate.expr, constants),
+                [(compile_expr(a, constants), compile_expr(b, constants))
+                 for a, b in candidate.guards]))
+        symbol = next(s for s in relation.symbols if s.name == variable)
+        if relation.regimes and not any(
+            symbol in node.free_symbols
+            for node in relation.lhs.atoms(sympy.Max, sympy.Min) | relation.rhs.atoms(
+                sympy.Max, sympy.Min)
+        ):
+            compiled.regime_args = [(label, compile_expr(expr, constants))
+                                    for label, expr in relation.regimes]
+        return compiled
+    # A simultaneous block: one smooth system per combination of regimes.
+    unknown_symbols = {s for r in relations for s in r.symbols if s.name in step.variables}
+    per_relation = [branches(r, unknown_symbols) for r in relations]
+    compiled = _CompiledStep(step, "block", relations)
+    for combo in itertools.product(*per_relation):
+        equations = [(compile_expr(b.lhs, constants), compile_expr(b.rhs, constants))
+                     for b in combo]
+        guards = [(compile_expr(a, constants), compile_expr(c, constants))
+                  for b in combo for a, c in b.guards]
+        labels = tuple(b.regime for b in combo if b.regime)
+        compiled.block_branches.append((equations, guards, labels))
+    return compiled
+
+
+def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = None):
+    """Evaluate a compiled plan on pin values (base units).
+
+    Returns
+    -------
+    values : dict of name to float
+        Pins and every computed quantity.
+    records : list of StepRecord
+    checks : list of CheckRecord
+    """
+    model = compiled.model
+    env: dict[str, float] = dict(compiled.constants)
+    env.update(pins)
+    records = []
+    for cstep in compiled.steps:
+        if cstep.kind == "block":
+            records.append(_run_block(model, cstep, env, regime))
+        elif cstep.kind == "numeric":
+            records.append(_run_numeric(model, cstep, env))
+        else:
+            records.append(_run_explicit(model, cstep, env, regime))
+    checks = []
+    for relation, lhs, rhs in compiled.checks:
+        with np.errstate(all="ignore"):
+            left, right = float(lhs(env)), float(rhs(env))
+        scale = max(abs(left), abs(right))
+        difference = 0.0 if scale == 0 else abs(left - right) / scale
+        checks.append(CheckRecord(relation.name, left, right, difference))
+    values = {k: v for k, v in env.items() if k in model.variables}
+    return values, records, checks
+
+
+def _inputs(relations, solved, model) -> tuple[str, ...]:
+    names = set()
+    for r in relations:
+        names |= model.variables_in(r.name)
+    return tuple(sorted(names - set(solved)))
+
+
+def _physical(model: Model, name: str, value) -> bool:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(value) and model.variables[name].admits(value)
+
+
+def _guards_hold(guards, env) -> bool:
+    for a, b in guards:
+        left, right = float(a(env)), float(b(env))
+        if left < right - GUARD_RTOL * max(abs(left), abs(right)):
+            return False
+    return True
+
+
+def _show(model: Model, name: str, value: float) -> str:
+    v = model.variables[name]
+    return format_quantity(value / v.to_base, v.pint_unit)
+
+
+def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
+    relation = cstep.relations[0]
+    name = cstep.step.variables[0]
+    survivors = []
+    rejected = []
+    for cc in cstep.candidates:
+        with np.errstate(all="ignore"):
+            value = cc.value(env)
+        if isinstance(value, complex) or not _physical(model, name, value):
+            rejected.append(f"{plain(cc.candidate.expr)} gives {value!s:.10} (not physical)")
+            continue
+        value = float(value)
+        trial = dict(env)
+        trial[name] = value
+        if regime and cc.candidate.regime and cc.candidate.regime != regime:
+            rejected.append(f"{cc.candidate.regime} branch set aside (--regime {regime})")
+            continue
+        if not _guards_hold(cc.guards, trial):
+            rejected.append(f"{cc.candidate.regime or 'branch'} gives {_show(model, name, value)} "
+                            "but its inequalities fail")
+            continue
+        survivors.append((value, cc.candidate))
+    survivors = _dedupe(survivors)
+    if not survivors:
+        why = "; ".join(rejected) or "no closed form applies"
+        raise NoSolution(name, f"relation {relation.name}: {why}")
+    if len(survivors) > 1:
+        options = [f"{c.regime or plain(c.expr)}: {_show(model, name, v)}" for v, c in survivors]
+        hint = ("choose one with --regime " + " or --regime ".join(
+            c.regime for _, c in survivors)) if all(c.regime for _, c in survivors) \
+            else "pin another quantity to tell them apart"
+        raise AmbiguousSolution(name, options, hint)
+    value, candidate = survivors[0]
+    env[name] = value
+    note_parts = [cstep.note] if cstep.note else []
+    if len(cstep.candidates) > 1:
+        note_parts.append("kept the physical root; set aside: " + "; ".join(rejected))
+    active = candidate.regime
+    if cstep.regime_args:
+        args = [(label, float(fn(env))) for label, fn in cstep.regime_args]
+        active, top = max(args, key=lambda item: item[1])
+        others = ", ".join(f"{label.split('-')[0]} {_show_time(v)}" for label, v in args)
+        note_parts.append(f"{active} ({others})")
+        if regime and regime != active and regime in {label for label, _ in args}:
+            note_parts.append(f"the numbers put this step {active}, not {regime}")
+    elif candidate.regime:
+        note_parts.append(f"{candidate.regime} regime: its inequalities hold")
+    return StepRecord((relation.name,), (name,), candidate.expr, candidate.method,
+                      _inputs(cstep.relations, (name,), model), active, "; ".join(note_parts))
+
+
+def _show_time(seconds: float) -> str:
+    from symbolic.units import parse_unit_cached
+
+    return format_quantity(seconds, parse_unit_cached("s"))
+
+
+def _dedupe(survivors):
+    out = []
+    for value, candidate in survivors:
+        if not any(abs(value - v) <= 1e-9 * max(abs(value), abs(v)) for v, _ in out):
+            out.append((value, candidate))
+    return out
+
+
+def _run_numeric(model: Model, cstep: _CompiledStep, env) -> StepRecord:
+    relation = cstep.relations[0]
+    name = cstep.step.variables[0]
+    roots = [r for r in numeric.roots_1d(cstep.equation, name, env) if _physical(model, name, r)]
+    if not roots:
+        raise NoSolution(name, f"relation {relation.name} has no positive root")
+    if len(roots) > 1:
+        raise AmbiguousSolution(name, [_show(model, name, r) for r in roots],
+                                "pin another quantity to tell them apart")
+    env[name] = roots[0]
+    note = (cstep.note + "; " if cstep.note else "") + "solved numerically (bracketing + brentq)"
+    return StepRecord((relation.name,), (name,), None, "numeric (brentq)",
+                      _inputs(cstep.relations, (name,), model), None, note)
+
+
+def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
+    names = list(cstep.step.variables)
+    guesses = {n: (model.variables[n].typical or 1.0) * model.variables[n].to_base
+               for n in names}
+    found = []
+    for equations, guards, labels in cstep.block_branches:
+        if regime and labels and regime not in labels and _labels_known(cstep, regime):
+            continue
+        try:
+            solutions = numeric.solve_system(equations, names, env, guesses)
+        except NoSolution:
+            continue
+        for solution in solutions:
+            trial = dict(env)
+            trial.update(solution)
+            if all(_physical(model, n, solution[n]) for n in names) and _guards_hold(guards,
+                                                                                     trial):
+                found.append((solution, labels))
+    distinct = []
+    for solution, labels in found:
+        if not any(all(abs(solution[n] - s[n]) <= 1e-7 * abs(s[n]) for n in names)
+                   for s, _ in distinct):
+            distinct.append((solution, labels))
+    if not distinct:
+        raise NoSolution(", ".join(names), "the simultaneous relations "
+                         f"{', '.join(cstep.step.relations)} have no physical solution")
+    if len(distinct) > 1:
+        options = [", ".join(f"{n} = {_show(model, n, s[n])}" for n in names)
+                   + (f" ({', '.join(lab)})" if lab else "") for s, lab in distinct]
+        raise AmbiguousSolution(", ".join(names), options,
+                                "pin another quantity or choose a --regime")
+    solution, labels = distinct[0]
+    env.update(solution)
+    note = "solved simultaneously (scipy.optimize.root in log space)"
+    if labels:
+        note += "; regime: " + ", ".join(labels)
+    return StepRecord(cstep.step.relations, tuple(names), None, "numeric block",
+                      _inputs(cstep.relations, names, model), ", ".join(labels) or None, note)
+
+
+def _labels_known(cstep, regime) -> bool:
+    return any(regime == label for r in cstep.relations for label, _ in r.regimes)
+
+
+def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],
+                  plan: Plan) -> InconsistentPins:
+    """The error for a failed cross-check, naming both sides and the pins behind it."""
+    from symbolic.dimensions import dimension_of
+    from symbolic.units import ureg
+
+    relation = model.relations[check.relation]
+    base_units = {s: _base_container(model, s) for s in relation.symbols}
+    lhs_unit = ureg.Unit(dimension_of(relation.lhs, base_units))
+    involved = _upstream_pins(model, plan, check.relation, pins)
+    return InconsistentPins(
+        relation.name, relation.equation,
+        format_quantity(check.lhs, lhs_unit), format_quantity(check.rhs, lhs_unit),
+        100 * check.difference, involved,
+    )
+
+
+def _base_container(model: Model, symbol):
+    from symbolic.units import base_unit
+
+    if symbol.name in model.variables:
+        unit = model.variables[symbol.name].pint_unit
+    else:
+        unit = model.constants[symbol.name].pint_unit
+    return base_unit(unit)._units
+
+
+def _upstream_pins(model: Model, plan: Plan, relation: str, pins) -> list[str]:
+    """Pinned quantities that feed ``relation`` directly or through earlier steps."""
+    solver = {v: step for step in plan.steps for v in step.variables}
+    seen, out = set(), []
+    frontier = list(model.variables_in(relation))
+    while frontier:
+        name = frontier.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in pins:
+            out.append(name)
+        elif name in solver:
+            for r in solver[name].relations:
+                frontier.extend(model.variables_in(r))
+    return sorted(out)

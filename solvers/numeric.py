@@ -1,0 +1,106 @@
+"""Numeric root-finding for what has no closed form.
+
+Every quantity is positive, so unknowns are searched in log space, which makes
+the search scale-free (a byte count of 1e11 and a time of 1e-3 s are equally
+easy) and keeps iterates positive. Residuals are relative, ``(l - r)/(|l|+|r|)``.
+A search that does not converge raises; it never returns its last iterate.
+SciPy is imported here only, when a block actually needs it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from symbolic.errors import NoSolution
+
+Side = Callable[[Mapping[str, float]], float]
+
+TOLERANCE = 1e-12
+
+
+def relative_residual(lhs: float, rhs: float) -> float:
+    scale = abs(lhs) + abs(rhs)
+    return 0.0 if scale == 0 else (lhs - rhs) / scale
+
+
+def roots_1d(equation: tuple[Side, Side], name: str, env: Mapping[str, float],
+             low: float = 1e-30, high: float = 1e30, points: int = 241) -> list[float]:
+    """Every sign change of the relative residual in ``[low, high]``, refined by brentq."""
+    from scipy.optimize import brentq
+
+    lhs, rhs = equation
+    scope = dict(env)
+
+    def f(log_x):
+        scope[name] = math.exp(log_x)
+        with np.errstate(all="ignore"):
+            value = relative_residual(float(lhs(scope)), float(rhs(scope)))
+        return value if math.isfinite(value) else math.nan
+
+    grid = np.linspace(math.log(low), math.log(high), points)
+    values = [f(g) for g in grid]
+    roots = []
+    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
+        if math.isnan(fa) or math.isnan(fb):
+            continue
+        if fa == 0:
+            roots.append(math.exp(a))
+        elif fa * fb < 0:
+            root = brentq(f, a, b, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=200)
+            if abs(f(root)) < 1e-9:  # a sign change across a pole is not a root
+                roots.append(math.exp(root))
+    return _distinct(roots)
+
+
+def solve_system(equations: Sequence[tuple[Side, Side]], names: Sequence[str],
+                 env: Mapping[str, float], guesses: Mapping[str, float],
+                 starts: int = 24, seed: int = 0) -> list[dict[str, float]]:
+    """All distinct positive solutions found from several starting points.
+
+    Raises
+    ------
+    NoSolution
+        If no start converges.
+    """
+    from scipy.optimize import root
+
+    scope = dict(env)
+
+    def residuals(y):
+        for n, yi in zip(names, y, strict=True):
+            scope[n] = math.exp(min(yi, 700.0))
+        with np.errstate(all="ignore"):
+            out = [relative_residual(float(l(scope)), float(r(scope))) for l, r in equations]
+        return [v if math.isfinite(v) else 1.0 for v in out]
+
+    centre = np.array([math.log(guesses.get(n, 1.0)) for n in names])
+    rng = np.random.default_rng(seed)
+    points = [centre] + [centre + rng.normal(0.0, 3.0, size=len(names)) for _ in range(starts)]
+    found = []
+    for start in points:
+        result = root(residuals, start, method="hybr", options={"xtol": 1e-14})
+        if max(abs(v) for v in residuals(result.x)) < 1e-10:
+            found.append({n: math.exp(v) for n, v in zip(names, result.x, strict=True)})
+    if not found:
+        raise NoSolution(", ".join(names), "the simultaneous equations did not converge from "
+                         f"{len(points)} starting points")
+    distinct = []
+    for solution in found:
+        if not any(all(_close(solution[n], other[n]) for n in names) for other in distinct):
+            distinct.append(solution)
+    return distinct
+
+
+def _close(a: float, b: float, rtol: float = 1e-7) -> bool:
+    return abs(a - b) <= rtol * max(abs(a), abs(b))
+
+
+def _distinct(values: list[float]) -> list[float]:
+    out: list[float] = []
+    for v in sorted(values):
+        if not out or not _close(v, out[-1]):
+            out.append(v)
+    return out

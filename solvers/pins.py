@@ -1,0 +1,161 @@
+"""Turning what the user gave (text, quantities, presets) into checked pins.
+
+Layers, later overriding earlier: the conventions preset (``careful`` unless
+another conventions preset is named), then each named preset in order, then the
+user's own pins. A preset value for a quantity the user asked for is dropped,
+and the drop is recorded. Every value is parsed by the restricted parser,
+dimension-checked against its quantity and range-checked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import pint
+
+from knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
+from symbolic.errors import (
+    BoundsError,
+    DimensionMismatch,
+    MissingUnit,
+    ParseError,
+    UsageError,
+)
+from symbolic.model import Model
+from symbolic.parsing import parse_value, split_pin
+from symbolic.presets import Preset
+from symbolic.units import base_factor, describe_dimension, dimensionality, format_unit, ureg
+from symbolic.variables import Variable
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A known value: base-unit magnitude plus where it came from."""
+
+    name: str
+    value: float
+    text: str
+    origin: str  # "given", "preset h100", "conventions careful"
+    source: str = ""
+    date: str = ""
+    note: str = ""
+    estimate: bool = False
+    replaces: str = ""  # origin of a value this pin overrode
+
+
+def read_value(variable: Variable, value) -> tuple[float, str]:
+    """Check ``value`` against ``variable``; return its base-unit magnitude and text.
+
+    ``value`` may be text (``"3.35 TB/s"``), a pint Quantity from chalk's
+    registry, or a plain number for a dimensionless quantity.
+    """
+    name = variable.name
+    if isinstance(value, bool):
+        raise ParseError(str(value), f"{name} needs a number")
+    if isinstance(value, str):
+        parsed = parse_value(value)
+        magnitude, unit, text = parsed.magnitude, parsed.unit, parsed.text
+        if unit is None and not variable.dimensionality:
+            unit_factor = 1.0
+        elif unit is None:
+            raise MissingUnit(name, text, format_unit(variable.pint_unit))
+        else:
+            _check_dimension(variable, unit, text)
+            unit_factor = base_factor(unit)
+    elif isinstance(value, pint.Quantity):
+        if value._REGISTRY is not ureg:
+            raise ParseError(str(value), "quantities must be made with chalk's registry "
+                             "(chalk.Q_ or chalk.ureg)")
+        magnitude, unit = value.magnitude, value.units
+        text = f"{value:~P}"
+        _check_dimension(variable, unit, text)
+        unit_factor = base_factor(unit)
+    elif isinstance(value, (int, float)):
+        magnitude, text = float(value), repr(value)
+        if variable.dimensionality:
+            raise MissingUnit(name, text, format_unit(variable.pint_unit))
+        unit_factor = 1.0
+    else:
+        raise ParseError(str(value)[:60], f"{name} needs a number with a unit")
+    try:
+        base = float(magnitude) * unit_factor
+    except (TypeError, ValueError):
+        raise ParseError(text, f"{name} needs a single number") from None
+    if not math.isfinite(base):
+        raise ParseError(text, "the value is not a finite number")
+    if not variable.admits(base):
+        raise BoundsError(name, text, variable.requirement())
+    return base, text
+
+
+def _check_dimension(variable: Variable, unit, text: str) -> None:
+    got = dimensionality(unit)
+    if got != variable.dimensionality:
+        raise DimensionMismatch(
+            variable.name, text, format_unit(variable.pint_unit),
+            describe_dimension(variable.dimensionality), describe_dimension(got),
+        )
+
+
+def parse_given(items: Iterable[str] | Mapping[str, object]) -> list[tuple[str, object]]:
+    """``["a=1 s", ...]`` or ``{"a": "1 s"}`` as (name, value) pairs, in order."""
+    if isinstance(items, Mapping):
+        return list(items.items())
+    return [split_pin(item) for item in items]
+
+
+def resolve_pins(
+    model: Model,
+    given: Iterable[str] | Mapping[str, object] = (),
+    presets: Iterable[Preset] = (),
+    targets: Iterable[str] = (),
+) -> tuple[dict[str, Pin], list[str], str]:
+    """Layer conventions, presets and user pins into one checked set.
+
+    Returns
+    -------
+    pins : dict of name to Pin
+    dropped : list of str
+        Notes on preset values set aside because the quantity is a target.
+    conventions : str
+        Name of the conventions preset in force.
+    """
+    targets = [model.variable(t).name for t in targets]
+    presets = list(presets)
+    named_conventions = [p for p in presets if p.kind == "conventions"]
+    if len({p.name for p in named_conventions}) > 1:
+        names = " and ".join(sorted({p.name for p in named_conventions}))
+        raise UsageError(f"presets {names} are both counting conventions; pick one")
+    conventions = named_conventions[0] if named_conventions else CONVENTIONS[DEFAULT_CONVENTIONS]
+    layers = [(conventions, f"conventions {conventions.name}")]
+    layers += [(p, f"preset {p.name}") for p in presets if p.kind != "conventions"]
+
+    pins: dict[str, Pin] = {}
+    dropped: list[str] = []
+    for preset, origin in layers:
+        for raw_name, item in preset.values.items():
+            variable = model.variable(raw_name)
+            if variable.name in targets:
+                dropped.append(f"{origin} value {item.text} of {variable.name} set aside: "
+                               "it is asked for")
+                continue
+            value, text = read_value(variable, item.text)
+            previous = pins.get(variable.name)
+            pins[variable.name] = Pin(
+                variable.name, value, text, origin, item.source, item.date, item.note,
+                item.estimate, previous.origin if previous else "",
+            )
+    for raw_name, raw_value in parse_given(given):
+        variable = model.variable(raw_name)
+        if variable.name in targets:
+            raise UsageError(f"{variable.name} is both pinned and asked for; drop the pin or "
+                             "the target")
+        value, text = read_value(variable, raw_value)
+        previous = pins.get(variable.name)
+        if previous is not None and previous.origin == "given":
+            raise UsageError(f"{variable.name} is pinned twice; give it once")
+        pins[variable.name] = Pin(variable.name, value, text, "given",
+                                  replaces=previous.origin if previous else "")
+    return pins, dropped, conventions.name

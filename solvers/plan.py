@@ -1,0 +1,153 @@
+"""The solve plan: which relation determines which unknown, in which order.
+
+Planning is structural and happens before any number is computed: it says
+whether the pins determine the targets, which extra pins would, which
+relations become consistency checks, and which blocks must be solved together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import combinations
+
+import networkx as nx
+
+from solvers.structure import (
+    Partition,
+    dulmage_mendelsohn,
+    incidence_graph,
+    solve_order,
+    var_node,
+)
+from symbolic.model import Model
+
+MAX_COMPLETION_SIZE = 3
+MAX_CANDIDATES = 24
+MAX_COMPLETIONS = 6
+
+
+@dataclass(frozen=True)
+class Step:
+    """Relations that together determine ``variables`` (one of each: explicit)."""
+
+    relations: tuple[str, ...]
+    variables: tuple[str, ...]
+
+    @property
+    def simultaneous(self) -> bool:
+        return len(self.relations) > 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What will be solved, in order, and what is missing or surplus."""
+
+    targets: tuple[str, ...]
+    pinned: frozenset[str]
+    steps: tuple[Step, ...]
+    checks: tuple[str, ...]
+    undetermined: tuple[str, ...]
+    completions: tuple[tuple[str, ...], ...]
+    unused_pins: tuple[str, ...]
+    partition: Partition
+
+    @property
+    def determined(self) -> bool:
+        return not self.undetermined
+
+    @property
+    def computed(self) -> tuple[str, ...]:
+        return tuple(v for step in self.steps for v in step.variables)
+
+
+def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Plan:
+    """Plan the solution of ``targets`` from the ``pinned`` quantities (cached)."""
+    return _plan(model, frozenset(pinned), tuple(targets))
+
+
+def _relations_with_unknowns(model: Model, pinned: frozenset[str]):
+    return {r: model.variables_in(r) - pinned for r in model.relations}
+
+
+@lru_cache(maxsize=256)
+def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Plan:
+    unknowns_of = _relations_with_unknowns(model, pinned)
+    unknowns = set(model.variables) - pinned
+    graph = incidence_graph(unknowns_of, unknowns)
+    partition = dulmage_mendelsohn(graph)
+    blocks = solve_order(partition, unknowns_of)
+
+    undetermined = tuple(t for t in targets if t not in partition.determined)
+    checks_all = sorted(partition.unmatched_relations)
+
+    # Keep only the blocks the targets and the checks need.
+    solver_block = {}
+    for index, (_, variables) in enumerate(blocks):
+        for v in variables:
+            solver_block[v] = index
+    needed: set[int] = set()
+    frontier = [solver_block[t] for t in targets if t in solver_block]
+    for relation in checks_all:
+        frontier += [solver_block[v] for v in unknowns_of[relation] if v in solver_block]
+    while frontier:
+        index = frontier.pop()
+        if index in needed:
+            continue
+        needed.add(index)
+        relations, variables = blocks[index]
+        for r in relations:
+            for v in unknowns_of[r]:
+                if v not in variables and v in solver_block:
+                    frontier.append(solver_block[v])
+    steps = tuple(Step(*blocks[i]) for i in sorted(needed))
+
+    used = set()
+    for step in steps:
+        for r in step.relations:
+            used |= model.variables_in(r)
+    for r in checks_all:
+        used |= model.variables_in(r)
+    unused = tuple(sorted(p for p in pinned if p not in used))
+    completions = _completions(model, pinned, targets, undetermined, partition, unknowns_of)
+    return Plan(targets, pinned, steps, tuple(checks_all), undetermined, completions, unused,
+                partition)
+
+
+def _completions(model, pinned, targets, undetermined, partition, unknowns_of):
+    """Smallest sets of extra pins that would determine every target."""
+    if not undetermined:
+        return ()
+    # Candidates: under-determined unknowns connected to an undetermined target.
+    under_rels = {r: unknowns_of[r] for r in partition.under_relations}
+    sub = incidence_graph(under_rels, partition.under_variables)
+    reach = set()
+    for t in undetermined:
+        if var_node(t) in sub:
+            reach |= nx.node_connected_component(sub, var_node(t))
+    distance = {}
+    for t in undetermined:
+        if var_node(t) in sub:
+            for node, d in nx.single_source_shortest_path_length(sub, var_node(t)).items():
+                distance[node] = min(d, distance.get(node, d))
+    candidates = sorted(
+        (n[1] for n in reach if n[0] == "v" and n[1] not in targets),
+        key=lambda v: (distance.get(var_node(v), 99), len(model.relations_of(v)), v),
+    )[:MAX_CANDIDATES]
+    relations = {r for r in under_rels if ("r", r) in reach}
+    sub_unknowns = {r: under_rels[r] for r in relations}
+
+    found = []
+    for size in range(1, MAX_COMPLETION_SIZE + 1):
+        for extra in combinations(candidates, size):
+            extra_set = set(extra)
+            reduced = {r: vs - extra_set for r, vs in sub_unknowns.items()}
+            variables = {n[1] for n in reach if n[0] == "v"} - extra_set
+            part = dulmage_mendelsohn(incidence_graph(reduced, variables))
+            if all(t in part.determined or t not in variables for t in undetermined):
+                surplus = len(part.unmatched_relations)
+                found.append((surplus, sum(len(model.relations_of(v)) for v in extra), extra))
+        if found:
+            break
+    found.sort()
+    return tuple(tuple(sorted(extra)) for _, _, extra in found[:MAX_COMPLETIONS])

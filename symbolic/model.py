@@ -1,0 +1,160 @@
+"""A model: the immutable set of declared variables, constants and relations.
+
+Building a model validates it: names are unique, every symbol in a relation is
+declared, coefficients are exact, and both sides of every relation have the
+same dimension. A defect raises :class:`KnowledgeError` naming the relation.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import sympy
+
+from symbolic.dimensions import DimensionConflict, dimension_of
+from symbolic.errors import KnowledgeError, UnknownNameError
+from symbolic.relations import Relation
+from symbolic.units import describe_dimension
+from symbolic.variables import Constant, Variable, known_constant
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity
+class Model:
+    """Variables, constants and relations, checked; look-ups by name."""
+
+    variables: Mapping[str, Variable]
+    relations: Mapping[str, Relation]
+    constants: Mapping[str, Constant]
+    aliases: Mapping[str, str]
+    _relations_of: Mapping[str, tuple[str, ...]] = field(repr=False)
+    _unknowns_of: Mapping[str, frozenset[str]] = field(repr=False)
+
+    def variable(self, name: str) -> Variable:
+        """The variable called ``name`` (or one of its aliases).
+
+        Raises
+        ------
+        UnknownNameError
+            With close matches as suggestions.
+        """
+        canonical = self.aliases.get(name, name)
+        try:
+            return self.variables[canonical]
+        except KeyError:
+            pool = list(self.variables) + list(self.aliases)
+            close = difflib.get_close_matches(name, pool, n=3, cutoff=0.6)
+            suggestions = list(dict.fromkeys(self.aliases.get(c, c) for c in close))
+            raise UnknownNameError(name, "quantity", suggestions) from None
+
+    def relation(self, name: str) -> Relation:
+        try:
+            return self.relations[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, list(self.relations), n=3, cutoff=0.6)
+            raise UnknownNameError(name, "relation", close) from None
+
+    def relations_of(self, variable: str) -> tuple[str, ...]:
+        """Names of the relations a variable appears in."""
+        return self._relations_of.get(variable, ())
+
+    def variables_in(self, relation: str) -> frozenset[str]:
+        """Names of the variables (not constants) a relation involves."""
+        return self._unknowns_of[relation]
+
+    def constant_values(self) -> dict[str, float]:
+        """Base-unit values of every constant, by symbol name."""
+        return {name: c.base_value for name, c in self.constants.items()}
+
+
+def build_model(variables: Iterable[Variable], relations: Iterable[Relation]) -> Model:
+    """Check declarations and assemble a :class:`Model`.
+
+    Raises
+    ------
+    KnowledgeError
+        On duplicate names, undeclared symbols, float coefficients or a
+        relation whose sides differ in dimension.
+    """
+    var_map: dict[str, Variable] = {}
+    aliases: dict[str, str] = {}
+    for v in variables:
+        if v.name in var_map:
+            raise KnowledgeError(f"variable {v.name} is declared twice")
+        var_map[v.name] = v
+    for v in var_map.values():
+        for alias in v.aliases:
+            if alias in var_map or alias in aliases:
+                raise KnowledgeError(f"alias {alias} of {v.name} clashes with another name")
+            aliases[alias] = v.name
+
+    rel_map: dict[str, Relation] = {}
+    constants: dict[str, Constant] = {}
+    relations_of: dict[str, list[str]] = {}
+    unknowns_of: dict[str, frozenset[str]] = {}
+    for r in relations:
+        if r.name in rel_map:
+            raise KnowledgeError(f"relation {r.name} is declared twice")
+        rel_map[r.name] = r
+        dims = {}
+        names = set()
+        for s in r.symbols:
+            if s.name in var_map:
+                dims[s] = var_map[s.name].dimensionality
+                names.add(s.name)
+                relations_of.setdefault(s.name, []).append(r.name)
+                continue
+            constant = known_constant(s.name)
+            if constant is None:
+                raise KnowledgeError(f"relation {r.name} uses undeclared symbol {s.name}")
+            constants[s.name] = constant
+            dims[s] = constant.dimensionality
+        if not names:
+            raise KnowledgeError(f"relation {r.name} involves no variables")
+        unknowns_of[r.name] = frozenset(names)
+        floats = (r.lhs.atoms(sympy.Float) | r.rhs.atoms(sympy.Float))
+        if floats:
+            raise KnowledgeError(
+                f"relation {r.name} has float coefficients {sorted(map(str, floats))}; "
+                "use sympy.Rational so symbolic solving stays exact"
+            )
+        _check_dimensions(r, dims)
+        _check_regimes(r)
+    return Model(
+        variables=MappingProxyType(var_map),
+        relations=MappingProxyType(rel_map),
+        constants=MappingProxyType(constants),
+        aliases=MappingProxyType(aliases),
+        _relations_of=MappingProxyType({k: tuple(v) for k, v in relations_of.items()}),
+        _unknowns_of=MappingProxyType(unknowns_of),
+    )
+
+
+def _check_dimensions(r: Relation, dims) -> None:
+    try:
+        lhs = dimension_of(r.lhs, dims)
+        rhs = dimension_of(r.rhs, dims)
+    except DimensionConflict as exc:
+        raise KnowledgeError(f"relation {r.name} is dimensionally inconsistent: {exc}") from None
+    if lhs != rhs:
+        raise KnowledgeError(
+            f"relation {r.name} is dimensionally inconsistent: left side {r.lhs} is "
+            f"{describe_dimension(lhs)} ({dict(lhs) or 'dimensionless'}) but right side {r.rhs} "
+            f"is {describe_dimension(rhs)} ({dict(rhs) or 'dimensionless'})"
+        )
+
+
+def _check_regimes(r: Relation) -> None:
+    if not r.regimes:
+        return
+    arguments = set()
+    for node in (r.lhs.atoms(sympy.Max, sympy.Min) | r.rhs.atoms(sympy.Max, sympy.Min)):
+        arguments.update(node.args)
+    for label, expr in r.regimes:
+        if expr not in arguments:
+            raise KnowledgeError(
+                f"relation {r.name}: regime {label!r} names {expr}, which is not an "
+                "argument of its max/min"
+            )

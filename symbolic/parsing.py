@@ -1,0 +1,215 @@
+"""A restricted parser for values, units and pins typed by users.
+
+Nothing here calls ``eval``, ``exec``, ``sympify`` or ``parse_expr``: text is
+split into tokens by regular expressions, numbers are read with ``float`` on a
+validated digit string, and unit names are looked up in chalk's registry one by
+one. Anything else is rejected with a one-line :class:`ParseError`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import pint
+from pint.util import UnitsContainer
+
+from symbolic.errors import ParseError, UnitError
+from symbolic.symbols import NAME_PATTERN
+from symbolic.units import ureg
+
+MAX_TEXT = 200  # longer values are refused before any work is done
+
+# A number: digits with optional thousands separators, a fraction, an exponent,
+# and an optional multiplier written against it (200k, 1.5M, 3T).
+_NUMBER = re.compile(
+    r"""(?P<sign>[+-]?)
+        (?P<mantissa>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d[\d_]*(?:\.\d*)?|\.\d+)
+        (?:[eE](?P<exponent>[+-]?\d+))?
+        (?P<multiplier>Ki|Mi|Gi|Ti|k|K|M|G|T|P)?
+        (?![0-9_.,])""",
+    re.VERBOSE,
+)
+_MULTIPLIERS = {
+    "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
+}
+_UNIT_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-zµ%][A-Za-z0-9_µ]*)|(?P<op>\*\*|[*/·^()])"
+                         r"|(?P<int>[+-]?\d+))")
+_MAX_EXPONENT = 300
+
+
+@dataclass(frozen=True)
+class ParsedValue:
+    """A magnitude and the unit it was written in (``None`` for a bare number)."""
+
+    magnitude: float
+    unit: pint.Unit | None
+    text: str
+
+
+def parse_number(text: str) -> tuple[float, str]:
+    """Read a leading number; return it and the rest of the text.
+
+    Raises
+    ------
+    ParseError
+        If the text does not start with a finite number of sane size.
+    """
+    original = text
+    text = text.strip()
+    match = _NUMBER.match(text)
+    if not match:
+        raise ParseError(original, "expected a number such as 3.35, 2e12 or 200k")
+    mantissa = match.group("mantissa").replace(",", "").replace("_", "")
+    exponent = match.group("exponent")
+    if exponent is not None and abs(int(exponent)) > _MAX_EXPONENT:
+        raise ParseError(original, f"exponent {exponent} is out of range (at most ±{_MAX_EXPONENT})")
+    digits = match.group("sign") + mantissa + (f"e{exponent}" if exponent is not None else "")
+    value = float(digits)  # a validated digit string, not arbitrary text
+    multiplier = match.group("multiplier")
+    if multiplier:
+        value *= _MULTIPLIERS[multiplier]
+    if not math.isfinite(value):
+        raise ParseError(original, "the number is too large")
+    return value, text[match.end():]
+
+
+def parse_unit(text: str) -> pint.Unit:
+    """Read a unit expression such as ``TB/s``, ``FLOP/(param·token)``, ``USD / hour``.
+
+    Grammar: products (``*``, ``·`` or a space) and quotients (``/``) of unit
+    names with integer powers (``^2``, ``**-1``) and parentheses.
+    """
+    original = text
+    tokens = _tokenize_unit(text)
+    parser = _UnitParser(tokens, original)
+    container = parser.expression()
+    if parser.position != len(tokens):
+        raise ParseError(original, f"unexpected {tokens[parser.position][1]!r} in the unit")
+    return ureg.Unit(container)
+
+
+def _tokenize_unit(text: str) -> list[tuple[str, str]]:
+    tokens = []
+    position = 0
+    text = text.rstrip()
+    while position < len(text):
+        match = _UNIT_TOKEN.match(text, position)
+        if not match or match.end() == position:
+            bad = text[position:].strip()[:1]
+            raise ParseError(text, f"unexpected character {bad!r} in a unit")
+        if match.group("name"):
+            tokens.append(("name", match.group("name")))
+        elif match.group("op"):
+            tokens.append(("op", match.group("op")))
+        else:
+            tokens.append(("int", match.group("int")))
+        position = match.end()
+    if not tokens:
+        raise ParseError(text, "expected a unit")
+    return tokens
+
+
+class _UnitParser:
+    def __init__(self, tokens, text):
+        self.tokens = tokens
+        self.text = text
+        self.position = 0
+
+    def peek(self):
+        return self.tokens[self.position] if self.position < len(self.tokens) else (None, None)
+
+    def take(self):
+        token = self.peek()
+        self.position += 1
+        return token
+
+    def expression(self) -> UnitsContainer:
+        result = self.power()
+        while True:
+            kind, value = self.peek()
+            if kind == "op" and value in ("*", "·"):
+                self.take()
+                result = result * self.power()
+            elif kind == "op" and value == "/":
+                self.take()
+                result = result / self.power()
+            elif kind == "name" or (kind == "op" and value == "("):
+                result = result * self.power()  # juxtaposition multiplies
+            else:
+                return result
+
+    def power(self) -> UnitsContainer:
+        base = self.atom()
+        kind, value = self.peek()
+        if kind == "op" and value in ("^", "**"):
+            self.take()
+            kind, value = self.take()
+            if kind != "int":
+                raise ParseError(self.text, "a unit power must be a whole number")
+            exponent = int(value)
+            if abs(exponent) > 4:
+                raise ParseError(self.text, f"unit power {exponent} is out of range")
+            return base**exponent
+        return base
+
+    def atom(self) -> UnitsContainer:
+        kind, value = self.take()
+        if kind == "name":
+            return UnitsContainer({_unit_name(value, self.text): 1})
+        if kind == "int" and value == "1":
+            return UnitsContainer()
+        if kind == "op" and value == "(":
+            inner = self.expression()
+            closing = self.take()
+            if closing != ("op", ")"):
+                raise ParseError(self.text, "unbalanced parentheses in the unit")
+            return inner
+        shown = value if value is not None else "end of text"
+        raise ParseError(self.text, f"expected a unit name, found {shown!r}")
+
+
+def _unit_name(name: str, text: str) -> str:
+    if len(name) > 40:
+        raise ParseError(text, "unit name too long")
+    candidates = ureg.parse_unit_name(name)
+    if not candidates:
+        raise UnitError(name, "not a unit chalk knows (e.g. s, ms, h, day, byte, GB, TB/s, "
+                              "FLOP, token, sequence, param, chip, USD)")
+    prefix, unit, _suffix = candidates[0]
+    return prefix + unit
+
+
+def parse_value(text: str) -> ParsedValue:
+    """Read ``NUMBER [UNIT]``: ``3.35 TB/s``, ``200k token``, ``2``, ``50%``."""
+    if not isinstance(text, str):
+        raise ParseError(str(text), "expected text")
+    if len(text) > MAX_TEXT:
+        raise ParseError(text, f"longer than {MAX_TEXT} characters")
+    magnitude, rest = parse_number(text)
+    rest = rest.strip()
+    if not rest:
+        return ParsedValue(magnitude, None, text.strip())
+    try:
+        unit = parse_unit(rest)
+    except ParseError as exc:
+        raise ParseError(text, exc.reason, "write a number then a unit, e.g. '3.35 TB/s'") from None
+    return ParsedValue(magnitude, unit, text.strip())
+
+
+def split_pin(text: str) -> tuple[str, str]:
+    """Split ``NAME=VALUE`` into a validated name and the value text."""
+    if not isinstance(text, str):
+        raise ParseError(str(text), "expected NAME=VALUE")
+    if len(text) > MAX_TEXT + 70:
+        raise ParseError(text, "too long for a pin")
+    if "=" not in text:
+        raise ParseError(text, "expected NAME=VALUE, e.g. 'hbm_bandwidth=3.35 TB/s'")
+    name, value = text.split("=", 1)
+    name = name.strip()
+    if not NAME_PATTERN.match(name) or "__" in name:
+        raise ParseError(text, f"{name[:40]!r} is not a quantity name",
+                         "names are lower-case words joined by '_'")
+    return name, value.strip()

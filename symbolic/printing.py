@@ -1,0 +1,59 @@
+"""Printing expressions for people: plain text, values substituted, and LaTeX."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sympy
+from sympy.printing.latex import LatexPrinter
+from sympy.printing.str import StrPrinter
+
+from symbolic.variables import known_constant
+
+
+def _label(symbol: sympy.Symbol) -> str:
+    constant = known_constant(symbol.name)
+    return constant.label if constant is not None else symbol.name
+
+
+class _PlainPrinter(StrPrinter):
+    def __init__(self, names: Mapping[str, str] | None = None):
+        super().__init__({"order": "none"})
+        self._names = names or {}
+
+    def _print_Symbol(self, expr):
+        if expr.name in self._names:
+            return self._names[expr.name]
+        return _label(expr)
+
+    def _print_Max(self, expr):
+        return "max(" + ", ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_Min(self, expr):
+        return "min(" + ", ".join(self._print(a) for a in expr.args) + ")"
+
+
+def _tidy(text: str) -> str:
+    return text.replace("**", "^").replace("*", "·")
+
+
+def plain(expr: sympy.Expr) -> str:
+    """``expr`` as readable text: ``total_params·bytes_per_param/(n_chips·hbm_bandwidth)``."""
+    return _tidy(_PlainPrinter().doprint(expr))
+
+
+def substituted(expr: sympy.Expr, shown: Mapping[str, str]) -> str:
+    """``expr`` with each symbol replaced by its shown value, e.g. ``(3.35e12 byte/s)``."""
+    names = {name: f"({text})" for name, text in shown.items()}
+    return _tidy(_PlainPrinter(names).doprint(expr))
+
+
+class _Latex(LatexPrinter):
+    def _print_Symbol(self, expr, style="plain"):
+        label = _label(expr).replace("_", r"\_")
+        return r"\mathrm{" + label + "}"
+
+
+def latex(expr: sympy.Expr) -> str:
+    """LaTeX for ``expr`` with names set upright."""
+    return _Latex({"mul_symbol": "dot"}).doprint(expr)

@@ -1,0 +1,125 @@
+"""Declarations of relations between quantities.
+
+A :class:`Relation` is declared once, with its equation, what it says, where it
+comes from and what it assumes; checking, solving, printing and documentation
+all read that one declaration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from symbolic.symbols import validate_name
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a relation or a number comes from.
+
+    Parameters
+    ----------
+    citation : str
+        Human-readable reference, e.g. ``"lecture 16:17-19:25"`` or
+        ``"Hoffmann et al. 2022, arXiv:2203.15556"``.
+    kind : str
+        ``"lecture"``, ``"paper"``, ``"book"``, ``"definition"`` or ``"data"``.
+    url : str
+        Optional link.
+    """
+
+    citation: str
+    kind: str = "paper"
+    url: str = ""
+
+    def __str__(self) -> str:
+        return self.citation
+
+
+LECTURE_URL = "https://youtu.be/xmkSf5IS-zw"
+
+
+def lecture(start: str, end: str | None = None) -> Source:
+    """A span of the Reiner Pope blackboard lecture (Dwarkesh Patel, 2026)."""
+    span = start if end is None else f"{start}-{end}"
+    return Source(f"lecture {span}", "lecture", LECTURE_URL)
+
+
+def definition(text: str = "definition") -> Source:
+    """A relation that defines its left-hand quantity."""
+    return Source(text, "definition")
+
+
+def paper(citation: str, url: str = "") -> Source:
+    return Source(citation, "paper", url)
+
+
+def book(citation: str, url: str = "") -> Source:
+    return Source(citation, "book", url)
+
+
+def _as_expr(side, name: str) -> sympy.Expr:
+    """Accept a sympy expression or an exact integer, nothing else (no text, no floats)."""
+    if isinstance(side, sympy.Basic):
+        return side
+    if isinstance(side, int) and not isinstance(side, bool):
+        return sympy.Integer(side)
+    raise TypeError(f"relation {name}: a side must be a sympy expression, not {type(side)}")
+
+
+@dataclass(frozen=True)
+class Relation:
+    """An equation ``lhs = rhs`` between declared quantities.
+
+    Parameters
+    ----------
+    name : str
+        Identifier; unique in a model.
+    lhs, rhs : sympy.Expr
+        The two sides, built from the symbols of declared variables and
+        constants with exact (integer or rational) coefficients.
+    description : str
+        One line saying what the relation states.
+    source : Source
+        Where it comes from.
+    assumptions : tuple of str
+        What must hold for it to apply.
+    regimes : tuple of (str, sympy.Expr)
+        For a relation with ``max``/``min``, a name for each argument (e.g.
+        ``("compute-bound", t_compute)``); the solver reports which one held.
+    topic : str
+        The lecture section or theme it belongs to.
+    """
+
+    name: str
+    lhs: sympy.Expr
+    rhs: sympy.Expr
+    description: str
+    source: Source
+    assumptions: tuple[str, ...] = ()
+    regimes: tuple[tuple[str, sympy.Expr], ...] = ()
+    topic: str = ""
+
+    def __post_init__(self):
+        validate_name(self.name)
+        object.__setattr__(self, "lhs", _as_expr(self.lhs, self.name))
+        object.__setattr__(self, "rhs", _as_expr(self.rhs, self.name))
+
+    @property
+    def residual(self) -> sympy.Expr:
+        """``lhs - rhs``, zero when the relation holds."""
+        return self.lhs - self.rhs
+
+    @property
+    def symbols(self) -> frozenset[sympy.Symbol]:
+        return frozenset(self.lhs.free_symbols | self.rhs.free_symbols)
+
+    @property
+    def equation(self) -> str:
+        from symbolic.printing import plain
+
+        return f"{plain(self.lhs)} = {plain(self.rhs)}"
+
+    def has_regimes(self) -> bool:
+        return bool(self.lhs.atoms(sympy.Max, sympy.Min) | self.rhs.atoms(sympy.Max, sympy.Min))

@@ -1,0 +1,168 @@
+"""Declarations of quantities: variables (solved for or pinned) and constants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pint
+import sympy
+
+from symbolic.symbols import symbol, validate_name
+from symbolic.units import Q_, base_factor, dimensionality, parse_unit_cached
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A named physical quantity with a unit.
+
+    Parameters
+    ----------
+    name : str
+        Canonical name from the vocabulary (lower-case identifier).
+    unit : str
+        Declared unit (pint syntax); values are shown and exported in it.
+    description : str
+        One line saying what the quantity is.
+    lower, upper : float, optional
+        Bounds in the declared unit. Every quantity is positive unless
+        ``allow_zero`` is set; ``lower``/``upper`` narrow that further.
+    allow_zero : bool
+        Whether zero is a meaningful value (a free cache, say).
+    aliases : tuple of str
+        Other accepted spellings; output always uses ``name``.
+    typical : float, optional
+        A typical magnitude in the declared unit, the starting point for
+        numeric root-finding.
+    scale_like : bool
+        Whether ranges of this quantity are naturally log-uniform.
+    """
+
+    name: str
+    unit: str
+    description: str
+    lower: float | None = None
+    upper: float | None = None
+    allow_zero: bool = False
+    aliases: tuple[str, ...] = ()
+    typical: float | None = None
+    scale_like: bool = True
+    topic: str = ""
+
+    def __post_init__(self):
+        validate_name(self.name)
+        for alias in self.aliases:
+            validate_name(alias)
+        parse_unit_cached(self.unit)  # fail at declaration on a bad unit
+
+    @property
+    def symbol(self) -> sympy.Symbol:
+        return symbol(self.name)
+
+    @property
+    def pint_unit(self) -> pint.Unit:
+        return parse_unit_cached(self.unit)
+
+    @property
+    def dimensionality(self):
+        return dimensionality(self.pint_unit)
+
+    @property
+    def to_base(self) -> float:
+        """Factor from the declared unit to the coherent base unit."""
+        return base_factor(self.pint_unit)
+
+    def quantity(self, base_value):
+        """A pint Quantity in the declared unit from a base-unit magnitude."""
+        return Q_(base_value / self.to_base, self.pint_unit)
+
+    def requirement(self) -> str:
+        """Words for the allowed range, used in error messages."""
+        low = "zero or more" if self.allow_zero else "positive"
+        parts = [low]
+        if self.lower is not None:
+            parts.append(f"at least {self.lower:g} {self.unit}")
+        if self.upper is not None:
+            parts.append(f"at most {self.upper:g} {self.unit}")
+        return ", ".join(parts)
+
+    def admits(self, base_value: float, rtol: float = 1e-9) -> bool:
+        """Whether a base-unit magnitude lies in the allowed range."""
+        value = base_value / self.to_base
+        if value != value or value in (float("inf"), float("-inf")):
+            return False
+        if value < 0 or (value == 0 and not self.allow_zero):
+            return False
+        if self.lower is not None and value < self.lower * (1 - rtol):
+            return False
+        if self.upper is not None and value > self.upper * (1 + rtol):
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A fixed quantity that appears in relations, such as one ``chip``.
+
+    Unit constants let a relation turn a count into a number: ``n_chips/chip``
+    reads "how many chips" and is dimensionless.
+    """
+
+    name: str
+    value: float
+    unit: str
+    description: str = ""
+    shown_as: str = field(default="")
+
+    def __post_init__(self):
+        validate_name(self.name)
+        parse_unit_cached(self.unit)
+
+    @property
+    def symbol(self) -> sympy.Symbol:
+        return symbol(self.name)
+
+    @property
+    def pint_unit(self) -> pint.Unit:
+        return parse_unit_cached(self.unit)
+
+    @property
+    def dimensionality(self):
+        return dimensionality(self.pint_unit)
+
+    @property
+    def base_value(self) -> float:
+        return self.value * base_factor(self.pint_unit)
+
+    @property
+    def label(self) -> str:
+        return self.shown_as or self.name
+
+
+_CONSTANTS: dict[str, Constant] = {}
+
+
+def unit_constant(unit: str) -> Constant:
+    """The constant 'one ``unit``', shown as the unit's name in derivations."""
+    made = Constant(f"one_{unit}", 1.0, unit, f"one {unit}", shown_as=unit)
+    return register_constant(made)
+
+
+def register_constant(constant: Constant) -> Constant:
+    """Record a constant so models can resolve its symbol; returns the stored one."""
+    existing = _CONSTANTS.get(constant.name)
+    if existing is not None:
+        if existing != constant:
+            raise ValueError(f"constant {constant.name!r} declared twice with different values")
+        return existing
+    _CONSTANTS[constant.name] = constant
+    return constant
+
+
+def known_constant(name: str) -> Constant | None:
+    """The registered constant called ``name``, if any."""
+    return _CONSTANTS.get(name)
+
+
+def count(variable: Variable) -> sympy.Expr:
+    """The dimensionless number of things in a count variable (``n_chips/chip``)."""
+    return variable.symbol / unit_constant(variable.unit).symbol
