@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -117,7 +117,8 @@ class Record:
     facts: Mapping[str, Fact]
 
 
-def _records(path: Path, key: str, required: tuple[str, ...], zero_ok: frozenset[str] = frozenset()):
+def _records(path: Path, key: str, required: tuple[str, ...],
+             zero_ok: frozenset[str] = frozenset()):
     data = load_yaml(path)
     shown = path.name
     if not isinstance(data, Mapping) or key not in data:
@@ -150,25 +151,25 @@ def _records(path: Path, key: str, required: tuple[str, ...], zero_ok: frozenset
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def accelerators() -> Mapping[str, Record]:
     """Accelerators by id."""
     return _records(DATA_DIR / "accelerators.yaml", "accelerators", ("name", "vendor"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def models() -> Mapping[str, Record]:
     """Open-weight model configurations by id."""
     return _records(DATA_DIR / "models.yaml", "models", ("name", "attention"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def memory_tiers() -> Mapping[str, Record]:
     """Memory tiers (HBM, host DRAM, flash, disk) by id."""
     return _records(DATA_DIR / "memory_tiers.yaml", "tiers", ("name", "kind"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def training_facts() -> Mapping[str, Record]:
     """Training facts (token counts, GPU-hours) by id."""
     data = load_yaml(DATA_DIR / "training.yaml")
@@ -177,7 +178,8 @@ def training_facts() -> Mapping[str, Record]:
         ident = raw.get("id") if isinstance(raw, Mapping) else None
         if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
             raise DataError("training.yaml", f"#{index}", "id", "missing or not an identifier")
-        body = {k: v for k, v in raw.items() if k in ("value", "source", "date", "note", "estimate")}
+        body = {k: v for k, v in raw.items()
+                if k in ("value", "source", "date", "note", "estimate")}
         fact = read_fact(body, "training.yaml", ident, "value")
         fields = {k: v for k, v in raw.items() if k not in body}
         out[ident] = Record(ident, str(raw.get("name", ident)), fields, {"value": fact})

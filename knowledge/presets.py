@@ -62,7 +62,12 @@ def _accelerator_presets(record: data.Record) -> list[Preset]:
                                           (f"; {flops.note}" if flops.note else ""))
         elif precision != "bf16":
             continue
-        presets.append(Preset(name, "accelerator", f"{record.name}, {precision} compute", values))
+        description = f"{record.name}, {precision} compute"
+        if flops is None:
+            others = [p for p in _PRECISIONS if f"flops_{p}" in record.facts]
+            description = (f"{record.name}, no bf16 FLOP/s figure"
+                           + (f" (see {record.id}_{others[0]})" if others else ""))
+        presets.append(Preset(name, "accelerator", description, values))
     return presets
 
 

@@ -114,8 +114,10 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> _CompiledStep
             compiled.equation = (compile_expr(relation.lhs, constants),
                                  compile_expr(relation.rhs, constants))
         for candidate in solved.candidates:
+            value = (compile_expr(candidate.expr, constants) if candidate.expr is not None
+                     else tuple(compile_expr(side, constants) for side in candidate.free))
             compiled.candidates.append(_CompiledCandidate(
-                candidate, compile_expr(candidate.expr, constants),
+                candidate, value,
                 [(compile_expr(a, constants), compile_expr(b, constants))
                  for a, b in candidate.guards]))
         symbol = next(s for s in relation.symbols if s.name == variable)
@@ -206,7 +208,17 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
     name = cstep.step.variables[0]
     survivors = []
     rejected = []
+    unbounded = []
     for cc in cstep.candidates:
+        if regime and cc.candidate.regime and cc.candidate.regime != regime:
+            rejected.append(f"{cc.candidate.regime} branch set aside (--regime {regime})")
+            continue
+        if cc.candidate.expr is None:
+            left, right = (float(side(env)) for side in cc.value)
+            if numeric.relative_residual(left, right) == 0 or abs(
+                    numeric.relative_residual(left, right)) < GUARD_RTOL:
+                unbounded.append(cc.candidate)
+            continue
         with np.errstate(all="ignore"):
             value = cc.value(env)
         if isinstance(value, complex) or not _physical(model, name, value):
@@ -215,15 +227,21 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
         value = float(value)
         trial = dict(env)
         trial[name] = value
-        if regime and cc.candidate.regime and cc.candidate.regime != regime:
-            rejected.append(f"{cc.candidate.regime} branch set aside (--regime {regime})")
-            continue
         if not _guards_hold(cc.guards, trial):
             rejected.append(f"{cc.candidate.regime or 'branch'} gives {_show(model, name, value)} "
                             "but its inequalities fail")
             continue
         survivors.append((value, cc.candidate))
     survivors = _dedupe(survivors)
+    if unbounded:
+        options = [f"{c.regime or 'a branch'}: {_show(model, name, v)}" for v, c in survivors]
+        options += [f"{c.regime or 'a branch'}: any value its inequalities allow"
+                    for c in unbounded]
+        labels = [c.regime for _, c in survivors] + [c.regime for c in unbounded]
+        hint = ("choose one with --regime " + " or --regime ".join(labels)
+                if all(labels) else "pin another quantity")
+        if len(options) > 1 or not survivors:
+            raise AmbiguousSolution(name, options, hint)
     if not survivors:
         why = "; ".join(rejected) or "no closed form applies"
         raise NoSolution(name, f"relation {relation.name}: {why}")
@@ -236,7 +254,7 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
     value, candidate = survivors[0]
     env[name] = value
     note_parts = [cstep.note] if cstep.note else []
-    if len(cstep.candidates) > 1:
+    if rejected:
         note_parts.append("kept the physical root; set aside: " + "; ".join(rejected))
     active = candidate.regime
     if cstep.regime_args:

@@ -73,7 +73,8 @@ def solve_system(equations: Sequence[tuple[Side, Side]], names: Sequence[str],
         for n, yi in zip(names, y, strict=True):
             scope[n] = math.exp(min(yi, 700.0))
         with np.errstate(all="ignore"):
-            out = [relative_residual(float(l(scope)), float(r(scope))) for l, r in equations]
+            out = [relative_residual(float(lhs(scope)), float(rhs(scope)))
+                   for lhs, rhs in equations]
         return [v if math.isfinite(v) else 1.0 for v in out]
 
     centre = np.array([math.log(guesses.get(n, 1.0)) for n in names])

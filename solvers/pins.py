@@ -95,7 +95,7 @@ def _check_dimension(variable: Variable, unit, text: str) -> None:
     if got != variable.dimensionality:
         raise DimensionMismatch(
             variable.name, text, format_unit(variable.pint_unit),
-            describe_dimension(variable.dimensionality), describe_dimension(got),
+            describe_dimension(got), describe_dimension(variable.dimensionality),
         )
 
 

@@ -25,10 +25,13 @@ DEFAULT_TIMEOUT = 10.0
 class Candidate:
     """One closed form ``variable = expr``, valid where every guard ``a >= b`` holds."""
 
-    expr: sympy.Expr
+    expr: sympy.Expr | None
     guards: tuple[tuple[sympy.Expr, sympy.Expr], ...] = ()
     regime: str | None = None
     method: str = "closed form"
+    # For a regime whose equation does not involve the unknown: (lhs, rhs) of
+    # that equation. If it holds, the unknown is only bounded, not determined.
+    free: tuple[sympy.Expr, sympy.Expr] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,9 @@ def _solve_cached(relation: Relation, variable: str, timeout: float) -> Solved:
     notes = []
     for branch in branches(relation, x):
         if x not in (branch.lhs - branch.rhs).free_symbols:
-            continue  # this regime does not involve the unknown at all
+            candidates.append(Candidate(None, branch.guards, branch.regime, "free",
+                                        (branch.lhs, branch.rhs)))
+            continue
         try:
             forms, method = solve_equation(branch.lhs, branch.rhs, x, timeout)
         except _NoClosedForm as exc:
@@ -110,7 +115,7 @@ def _solve_cached(relation: Relation, variable: str, timeout: float) -> Solved:
             continue
         for form in forms:
             candidates.append(Candidate(form, branch.guards, branch.regime, method))
-    if notes and not candidates:
+    if notes and not any(c.expr is not None for c in candidates):
         return Solved(relation.name, variable, (), "; ".join(notes))
     return Solved(relation.name, variable, tuple(candidates), "; ".join(notes))
 

@@ -95,9 +95,12 @@ class UnderdeterminedError(ChalkError):
         self.targets = tuple(targets)
         self.completions = [tuple(c) for c in completions]
         wanted = ", ".join(targets)
-        if completions:
+        if len(completions) == 1:
+            message = (f"not enough pins to determine {wanted}; also pin "
+                       + ", ".join(completions[0]))
+        elif completions:
             options = " or ".join("{" + ", ".join(c) + "}" for c in completions[:6])
-            message = f"not enough pins to determine {wanted}; also pin one of: {options}"
+            message = f"not enough pins to determine {wanted}; also pin one of the sets {options}"
         else:
             message = (
                 f"not enough pins to determine {wanted}, and no small set of extra pins "

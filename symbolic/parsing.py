@@ -65,7 +65,8 @@ def parse_number(text: str) -> tuple[float, str]:
     mantissa = match.group("mantissa").replace(",", "").replace("_", "")
     exponent = match.group("exponent")
     if exponent is not None and abs(int(exponent)) > _MAX_EXPONENT:
-        raise ParseError(original, f"exponent {exponent} is out of range (at most ±{_MAX_EXPONENT})")
+        raise ParseError(original,
+                         f"exponent {exponent} is out of range (at most ±{_MAX_EXPONENT})")
     digits = match.group("sign") + mantissa + (f"e{exponent}" if exponent is not None else "")
     value = float(digits)  # a validated digit string, not arbitrary text
     multiplier = match.group("multiplier")

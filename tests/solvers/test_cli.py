@@ -1,0 +1,114 @@
+"""The command line: answers, JSON, and one-line errors for user mistakes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+CRITICAL = [
+    "solve", "critical_batch_size",
+    "--given", "chip_flops=989e12 FLOP/s", "--given", "hbm_bandwidth=3.35 TB/s",
+    "--given", "bytes_per_param=2 byte/param", "--given", "flops_per_param=2 FLOP/param/token",
+    "--given", "total_params=671e9 param", "--given", "active_params=37e9 param",
+]
+
+
+def test_solve_prints_answer_and_derivation(run_cli):
+    status, out, err = run_cli(*CRITICAL)
+    assert status == 0 and err == ""
+    assert out.startswith("critical_batch_size = 5,354 sequence")
+    for relation in ("hardware_intensity", "sparsity_factor", "critical_batch_size"):
+        assert f"{relation}:" in out  # each relation cited with its source
+    assert "(989 TFLOP/s)/(3.35 TB/s)" in out  # values substituted
+
+
+def test_json_shape(run_cli):
+    status, out, _ = run_cli(*CRITICAL, "--json")
+    assert status == 0
+    body = json.loads(out)
+    assert set(body) >= {"results", "steps", "pins", "checks"}
+    result = body["results"]["critical_batch_size"]
+    assert result["unit"] == "sequence"
+    expected = 989e12 / 3.35e12 * 2 * (671 / 37) / 2
+    assert result["value"] == pytest.approx(expected, rel=1e-9)
+    assert body["steps"][-1]["solved_for"] == ["critical_batch_size"]
+    assert body["pins"]["hbm_bandwidth"]["value"] == pytest.approx(3.35e12)
+    assert body["pins"]["hbm_bandwidth"]["unit"] == "byte/s"
+
+
+def test_explain_shows_plan_without_numbers(run_cli):
+    status, out, _ = run_cli("explain", "critical_batch_size", "--preset", "lecture")
+    assert status == 0
+    assert "not determined: critical_batch_size" in out
+    assert "{sparsity_factor}" in out
+
+
+def test_list_filters(run_cli):
+    status, out, _ = run_cli("list", "relations", "--filter", "drain")
+    assert status == 0
+    assert "hbm_drain_time" in out and "critical_batch_size" not in out
+
+
+BAD_INPUTS = [
+    (["solve", "critical_batch_sise", "--preset", "lecture"],
+     "chalk: error: unknown quantity 'critical_batch_sise'; did you mean "
+     "'critical_batch_size' or 'micro_batch_size' or 'batch_size'?"),
+    (["solve", "critical_batch_size", "--given", "hbm_bandwidth=20 TB"],
+     "chalk: error: hbm_bandwidth needs a unit like byte/s (bytes/time), but '20 TB' is bytes"),
+    (["solve", "sparsity_factor", "--preset", "lecture", "--given", "critical_batch_size=2400"],
+     "chalk: error: critical_batch_size=2400 has no unit; write it with a unit such as "
+     "'2400 sequence'"),
+    (["solve", "critical_batch_size", "--preset", "lecture"],
+     "chalk: error: not enough pins to determine critical_batch_size; also pin sparsity_factor"),
+    (["solve", "hardware_intensity", "--given", "hbm_capacity=288 GB",
+      "--given", "hbm_bandwidth=20 TB/s", "--given", "hbm_drain_time=20 ms",
+      "--given", "chip_flops=5e15 FLOP/s"],
+     "chalk: error: pins disagree in relation hbm_drain_time (hbm_drain_time = "
+     "hbm_capacity/hbm_bandwidth): left side 20 ms, right side 14.4 ms (28% apart); fix or "
+     "drop one of: hbm_bandwidth, hbm_capacity, hbm_drain_time"),
+    (["solve", "critical_batch_size", "--given", "hbm_bandwidth=-3.35 TB/s"],
+     "chalk: error: hbm_bandwidth=-3.35 TB/s is not allowed: hbm_bandwidth must be positive"),
+    (["solve", "critical_batch_size", "--given", "batch_size=__import__('os').system('true')"],
+     "chalk: error: cannot read \"__import__('os').system('true')\": expected a number such "
+     "as 3.35, 2e12 or 200k"),
+    (["solve", "critical_batch_size", "--given", "__class__=1"],
+     "chalk: error: cannot read '__class__=1': '__class__' is not a quantity name; names are "
+     "lower-case words joined by '_'"),
+    (["solve", "critical_batch_size", "--preset", "lectur"],
+     "chalk: error: unknown preset 'lectur'; did you mean 'lecture'?"),
+    (["solve", "hbm_drain_time", "--given", "hbm_drain_time=20 ms"],
+     "chalk: error: hbm_drain_time is both pinned and asked for; drop the pin or the target"),
+    (["solve", "critical_batch_size", "--given", "hbm_bandwidth=3.35 TB/s; import os"],
+     "chalk: error: cannot read '3.35 TB/s; import os': unexpected character ';' in a unit; "
+     "write a number then a unit, e.g. '3.35 TB/s'"),
+    (["solve", "critical_batch_size", "--given", "hbm_bandwidth=1e999 B/s"],
+     "chalk: error: cannot read '1e999 B/s': exponent 999 is out of range (at most ±300)"),
+    (["frobnicate"],
+     "chalk: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'solve', "
+     "'explain', 'list'); see 'chalk --help'"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_INPUTS, ids=[" ".join(a)[:50] for a, _ in
+                                                               BAD_INPUTS])
+def test_user_mistakes_get_one_line_and_status_2(run_cli, argv, message):
+    status, out, err = run_cli(*argv)
+    assert status == 2
+    assert out == ""
+    assert err == message + "\n"
+    assert "Traceback" not in err
+
+
+def test_console_script_rejects_code_without_running_it(tmp_path):
+    marker = tmp_path / "pwned"
+    payload = f"batch_size=__import__('os').system('touch {marker}')"
+    script = [sys.executable, "-m", "solvers.cli", "solve", "critical_batch_size",
+              "--given", payload]
+    done = subprocess.run(script, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not marker.exists()

@@ -1,0 +1,40 @@
+"""Planning on the real knowledge base: what is determined, what is missing."""
+
+from knowledge import load_model
+from solvers.plan import make_plan
+
+
+def plan(pinned, targets):
+    return make_plan(load_model(), frozenset(pinned), tuple(targets))
+
+
+def test_critical_batch_plan_uses_three_relations_in_order():
+    p = plan({"chip_flops", "hbm_bandwidth", "bytes_per_param", "flops_per_param",
+              "decode_tokens_per_step", "total_params", "active_params"},
+             ["critical_batch_size"])
+    assert p.determined
+    solved = [s.variables[0] for s in p.steps]
+    assert set(solved) == {"hardware_intensity", "sparsity_factor", "critical_batch_size"}
+    assert solved[-1] == "critical_batch_size"
+    assert not p.checks
+
+
+def test_missing_pins_are_named_smallest_first():
+    p = plan({"flops_per_param", "decode_tokens_per_step", "hbm_bandwidth"},
+             ["critical_batch_size"])
+    assert not p.determined
+    # hardware_intensity can come from chip_flops now that the bandwidth is pinned
+    assert ("bytes_per_param", "chip_flops", "sparsity_factor") in p.completions
+    assert all(len(c) == 3 for c in p.completions)
+
+
+def test_surplus_pins_become_checks():
+    p = plan({"hbm_capacity", "hbm_bandwidth", "hbm_drain_time", "chip_flops"},
+             ["hardware_intensity"])
+    assert p.determined
+    assert "hbm_drain_time" in p.checks
+
+
+def test_unused_pins_are_reported():
+    p = plan({"hbm_capacity", "hbm_bandwidth", "chip_price"}, ["hbm_drain_time"])
+    assert p.unused_pins == ("chip_price",)

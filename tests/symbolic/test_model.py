@@ -1,0 +1,59 @@
+"""Load-time checks: a wrong relation fails when the knowledge base is built."""
+
+import pytest
+import sympy
+
+from symbolic.errors import KnowledgeError, UnknownNameError
+from symbolic.model import build_model
+from symbolic.relations import Relation, definition
+from symbolic.variables import Variable
+
+SPEED = Variable("test_speed", "byte/s", "a bandwidth")
+SIZE = Variable("test_size", "byte", "a capacity")
+TIME = Variable("test_time", "s", "a time")
+TOKENS = Variable("test_tokens", "token", "a token count")
+
+
+def test_dimensionally_wrong_relation_names_both_sides():
+    wrong = Relation("test_wrong", TIME.symbol, SIZE.symbol * SPEED.symbol, "wrong on purpose",
+                     definition())
+    with pytest.raises(KnowledgeError) as info:
+        build_model([SPEED, SIZE, TIME], [wrong])
+    message = str(info.value)
+    assert "test_wrong" in message
+    assert "time" in message and "bytes^2/time" in message
+
+
+def test_sum_of_unlike_terms_is_rejected():
+    wrong = Relation("test_sum", TIME.symbol, TIME.symbol + SIZE.symbol / SPEED.symbol
+                     + TOKENS.symbol, "wrong", definition())
+    with pytest.raises(KnowledgeError, match="test_sum"):
+        build_model([SPEED, SIZE, TIME, TOKENS], [wrong])
+
+
+def test_float_coefficients_are_rejected():
+    bad = Relation("test_float", TIME.symbol, sympy.Float(0.5) * SIZE.symbol / SPEED.symbol,
+                   "float", definition())
+    with pytest.raises(KnowledgeError, match="float"):
+        build_model([SPEED, SIZE, TIME], [bad])
+
+
+def test_good_relation_loads_and_unknown_names_get_suggestions():
+    good = Relation("test_drain", TIME.symbol, SIZE.symbol / SPEED.symbol, "drain", definition())
+    model = build_model([SPEED, SIZE, TIME], [good])
+    assert model.variables_in("test_drain") == {"test_speed", "test_size", "test_time"}
+    with pytest.raises(UnknownNameError) as info:
+        model.variable("test_sped")
+    assert "test_speed" in info.value.suggestions
+
+
+def test_relation_sides_must_be_expressions_not_text():
+    with pytest.raises(TypeError):
+        Relation("test_text", TIME.symbol, "test_size/test_speed", "text", definition())
+
+
+def test_variable_names_are_identifiers():
+    with pytest.raises(ValueError):
+        Variable("__import__", "s", "bad")
+    with pytest.raises(ValueError):
+        Variable("Bad Name", "s", "bad")
