@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import pint
 from pint.util import UnitsContainer
@@ -77,6 +78,7 @@ def parse_number(text: str) -> tuple[float, str]:
     return value, text[match.end():]
 
 
+@lru_cache(maxsize=2048)
 def parse_unit(text: str) -> pint.Unit:
     """Read a unit expression such as ``TB/s``, ``FLOP/(param·token)``, ``USD / hour``.
 

@@ -1,0 +1,102 @@
+"""chalk's speed, measured: medians of repeated runs and ratios from the same run.
+
+Usage::
+
+    python benchmarks/run.py            # every benchmark
+    python benchmarks/run.py cold warm  # a selection
+
+Nothing here asserts a time; it prints what it measured.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CRITICAL_ARGS = [
+    "solve", "critical_batch_size",
+    "--given", "chip_flops=989e12 FLOP/s", "--given", "hbm_bandwidth=3.35 TB/s",
+    "--given", "bytes_per_param=2 byte/param", "--given", "flops_per_param=2 FLOP/param/token",
+    "--given", "total_params=671e9 param", "--given", "active_params=37e9 param",
+]
+CRITICAL_PINS = dict(arg.split("=", 1) for arg in CRITICAL_ARGS[3::2])
+
+
+def _median_wall(command: list[str], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_cold(repeats: int = 9) -> dict:
+    """Cold ``chalk solve`` for the critical batch vs importing sympy, pint, networkx."""
+    baseline_cmd = [sys.executable, "-c", "import sympy, pint, networkx"]
+    chalk_cmd = [sys.executable, "-m", "solvers.cli", *CRITICAL_ARGS]
+    _median_wall(chalk_cmd, 1)  # warm the file cache and bytecode
+    baseline, cold = [], []
+    for _ in range(repeats):  # interleave so both see the same machine state
+        baseline.append(_median_wall(baseline_cmd, 1))
+        cold.append(_median_wall(chalk_cmd, 1))
+    b, c = statistics.median(baseline), statistics.median(cold)
+    print(f"cold chalk solve (critical batch): median {c * 1e3:.0f} ms over {repeats} runs")
+    print(f"python -c 'import sympy, pint, networkx': median {b * 1e3:.0f} ms")
+    print(f"  ratio cold/baseline = {c / b:.2f} (target <= 1.3)")
+    return {"cold_s": c, "baseline_s": b, "ratio": c / b}
+
+
+def bench_warm(repeats: int = 2000) -> dict:
+    """The same question asked again in-process with new pin values each time."""
+    import chalk
+
+    chalk.solve("critical_batch_size", given=CRITICAL_PINS)
+    times = []
+    for i in range(repeats):
+        pins = dict(CRITICAL_PINS)
+        pins["active_params"] = f"{30 + (i % 100) * 0.1:.1f}e9 param"
+        start = time.perf_counter()
+        chalk.solve("critical_batch_size", given=pins)
+        times.append(time.perf_counter() - start)
+    first = _first_solve_in_fresh_process()
+    warm = statistics.median(times)
+    print(f"warm chalk.solve with new text pins: median {warm * 1e6:.0f} µs over {repeats}")
+    print(f"first chalk.solve in a fresh process (model load, plan, closed forms): "
+          f"{first * 1e3:.0f} ms")
+    print(f"  ratio first/warm = {first / warm:.0f}x (the plan and closed forms are cached)")
+    return {"warm_s": warm, "first_s": first}
+
+
+def _first_solve_in_fresh_process() -> float:
+    code = (
+        "import time, chalk; pins = " + repr(CRITICAL_PINS) + "\n"
+        "t = time.perf_counter(); chalk.solve('critical_batch_size', given=pins)\n"
+        "print(time.perf_counter() - t)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, cwd=ROOT)
+    return float(out.stdout.strip())
+
+
+BENCHMARKS = {"cold": bench_cold, "warm": bench_warm}
+
+
+def main(argv: list[str]) -> None:
+    chosen = argv or list(BENCHMARKS)
+    for name in chosen:
+        if name not in BENCHMARKS:
+            raise SystemExit(f"unknown benchmark {name!r}; choose from {', '.join(BENCHMARKS)}")
+        print(f"== {name}")
+        BENCHMARKS[name]()
+        print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
