@@ -6,7 +6,8 @@ from functools import lru_cache
 
 from symbolic.model import Model, build_model
 
-TOPIC_MODULES = ("batch",)
+TOPIC_MODULES = ("batch", "moe", "parallelism", "training", "long_context", "pricing",
+                 "fast_mode")
 
 
 @lru_cache(maxsize=1)

@@ -17,7 +17,6 @@ from symbolic.variables import count, unit_constant
 TOPIC = "batch size, cost and latency"
 
 chips = count(BY_NAME["n_chips"])
-sequences = count(BY_NAME["batch_size"])
 domain = count(BY_NAME["scale_up_size"])
 one_sequence = unit_constant("sequence").symbol
 
@@ -38,14 +37,20 @@ RELATIONS = (
         topic=TOPIC,
     ),
     Relation(
-        "t_compute",
-        q.t_compute,
-        q.batch_size * q.decode_tokens_per_step * q.active_params * q.flops_per_param
-        / (chips * q.chip_flops),
-        "matmul time of one step: every token of the batch times every active weight",
+        "t_compute_per_sequence",
+        q.t_compute_per_sequence,
+        q.decode_tokens_per_step * q.active_params * q.flops_per_param / (chips * q.chip_flops),
+        "matmul time one sequence adds to a step: its new tokens times every active weight",
         lecture("3:19", "4:04"),
         ("attention FLOPs are small next to the weight matmuls and are left out",
          "the n_chips share the work evenly at peak FLOP/s"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "t_compute",
+        q.t_compute, q.batch_size * q.t_compute_per_sequence,
+        "matmul time of one step grows linearly with the batch",
+        lecture("8:36", "8:53"),
         topic=TOPIC,
     ),
     Relation(
@@ -58,12 +63,19 @@ RELATIONS = (
         topic=TOPIC,
     ),
     Relation(
-        "t_kv_fetch",
-        q.t_kv_fetch,
-        sequences * q.context_length * q.kv_bytes_per_token / (chips * q.hbm_bandwidth),
-        "time to read each sequence's whole KV cache once per step",
+        "t_kv_per_sequence",
+        q.t_kv_per_sequence * one_sequence,
+        q.context_length * q.kv_bytes_per_token / (chips * q.hbm_bandwidth),
+        "time to read one sequence's whole KV cache once",
         lecture("5:30", "5:56"),
         ("dense attention: KV traffic grows linearly with context",),
+        topic=TOPIC,
+    ),
+    Relation(
+        "t_kv_fetch",
+        q.t_kv_fetch, q.batch_size * q.t_kv_per_sequence,
+        "every sequence in the batch reads its own KV cache each step",
+        lecture("9:09", "9:23"),
         topic=TOPIC,
     ),
     Relation(

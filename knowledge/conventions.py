@@ -20,6 +20,19 @@ _ONE_TOKEN = PresetValue(
     "raise it for multi-token prediction or speculative decoding",
 )
 
+# Facts both conventions share: the training FLOP count and Chinchilla's ratio.
+_SHARED = {
+    "train_flops_per_param": PresetValue(
+        "6 FLOP/param/token",
+        "Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (C = 6ND); lecture 1:22:17-1:22:29",
+        "2020-01-23"),
+    "chinchilla_tokens_per_param": PresetValue(
+        "20 token/param",
+        "Hoffmann et al. 2022, 'Training Compute-Optimal Large Language Models', "
+        "arXiv:2203.15556 (Chinchilla 70B on 1.4T tokens)",
+        "2022-03-29"),
+}
+
 CAREFUL = Preset(
     "careful",
     "conventions",
@@ -32,6 +45,7 @@ CAREFUL = Preset(
             "2020-01-23",
         ),
         "decode_tokens_per_step": _ONE_TOKEN,
+        **_SHARED,
     },
 )
 
@@ -49,8 +63,42 @@ LECTURE = Preset(
             "300 FLOP/byte", "lecture 18:05-18:46 ('on most GPUs around 300')", LECTURE_DATE,
             "H100 bf16 gives 295; B200 fp8 gives 584"),
         "decode_tokens_per_step": _ONE_TOKEN,
+        **_SHARED,
     },
 )
 
 CONVENTIONS = {p.name: p for p in (CAREFUL, LECTURE)}
 DEFAULT_CONVENTIONS = "careful"
+
+
+def _precision(name: str, weight: str, kv: str, note: str) -> Preset:
+    source = ("number widths: bf16 16 bits, fp8 (E4M3/E5M2) 8 bits, fp4 (E2M1) 4 bits; OCP "
+              "Microscaling Formats (MX) Specification v1.0")
+    return Preset(name, "precision", f"weights at {weight}, KV cache at {kv}", {
+        "bytes_per_param": PresetValue(weight, source, "2023", note),
+        "kv_bytes_per_element": PresetValue(kv, source, "2023"),
+        "activation_bytes": PresetValue("2 byte", source, "2023",
+                                        "activations sent between chips stay in bf16"),
+    })
+
+
+PRECISIONS = {
+    p.name: p for p in (
+        _precision("bf16", "2 byte/param", "2 byte", ""),
+        _precision("fp8", "1 byte/param", "1 byte", ""),
+        _precision("fp4", "0.5 byte/param", "1 byte", "4-bit weights with an 8-bit KV cache"),
+    )
+}
+
+EQUAL_SPLIT = Preset(
+    "equal_split", "assumption",
+    "the lecture's heuristic: equal spend on pre-training, RL and serving",
+    {
+        "rl_cost_ratio": PresetValue(
+            "1", "lecture 1:20:29-1:24:52 (costs of a sum are minimised near equality)",
+            LECTURE_DATE, "a heuristic, not a derivation"),
+        "inference_cost_ratio": PresetValue(
+            "1", "lecture 1:20:29-1:24:52 (costs of a sum are minimised near equality)",
+            LECTURE_DATE, "a heuristic, not a derivation"),
+    },
+)

@@ -12,7 +12,7 @@ import difflib
 from functools import lru_cache
 
 from knowledge import data
-from knowledge.conventions import CONVENTIONS
+from knowledge.conventions import CONVENTIONS, EQUAL_SPLIT, PRECISIONS
 from symbolic.errors import UnknownNameError
 from symbolic.presets import Preset, PresetValue
 from symbolic.units import Q_, format_number
@@ -76,6 +76,16 @@ def _model_preset(record: data.Record, variables) -> Preset:
     for fact_name, fact in record.facts.items():
         if fact_name in variables:
             values[fact_name] = _value(fact)
+    # Which layers keep a full-context KV cache follows from the attention kind.
+    attention = record.fields.get("attention")
+    if attention == "hybrid" and "n_global_layers" in record.facts:
+        fact = record.facts["n_global_layers"]
+        values["n_kv_layers"] = _value(fact, note="hybrid attention: only the global layers "
+                                       "keep a full-context KV cache")
+    elif "n_layers" in record.facts:
+        fact = record.facts["n_layers"]
+        values["n_kv_layers"] = _value(fact, note=f"{attention} attention: every layer keeps "
+                                       "its own KV cache")
     total = record.facts.get("total_params")
     active = record.facts.get("active_params")
     summary = record.name
@@ -92,12 +102,56 @@ def all_presets() -> dict[str, Preset]:
 
     variables = load_model().variables
     presets: dict[str, Preset] = dict(CONVENTIONS)
+    presets.update(PRECISIONS)
+    presets[EQUAL_SPLIT.name] = EQUAL_SPLIT
     for record in data.accelerators().values():
         for preset in _accelerator_presets(record):
             presets[preset.name] = preset
     for record in data.models().values():
         presets[record.id] = _model_preset(record, variables)
+    for record in data.memory_tiers().values():
+        tier = _tier_preset(record)
+        presets[tier.name] = tier
+    for record in data.accelerators().values():
+        tier = _hbm_tier_preset(record)
+        if tier is not None:
+            presets[tier.name] = tier
     return presets
+
+
+AMORTISATION = PresetValue(
+    "4 year",
+    "assumption: straight-line depreciation over 4 years (hyperscaler server lives are 4-6 "
+    "years in their filings)",
+    "2026-11-29", "an assumption, not a measurement", estimate=True)
+
+
+def _tier_preset(record: data.Record) -> Preset:
+    values = {}
+    for fact_name in ("tier_capacity", "tier_bandwidth"):
+        if fact_name in record.facts:
+            values[fact_name] = _value(record.facts[fact_name])
+    price = record.facts.get("purchase_price_per_gb")
+    if price is not None:
+        values["tier_price_per_byte"] = _value(price)
+        values["amortisation_time"] = AMORTISATION
+    kind = record.fields.get("kind", "tier")
+    return Preset(f"tier_{record.id}", "tier", f"{kind}: {record.name}", values)
+
+
+def _hbm_tier_preset(record: data.Record):
+    """A chip's HBM as a memory tier, priced at the chip's rental price."""
+    needed = ("hbm_capacity", "hbm_bandwidth", "chip_price")
+    if not all(n in record.facts for n in needed):
+        return None
+    values = {
+        "tier_capacity": _value(record.facts["hbm_capacity"]),
+        "tier_bandwidth": _value(record.facts["hbm_bandwidth"]),
+        "tier_price": _value(record.facts["chip_price"],
+                             note="the whole chip's rent: HBM cannot be rented alone"),
+    }
+    return Preset(f"tier_hbm_{record.id}", "tier", f"hbm: {record.name}, priced at the chip's "
+                  "rent (lecture 1:55:42-1:56:23)", values)
 
 
 def preset(name: str) -> Preset:

@@ -20,6 +20,7 @@ PRICES = "prices"
 TIERS = "memory tiers"
 TRAINING = "training"
 PARALLELISM = "parallelism"
+MOE = "mixture of experts"
 
 VARIABLES: tuple[Variable, ...] = (
     # Hardware
@@ -69,6 +70,10 @@ VARIABLES: tuple[Variable, ...] = (
     _v("decode_tokens_per_step", "token/sequence",
        "tokens each sequence gains per decode step: 1, more with multi-token prediction or "
        "speculative decoding", SERVING, lower=1, typical=1),
+    _v("t_compute_per_sequence", "s/sequence", "matmul time each sequence adds to a step",
+       SERVING, typical=1e-5),
+    _v("t_kv_per_sequence", "s/sequence", "time to read one sequence's KV cache once", SERVING,
+       typical=1e-5),
     _v("t_compute", "s", "time for the weight matmuls of a step", SERVING, typical=0.02),
     _v("t_weight_fetch", "s", "time to read the weights from HBM", SERVING, typical=0.02),
     _v("t_kv_fetch", "s", "time to read the batch's KV cache from HBM", SERVING, typical=0.02),
@@ -140,6 +145,105 @@ VARIABLES: tuple[Variable, ...] = (
        PARALLELISM, typical=2),
     _v("pipeline_hop_latency", "s", "latency of one rack-to-rack hop", PARALLELISM,
        typical=1e-3),
+    _v("pipeline_latency_added", "s", "latency the rack-to-rack hops add to each decode step",
+       PARALLELISM, typical=1e-2),
+    _v("global_batch_size", "sequence", "sequences in flight over all pipeline stages",
+       PARALLELISM, typical=8000),
+    _v("memory_demand", "byte", "weights plus KV cache of every sequence in flight",
+       PARALLELISM, typical=1e13),
+    _v("memory_fill", "1", "memory_per_chip / hbm_capacity: above 1 it does not fit",
+       PARALLELISM, typical=0.5),
+    # Mixture of experts on a rack
+    _v("experts_per_chip", "1", "routed experts each chip holds under expert parallelism",
+       MOE, typical=4),
+    _v("d_model", "1", "model (residual stream) width", MODEL, typical=7168),
+    _v("activation_bytes", "byte", "storage size of one activation element sent between chips",
+       MOE, typical=2),
+    _v("alltoall_bytes_per_token", "byte/token",
+       "bytes one token sends and receives in the MoE all-to-alls of a forward pass", MOE,
+       typical=1e6),
+    _v("t_alltoall", "s", "time of a step's MoE all-to-all traffic on the scale-up network",
+       MOE, typical=1e-3),
+    _v("tokens_per_step", "token", "tokens a step produces: batch times tokens per sequence",
+       SERVING, typical=2000),
+    _v("experts_touched", "1", "expected distinct routed experts a step's tokens reach, per "
+       "layer", MOE, typical=200),
+    _v("expert_params", "param", "parameters in routed experts", MOE, typical=6e11),
+    _v("dense_params", "param", "parameters every token uses: attention, shared experts, "
+       "embeddings", MOE, typical=2e10),
+    _v("params_read", "param", "parameters a step actually reads: dense ones plus the experts "
+       "it touches", MOE, typical=6e11),
+    _v("t_weight_fetch_touched", "s", "time to read only the weights a step touches", MOE,
+       typical=0.02),
+    # Training and the model's lifetime (beyond the vocabulary's names)
+    _v("train_flops_per_param", "FLOP/param/token",
+       "pre-training work per parameter per token: 6 (forward 2, backward 4)", TRAINING,
+       typical=6),
+    _v("rl_compute", "FLOP", "RL cost in training-equivalent FLOPs (decode inefficiency "
+       "included)", TRAINING, typical=1e25),
+    _v("inference_compute", "FLOP", "serving cost in training-equivalent FLOPs (decode "
+       "inefficiency included)", TRAINING, typical=1e25),
+    _v("rl_cost_ratio", "1", "rl_compute / train_flops (1 in the lecture's equal split)",
+       TRAINING, typical=1),
+    _v("inference_cost_ratio", "1", "inference_compute / train_flops (1 in the lecture's "
+       "equal split)", TRAINING, typical=1),
+    _v("training_chips", "chip", "chips in the pre-training cluster", TRAINING, typical=1e4),
+    # KV cache from architecture
+    _v("n_kv_layers", "1", "layers that keep a KV cache over the whole context", MODEL,
+       typical=60),
+    _v("kv_elements_per_layer", "1", "K and V elements cached per token per such layer",
+       MODEL, typical=2048),
+    _v("kv_lora_rank", "1", "MLA latent width cached per token per layer", MODEL, typical=512),
+    _v("qk_rope_head_dim", "1", "MLA decoupled RoPE key width cached per token per layer",
+       MODEL, typical=64),
+    _v("sliding_window", "token", "window of a local (sliding-window) attention layer", MODEL,
+       typical=1024),
+    _v("n_local_layers", "1", "sliding-window attention layers", MODEL, allow_zero=True,
+       typical=30),
+    _v("n_global_layers", "1", "full-context attention layers in a hybrid model", MODEL,
+       typical=10),
+    _v("kv_window_bytes_per_sequence", "byte/sequence",
+       "KV bytes the sliding-window layers keep per sequence (fixed once context > window)",
+       MODEL, typical=1e8),
+    _v("kv_bytes_per_sequence", "byte/sequence", "KV-cache bytes one sequence holds", MODEL,
+       typical=1e10),
+    _v("kv_tokens_read", "token", "context tokens a sparse-attention step reads per sequence",
+       MODEL, typical=1e4),
+    _v("sparse_attention_scale", "token", "length s at which sparse attention reads "
+       "sqrt(context x s) tokens", MODEL, typical=2048),
+    _v("sparse_context_crossover", "token", "context at which sparse KV reads take as long as "
+       "the matmuls", SERVING, typical=1e7),
+    # Prices and what they imply
+    _v("price_input_long", "USD/token", "input price above the long-context threshold", PRICES,
+       typical=4e-6),
+    _v("remat_cost_per_token", "USD/token", "cost to recompute one token's KV cache (a "
+       "prefill forward pass)", TIERS, typical=1e-7),
+    _v("hold_cost_per_token", "USD/token", "cost to keep one token's KV in a tier for the "
+       "hold time", TIERS, typical=1e-7),
+    _v("retrieve_cost_per_token", "USD/token", "cost to read one token's KV back out of the "
+       "tier", TIERS, typical=1e-9),
+    _v("tier_cost_per_token", "USD/token", "hold plus retrieve cost of one token's KV in a "
+       "tier", TIERS, typical=1e-7),
+    _v("tier_price_per_byte", "USD/byte", "purchase price of the tier per byte", TIERS,
+       typical=1e-9),
+    _v("amortisation_time", "s", "service life over which a tier's purchase price is spread",
+       TIERS, typical=1.26e8),
+    _v("tier_cost_per_byte_hour", "USD/byte/hour", "what holding one byte in the tier costs "
+       "per hour", TIERS, typical=1e-12),
+    _v("cache_storage_price", "USD/token/hour", "price of keeping one token in the prompt "
+       "cache per hour", PRICES, typical=4.5e-6),
+    _v("cache_price_per_byte_hour", "USD/byte/hour", "cache storage price per byte of KV per "
+       "hour", PRICES, typical=1e-12),
+    # Fast mode
+    _v("fast_price_ratio", "1", "price of the fast tier / price of the normal tier", PRICES,
+       lower=1, typical=6),
+    _v("fast_speedup", "1", "output speed of the fast tier / normal tier", PRICES, typical=2.5),
+    _v("batch_size_fast", "sequence", "batch of the fast tier", SERVING, typical=100),
+    _v("step_time_fast", "s", "step time of the fast tier", SERVING, typical=0.01),
+    _v("t_compute_fast", "s", "matmul time of a fast-tier step", SERVING, typical=0.001),
+    _v("t_memory_fast", "s", "HBM traffic time of a fast-tier step", SERVING, typical=0.01),
+    _v("cost_per_token_fast", "USD/token", "cost per token of the fast tier", SERVING,
+       typical=1e-6),
 )
 
 BY_NAME = {v.name: v for v in VARIABLES}

@@ -54,7 +54,7 @@ def test_list_filters(run_cli):
 BAD_INPUTS = [
     (["solve", "critical_batch_sise", "--preset", "lecture"],
      "chalk: error: unknown quantity 'critical_batch_sise'; did you mean "
-     "'critical_batch_size' or 'micro_batch_size' or 'batch_size'?"),
+     "'critical_batch_size' or 'micro_batch_size' or 'global_batch_size'?"),
     (["solve", "critical_batch_size", "--given", "hbm_bandwidth=20 TB"],
      "chalk: error: hbm_bandwidth needs a unit like byte/s (bytes/time), but '20 TB' is bytes"),
     (["solve", "sparsity_factor", "--preset", "lecture", "--given", "critical_batch_size=2400"],

@@ -1,0 +1,53 @@
+"""The opening question (1:08-2:34) answered with the batch section: fast mode.
+
+A provider can sell faster output by running a smaller batch: the step gets
+shorter (less KV to read, fewer matmuls) but no shorter than reading the
+weights once, and each token carries a larger share of the weight reads, so it
+costs more. Paying k times the price for s times the speed pins where on the
+latency curve the two tiers run.
+"""
+
+from __future__ import annotations
+
+from sympy import Max
+
+from knowledge.quantities import BY_NAME, q
+from symbolic.relations import Relation as R
+from symbolic.relations import lecture
+from symbolic.variables import count
+
+TOPIC = "fast mode"
+
+chips = count(BY_NAME["n_chips"])
+
+RELATIONS = (
+    R("t_compute_fast",
+      q.t_compute_fast, q.batch_size_fast * q.t_compute_per_sequence,
+      "matmul time of a fast-tier step", lecture("8:36", "8:53"), topic=TOPIC),
+    R("t_memory_fast",
+      q.t_memory_fast, q.t_weight_fetch + q.batch_size_fast * q.t_kv_per_sequence,
+      "HBM traffic of a fast-tier step: all weights plus its sequences' KV",
+      lecture("8:53", "9:44"), topic=TOPIC),
+    R("step_time_fast",
+      q.step_time_fast, Max(q.t_compute_fast, q.t_memory_fast),
+      "a fast-tier step is bounded by the slower of compute and memory traffic",
+      lecture("9:54", "10:44"),
+      regimes=(("compute-bound", q.t_compute_fast), ("memory-bound", q.t_memory_fast)),
+      topic=TOPIC),
+    R("fast_speedup",
+      q.fast_speedup * q.step_time_fast, q.step_time,
+      "output speed scales with 1/step time",
+      lecture("1:08", "2:34"),
+      ("same hardware and model for both tiers",),
+      topic=TOPIC),
+    R("cost_per_token_fast",
+      q.cost_per_token_fast,
+      q.step_time_fast * chips * q.chip_price / (q.batch_size_fast * q.decode_tokens_per_step),
+      "cost per token of the fast tier", lecture("12:58", "13:37"), topic=TOPIC),
+    R("fast_price_ratio",
+      q.fast_price_ratio * q.cost_per_token, q.cost_per_token_fast,
+      "the fast tier's price premium equals its cost premium",
+      lecture("1:49", "2:34"),
+      ("both tiers priced at the same margin over cost",),
+      topic=TOPIC),
+)

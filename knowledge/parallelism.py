@@ -1,0 +1,66 @@
+"""Sections 3-4 of the lecture (47:12-1:18:37): pipelines across racks and memory capacity.
+
+Cutting the model between layers and putting each stage on its own rack sends
+one activation per token across the slow scale-out network, while the MoE
+layers inside a stage send many over the fast scale-up network; the cut is
+cheap when the scale-up traffic dominates. Pipelining divides the weights over
+the racks, but keeping P stages busy needs P micro-batches in flight, so the KV
+cache per chip does not shrink.
+"""
+
+from __future__ import annotations
+
+from sympy import Integer
+
+from knowledge.quantities import BY_NAME, q
+from symbolic.relations import Relation as R
+from symbolic.relations import lecture
+from symbolic.variables import count, unit_constant
+
+TOPIC = "pipelining and memory capacity"
+
+one_sequence = unit_constant("sequence").symbol
+expert_chips = count(BY_NAME["expert_parallelism"])
+
+RELATIONS = (
+    R("scale_up_out_time_ratio",
+      q.scale_up_out_time_ratio,
+      Integer(2) * q.scale_out_bandwidth / q.scale_up_bandwidth * q.n_active_experts
+      * q.layers_per_stage,
+      "time on scale-up over time on scale-out at a pipeline cut; the cut is cheap when it "
+      "is at least 1",
+      lecture("50:44", "53:09"),
+      ("one activation crosses the cut per token; each MoE layer sends it to n_active "
+       "experts and back",),
+      topic=TOPIC),
+    R("pipeline_latency_added",
+      q.pipeline_latency_added, q.pipeline_stages * q.pipeline_hop_latency,
+      "each decode step crosses every rack boundary once, wrap-around included",
+      lecture("1:15:16", "1:16:32"),
+      ("hops are sequential within a step",),
+      topic=TOPIC),
+    R("global_batch_size",
+      q.global_batch_size, q.pipeline_stages * q.micro_batch_size,
+      "P stages stay busy only with P micro-batches in flight",
+      lecture("1:08:45", "1:10:14"),
+      topic=TOPIC),
+    R("memory_demand",
+      q.memory_demand * one_sequence,
+      q.total_params * q.bytes_per_param * one_sequence
+      + q.global_batch_size * q.context_length * q.kv_bytes_per_token,
+      "memory the whole system needs: all weights plus every sequence's KV cache",
+      lecture("1:04:32", "1:05:13"),
+      topic=TOPIC),
+    R("memory_per_chip",
+      q.memory_per_chip * expert_chips * q.pipeline_stages, q.memory_demand,
+      "weights and KV shard evenly over E expert-parallel chips in each of P stages; with "
+      "P micro-batches in flight the KV share per chip does not fall with P",
+      lecture("1:05:37", "1:11:58"),
+      ("perfect sharding of weights and contexts",),
+      topic=TOPIC),
+    R("memory_fill",
+      q.memory_fill, q.memory_per_chip / q.hbm_capacity,
+      "fraction of a chip's HBM the deployment needs; above 1 it does not fit",
+      lecture("1:04:22", "1:04:32"),
+      topic=TOPIC),
+)
