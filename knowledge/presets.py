@@ -110,6 +110,8 @@ def all_presets() -> dict[str, Preset]:
     for record in data.models().values():
         presets[record.id] = _model_preset(record, variables)
     for record in data.memory_tiers().values():
+        if record.fields.get("kind") == "hbm":
+            continue  # HBM tiers come from the accelerators, priced at their rent
         tier = _tier_preset(record)
         presets[tier.name] = tier
     for record in data.accelerators().values():

@@ -163,23 +163,79 @@ def _presets(presets) -> list[Preset]:
     return [p if isinstance(p, Preset) else preset(p) for p in presets]
 
 
-def _prepare(targets, given, presets):
-    model = load_model()
+def _prepare(targets, given, presets, model=None):
+    model = model if model is not None else load_model()
     names = _targets(model, targets)
     pins, dropped, conventions = resolve_pins(model, given, _presets(presets), names)
     plan = make_plan(model, frozenset(pins), names)
+    if plan.checks:
+        pins, yielded = _yield_defaults(model, pins, names, plan)
+        if yielded:
+            dropped = dropped + yielded
+            plan = make_plan(model, frozenset(pins), names)
     return model, names, pins, dropped, conventions, plan
 
 
-def explain(targets: str | Sequence[str], given: Given = (), presets=()) -> Explanation:
+_RANK = {"conventions": 0, "preset": 1, "given": 2}
+
+
+def _rank(pin: Pin) -> int:
+    return _RANK[pin.origin.split(" ", 1)[0]]
+
+
+def _yield_defaults(model, pins, names, plan):
+    """Set aside lower-layer pins that higher layers already determine.
+
+    A conventions value (the lecture's 300 FLOP/byte, say) yields to a chip's
+    own FLOP/s and bandwidth; a preset value yields to what the user gave.
+    Each set-aside pin is reported; conflicts among equals remain errors.
+    """
+    yielded = []
+    for rank in (0, 1):
+        for name in sorted(n for n, p in pins.items() if _rank(p) == rank):
+            without = {n: p for n, p in pins.items() if n != name}
+            trial = make_plan(model, frozenset(without), names)
+            if name not in trial.partition.determined:
+                continue
+            higher = _feeding_pins(model, trial, name, without)
+            if higher and all(_rank(without[h]) > rank for h in higher):
+                yielded.append(f"{pins[name].origin} value {pins[name].text} of {name} set "
+                               f"aside: {', '.join(sorted(higher))} determine it")
+                pins = without
+    return pins, yielded
+
+
+def _feeding_pins(model, plan, name, pins) -> list[str]:
+    """Pins that determine ``name`` through the plan's matched relations."""
+    from solvers.structure import solve_order
+
+    unknowns_of = {r: model.variables_in(r) - set(pins) for r in model.relations}
+    blocks = solve_order(plan.partition, unknowns_of)
+    solver = {v: relations for relations, variables in blocks for v in variables}
+    seen, found, frontier = set(), set(), [name]
+    while frontier:
+        current = frontier.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in pins:
+            found.add(current)
+            continue
+        for relation in solver.get(current, ()):
+            frontier.extend(model.variables_in(relation) - {current})
+    return sorted(found)
+
+
+def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
+            model: Model | None = None) -> Explanation:
     """The plan and diagnosis for a question, without computing numbers."""
-    model, _, pins, dropped, conventions, plan = _prepare(targets, given, presets)
+    model, _, pins, dropped, conventions, plan = _prepare(targets, given, presets, model)
     return Explanation(model, plan, pins, tuple(dropped), conventions)
 
 
 def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
           regime: str | None = None, rtol: float = DEFAULT_RTOL,
-          timeout: float = DEFAULT_TIMEOUT) -> Solution:
+          timeout: float = DEFAULT_TIMEOUT, model: Model | None = None) -> Solution:
     """Solve for ``targets`` from pins and presets.
 
     Parameters
@@ -199,6 +255,8 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
     timeout : float
         Seconds allowed for any one symbolic solve before falling back to a
         numeric one.
+    model : Model, optional
+        Another set of relations (default: the knowledge base).
 
     Returns
     -------
@@ -211,7 +269,7 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         under-determined (with the pins that would complete it), inconsistent
         pins (with the relation and both values), no or several physical values.
     """
-    model, names, pins, dropped, conventions, plan = _prepare(targets, given, presets)
+    model, names, pins, dropped, conventions, plan = _prepare(targets, given, presets, model)
     if not plan.determined:
         raise UnderdeterminedError(list(plan.undetermined), list(plan.completions))
     compiled = compile_plan(model, plan, timeout)

@@ -59,10 +59,22 @@ def build_parser() -> argparse.ArgumentParser:
                                   "missing, without computing numbers.")
     _add_question(explain)
 
+    imply = commands.add_parser("imply", help="everything a price sheet implies",
+                                description="Run every deduction a price sheet's fields "
+                                "allow, stating the assumptions each needed.")
+    imply.add_argument("sheet", metavar="PRICE_SHEET",
+                       help="a shipped sheet id (chalk list sheets) or a YAML file")
+    imply.add_argument("-g", "--given", action="append", default=[], metavar='"NAME=VALUE UNIT"',
+                       help="an assumption to use instead of the defaults (repeatable)")
+    imply.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
+                       help="apply a preset (conventions, accelerator, model); repeatable")
+    imply.add_argument("--brief", action="store_true", help="results only, no derivations")
+    imply.add_argument("--json", action="store_true", help="print one JSON object")
+
     listing = commands.add_parser("list", help="list variables, relations or presets",
                                   description="List what chalk knows.")
     listing.add_argument("what", nargs="?", default="all",
-                         choices=["all", "variables", "relations", "presets"])
+                         choices=["all", "variables", "relations", "presets", "sheets"])
     listing.add_argument("-f", "--filter", default="", metavar="TEXT",
                          help="only entries whose name, description or source contain TEXT")
     listing.add_argument("--json", action="store_true", help="print one JSON object")
@@ -108,6 +120,13 @@ def _run(args) -> str:
     if args.command == "explain":
         explanation = api.explain(args.targets, args.given, args.preset)
         return json.dumps(explanation.to_dict(), indent=2) if args.json else explanation.text()
+    if args.command == "imply":
+        from solvers.imply import imply
+
+        implication = imply(args.sheet, args.given, args.preset)
+        if args.json:
+            return json.dumps(implication.to_dict(), indent=2)
+        return implication.text(derivations=not args.brief)
     from solvers.listing import listing
 
     return listing(args.what, args.filter, args.json)

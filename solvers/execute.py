@@ -209,6 +209,7 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
     survivors = []
     rejected = []
     unbounded = []
+    overflowed = False
     for cc in cstep.candidates:
         if regime and cc.candidate.regime and cc.candidate.regime != regime:
             rejected.append(f"{cc.candidate.regime} branch set aside (--regime {regime})")
@@ -222,6 +223,8 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
         with np.errstate(all="ignore"):
             value = cc.value(env)
         if isinstance(value, complex) or not _physical(model, name, value):
+            if not np.isfinite(value):
+                overflowed = True
             rejected.append(f"{plain(cc.candidate.expr)} gives {value!s:.10} (not physical)")
             continue
         value = float(value)
@@ -242,6 +245,15 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
                 if all(labels) else "pin another quantity")
         if len(options) > 1 or not survivors:
             raise AmbiguousSolution(name, options, hint)
+    if not survivors and overflowed and not relation.has_regimes():
+        # The closed form is exact but overflows in floating point: search instead.
+        if cstep.equation is None:
+            cstep.equation = (compile_expr(relation.lhs, dict(_constants(model))),
+                              compile_expr(relation.rhs, dict(_constants(model))))
+        record = _run_numeric(model, cstep, env)
+        return StepRecord(record.relations, record.variables, None, record.method,
+                          record.inputs, None,
+                          "the closed form overflows in floating point; " + record.note)
     if not survivors:
         why = "; ".join(rejected) or "no closed form applies"
         raise NoSolution(name, f"relation {relation.name}: {why}")
@@ -268,6 +280,10 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
         note_parts.append(f"{candidate.regime} regime: its inequalities hold")
     return StepRecord((relation.name,), (name,), candidate.expr, candidate.method,
                       _inputs(cstep.relations, (name,), model), active, "; ".join(note_parts))
+
+
+def _constants(model: Model) -> dict:
+    return model.constant_values()
 
 
 def _show_time(seconds: float) -> str:

@@ -49,8 +49,23 @@ def presets_table(needle: str = "") -> list[dict]:
     return rows
 
 
+def sheets_table(needle: str = "") -> list[dict]:
+    from knowledge.price_sheets import shipped_sheets
+
+    rows = []
+    for sheet in shipped_sheets().values():
+        row = {"name": sheet.id, "provider": sheet.provider, "model": sheet.model,
+               "date": sheet.date, "long_context": bool(sheet.long_context),
+               "cache_writes": len(sheet.cache_writes), "fast_mode": bool(sheet.fast_mode)}
+        if _matches(" ".join([sheet.id, sheet.provider, sheet.model]), needle):
+            rows.append(row)
+    return rows
+
+
 def listing(what: str, needle: str, as_json: bool) -> str:
     tables = {}
+    if what in ("all", "sheets"):
+        tables["sheets"] = sheets_table(needle)
     if what in ("all", "variables"):
         tables["variables"] = variables_table(needle)
     if what in ("all", "relations"):
@@ -72,6 +87,14 @@ def listing(what: str, needle: str, as_json: bool) -> str:
         for row in tables["relations"]:
             lines.append(f"  {row['name']:<28} {row['equation']}")
             lines.append(f"  {'':<28} {row['description']} [{row['source']}]")
+    if "sheets" in tables:
+        lines.append(f"price sheets ({len(tables['sheets'])})")
+        for row in tables["sheets"]:
+            extras = [k for k in ("long_context", "fast_mode") if row[k]]
+            if row["cache_writes"]:
+                extras.append("cache_writes")
+            lines.append(f"  {row['name']:<28} {row['provider']} {row['model']} "
+                         f"({row['date']}) {' '.join(extras)}")
     if "presets" in tables:
         lines.append(f"presets ({len(tables['presets'])})")
         for row in tables["presets"]:

@@ -136,6 +136,8 @@ def resolve_pins(
     dropped: list[str] = []
     for preset, origin in layers:
         for raw_name, item in preset.values.items():
+            if preset.kind == "conventions" and raw_name not in model.variables:
+                continue  # a default for a quantity this model does not have
             variable = model.variable(raw_name)
             if variable.name in targets:
                 dropped.append(f"{origin} value {item.text} of {variable.name} set aside: "

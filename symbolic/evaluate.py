@@ -91,9 +91,10 @@ def _compile(expr, constants) -> Evaluator:
                 return lambda env: base(env) * base(env)
             if e == 0.5:
                 return lambda env: np.sqrt(base(env))
-            return lambda env: base(env) ** e
+            return lambda env: np.power(base(env), e)
         power = _compile(exponent, constants)
-        return lambda env: base(env) ** power(env)
+        # numpy's power overflows to inf (a float ** would raise OverflowError)
+        return lambda env: np.power(np.float64(base(env)), power(env))
     if isinstance(expr, sympy.Max):
         parts = [_compile(a, constants) for a in expr.args]
         return lambda env: _reduce(np.maximum, parts, env)

@@ -1,0 +1,146 @@
+"""API price sheets: loading and validating them (the shipped ones or a user's YAML).
+
+A sheet has standard prices, optionally a long-context tier, cache-write prices
+by hold time and a faster tier. Every price keeps the source and date of the
+sheet or of its section. See ``knowledge/data/price_sheets.yaml`` for the shape.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from knowledge.data import DATA_DIR, Fact, load_yaml, read_fact
+from symbolic.errors import DataError, UnknownNameError
+from symbolic.symbols import NAME_PATTERN
+
+_SHEET_KEYS = {"id", "provider", "model", "source", "date", "note", "prices", "long_context",
+               "cache_writes", "fast_mode"}
+_PRICE_KEYS = {"input", "output", "cache_read", "cache_storage"}
+_LONG_KEYS = {"threshold", "input", "output", "cache_read"}
+_FAST_KEYS = {"price_ratio", "speedup"}
+_META = {"source", "date", "note"}
+
+
+@dataclass(frozen=True)
+class CacheWrite:
+    hold_time: Fact
+    price: Fact
+
+
+@dataclass(frozen=True)
+class PriceSheet:
+    """One provider's prices for one model, each a sourced :class:`Fact`."""
+
+    id: str
+    provider: str
+    model: str
+    source: str
+    date: str
+    note: str = ""
+    prices: Mapping[str, Fact] = field(default_factory=dict)
+    long_context: Mapping[str, Fact] = field(default_factory=dict)
+    cache_writes: tuple[CacheWrite, ...] = ()
+    fast_mode: Mapping[str, Fact] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return f"{self.provider} {self.model}"
+
+
+def _section(raw, allowed, path, entry, name, inherited, zero_ok=frozenset()):
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise DataError(path, entry, name, "expected a mapping")
+    unknown = set(raw) - allowed - _META
+    if unknown:
+        raise DataError(path, entry, f"{name}.{sorted(unknown)[0]}", "unknown key")
+    scope = {"source": raw.get("source", inherited["source"]),
+             "date": raw.get("date", inherited["date"])}
+    return {key: read_fact(raw[key], path, entry, f"{name}.{key}", scope,
+                           positive=key not in zero_ok)
+            for key in allowed if key in raw}
+
+
+def read_sheet(raw, path: str, index: int = 0) -> PriceSheet:
+    """Validate one sheet; errors name the file, the entry and the field."""
+    if not isinstance(raw, Mapping):
+        raise DataError(path, f"#{index}", "-", "expected a mapping")
+    ident = raw.get("id")
+    if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
+        raise DataError(path, f"#{index}", "id", "missing or not a lower-case identifier")
+    unknown = set(raw) - _SHEET_KEYS
+    if unknown:
+        raise DataError(path, ident, sorted(unknown)[0], "unknown key")
+    for key in ("provider", "model", "source", "date"):
+        if not raw.get(key) or not str(raw[key]).strip():
+            raise DataError(path, ident, key, "missing")
+    inherited = {"source": str(raw["source"]), "date": str(raw["date"])}
+    prices = _section(raw.get("prices"), _PRICE_KEYS, path, ident, "prices", inherited,
+                      zero_ok=frozenset({"cache_storage"}))
+    for key in ("input", "output"):
+        if key not in prices:
+            raise DataError(path, ident, f"prices.{key}", "missing")
+    long_context = _section(raw.get("long_context"), _LONG_KEYS, path, ident, "long_context",
+                            inherited)
+    if long_context and "threshold" not in long_context:
+        raise DataError(path, ident, "long_context.threshold", "missing")
+    writes = []
+    for n, item in enumerate(raw.get("cache_writes") or []):
+        if not isinstance(item, Mapping) or set(item) - {"hold_time", "price", *_META}:
+            raise DataError(path, ident, f"cache_writes[{n}]",
+                            "expected {hold_time, price} (and optional source, date, note)")
+        scope = {"source": item.get("source", inherited["source"]),
+                 "date": item.get("date", inherited["date"])}
+        if "hold_time" not in item or "price" not in item:
+            raise DataError(path, ident, f"cache_writes[{n}]", "needs hold_time and price")
+        writes.append(CacheWrite(
+            read_fact(item["hold_time"], path, ident, f"cache_writes[{n}].hold_time", scope),
+            read_fact(item["price"], path, ident, f"cache_writes[{n}].price", scope)))
+    fast = _section(raw.get("fast_mode"), _FAST_KEYS, path, ident, "fast_mode", inherited)
+    return PriceSheet(ident, str(raw["provider"]), str(raw["model"]), inherited["source"],
+                      inherited["date"], str(raw.get("note", "") or ""), prices, long_context,
+                      tuple(writes), fast)
+
+
+def read_sheets(path: Path) -> dict[str, PriceSheet]:
+    """Every sheet in a YAML file holding ``price_sheets: [...]`` or one sheet."""
+    data = load_yaml(path)
+    shown = path.name
+    entries = data.get("price_sheets") if isinstance(data, Mapping) and "price_sheets" in data \
+        else [data]
+    if not isinstance(entries, list):
+        raise DataError(shown, "-", "price_sheets", "expected a list")
+    sheets = {}
+    for index, raw in enumerate(entries):
+        sheet = read_sheet(raw, shown, index)
+        if sheet.id in sheets:
+            raise DataError(shown, sheet.id, "id", "duplicate id")
+        sheets[sheet.id] = sheet
+    return sheets
+
+
+@lru_cache(maxsize=1)
+def shipped_sheets() -> dict[str, PriceSheet]:
+    """The price sheets that come with chalk."""
+    return read_sheets(DATA_DIR / "price_sheets.yaml")
+
+
+def price_sheet(name_or_path: str) -> PriceSheet:
+    """A shipped sheet by id, or the single sheet in a YAML file."""
+    sheets = shipped_sheets()
+    if name_or_path in sheets:
+        return sheets[name_or_path]
+    path = Path(name_or_path)
+    if name_or_path.endswith((".yaml", ".yml")) or path.exists():
+        found = read_sheets(path)
+        if len(found) != 1:
+            raise DataError(path.name, "-", "price_sheets",
+                            f"holds {len(found)} sheets; name one id instead")
+        return next(iter(found.values()))
+    close = difflib.get_close_matches(name_or_path, list(sheets), n=3, cutoff=0.5)
+    raise UnknownNameError(name_or_path, "price sheet", close)
