@@ -12,8 +12,8 @@ from __future__ import annotations
 from sympy import Integer
 
 from knowledge.quantities import BY_NAME, q
-from symbolic.relations import Source, lecture
 from symbolic.relations import Relation as R
+from symbolic.relations import Source, lecture
 from symbolic.variables import count, unit_constant
 
 TOPIC = "mixture of experts on a rack"
