@@ -188,9 +188,9 @@ def imply(sheet: str | PriceSheet, given: Iterable[str] | Mapping[str, object] =
                 ["fast_batch_ratio"],
                 {"fast_price_ratio": _price(fast["price_ratio"]),
                  "fast_speedup": _price(fast["speedup"])},
-                explain=lambda s: [f"the fast tier runs about 1/{1 / s.value('fast_batch_ratio'):.3g}"
-                                   " of the normal batch, on the flat, weight-bound part of the "
-                                   "latency curve"]))
+                explain=lambda s: [
+                    f"the fast tier runs about 1/{1 / s.value('fast_batch_ratio'):.3g} of the "
+                    "normal batch: nearer the latency floor, where weight reads dominate a step"]))
         else:
             deductions.append(Deduction("Fast mode", ("fast_batch_ratio",),
                                         skipped="the sheet gives a price ratio but no speed-up"))
