@@ -156,10 +156,12 @@ def _targets(model: Model, targets) -> tuple[str, ...]:
 
 
 def _presets(presets) -> list[Preset]:
-    from knowledge.presets import preset
-
     if isinstance(presets, (str, Preset)):
         presets = [presets]
+    if not presets:
+        return []
+    from knowledge.presets import preset  # reads the data files: only when asked
+
     return [p if isinstance(p, Preset) else preset(p) for p in presets]
 
 

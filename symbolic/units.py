@@ -32,8 +32,10 @@ _DIMENSION_WORDS = {
 
 @lru_cache(maxsize=512)
 def parse_unit_cached(text: str) -> pint.Unit:
-    """Parse a unit string that chalk itself wrote (declarations, not user text)."""
-    return ureg.parse_units(text)
+    """Parse a unit string chalk itself wrote (declarations), with the restricted parser."""
+    from symbolic.parsing import parse_unit
+
+    return parse_unit(text)
 
 
 @lru_cache(maxsize=1024)
