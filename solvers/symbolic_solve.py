@@ -152,6 +152,16 @@ def _solve_monomial(lhs, rhs, x):
 
 
 def _sympy_solve(equation, x, timeout):
+    # Solve over plain symbols so sympy returns every root, not only those it can prove
+    # positive; the physical one is then chosen numerically and the choice reported.
+    # The plain symbols never leave this function.
+    plain = {s: sympy.Symbol(s.name) for s in equation.free_symbols}
+    back = {p: s for s, p in plain.items()}
+    roots = _sympy_solve_plain(equation.xreplace(plain), plain[x], timeout)
+    return [r.xreplace(back) for r in roots]
+
+
+def _sympy_solve_plain(equation, x, timeout):
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: solve in-process, unbounded
