@@ -102,3 +102,23 @@ EQUAL_SPLIT = Preset(
             LECTURE_DATE, "a heuristic, not a derivation"),
     },
 )
+
+
+def _fit(name: str, citation: str, date: str, values: dict, note: str) -> Preset:
+    return Preset(name, "fit", f"Chinchilla-form loss fit: {citation}", {
+        k: PresetValue(v, citation, date, note) for k, v in values.items()})
+
+
+FITS = {
+    p.name: p for p in (
+        _fit("hoffmann2022", "Hoffmann et al. 2022, arXiv:2203.15556, approach 3", "2022-03-29",
+             {"fit_e": "1.69", "fit_a": "406.4", "fit_b": "410.7", "fit_alpha": "0.34",
+              "fit_beta": "0.28"},
+             "puts the compute-optimal ratio near 90 tokens per parameter"),
+        _fit("besiroglu2024", "Besiroglu et al. 2024, 'Chinchilla Scaling: A replication "
+             "attempt', arXiv:2404.10102", "2024-04-15",
+             {"fit_e": "1.8172", "fit_a": "482.01", "fit_b": "2085.43", "fit_alpha": "0.3478",
+              "fit_beta": "0.3658"},
+             "agrees with the paper's other two approaches: about 20 tokens per parameter"),
+    )
+}

@@ -12,7 +12,7 @@ import difflib
 from functools import lru_cache
 
 from knowledge import data
-from knowledge.conventions import CONVENTIONS, EQUAL_SPLIT, PRECISIONS
+from knowledge.conventions import CONVENTIONS, EQUAL_SPLIT, FITS, PRECISIONS
 from symbolic.errors import UnknownNameError
 from symbolic.presets import Preset, PresetValue
 from symbolic.units import Q_, format_number
@@ -103,6 +103,7 @@ def all_presets() -> dict[str, Preset]:
     variables = load_model().variables
     presets: dict[str, Preset] = dict(CONVENTIONS)
     presets.update(PRECISIONS)
+    presets.update(FITS)
     presets[EQUAL_SPLIT.name] = EQUAL_SPLIT
     for record in data.accelerators().values():
         for preset in _accelerator_presets(record):

@@ -188,6 +188,15 @@ VARIABLES: tuple[Variable, ...] = (
     _v("inference_cost_ratio", "1", "inference_compute / train_flops (1 in the lecture's "
        "equal split)", TRAINING, typical=1),
     _v("training_chips", "chip", "chips in the pre-training cluster", TRAINING, typical=1e4),
+    _v("loss", "1", "pre-training loss predicted by a scaling-law fit", TRAINING, typical=2.0),
+    _v("fit_e", "1", "irreducible loss E of a Chinchilla-form fit", TRAINING, typical=1.7),
+    _v("fit_a", "1", "parameter coefficient A of a Chinchilla-form fit", TRAINING,
+       typical=400),
+    _v("fit_b", "1", "data coefficient B of a Chinchilla-form fit", TRAINING, typical=400),
+    _v("fit_alpha", "1", "parameter exponent alpha of a Chinchilla-form fit", TRAINING,
+       typical=0.34, scale_like=False),
+    _v("fit_beta", "1", "data exponent beta of a Chinchilla-form fit", TRAINING, typical=0.3,
+       scale_like=False),
     # KV cache from architecture
     _v("n_kv_layers", "1", "layers that keep a KV cache over the whole context", MODEL,
        typical=60),

@@ -63,6 +63,15 @@ RELATIONS = (
       "how far past Chinchilla-optimal the model was trained",
       lecture("1:32:03", "1:32:22"),
       topic=TOPIC),
+    R("chinchilla_loss",
+      q.loss,
+      q.fit_e + q.fit_a / count(BY_NAME["active_params"]) ** q.fit_alpha
+      + q.fit_b / count(BY_NAME["pretrain_tokens"]) ** q.fit_beta,
+      "loss of a model of N parameters trained on D tokens: L = E + A/N^alpha + B/D^beta",
+      paper("Hoffmann et al. 2022, arXiv:2203.15556, eq. 2 (approach 3); Besiroglu et al. "
+            "2024, arXiv:2404.10102"),
+      ("N counts the parameters a token uses",),
+      topic=TOPIC),
     R("training_time",
       q.training_time * cluster * q.chip_flops * q.mfu, q.train_flops,
       "wall time of pre-training on a cluster at a given utilisation",

@@ -18,10 +18,11 @@ from solvers.execute import compile_plan, inconsistency, run
 from solvers.pins import Pin, resolve_pins
 from solvers.plan import Plan, make_plan
 from solvers.symbolic_solve import DEFAULT_TIMEOUT
+from solvers.uncertainty import DEFAULT_SAMPLES, Propagation, propagate
 from symbolic.errors import UnderdeterminedError, UsageError
 from symbolic.model import Model
 from symbolic.presets import Preset
-from symbolic.units import Q_
+from symbolic.units import Q_, format_quantity
 
 DEFAULT_RTOL = 1e-2  # pins from public sources are rounded; 1% is agreement
 
@@ -35,10 +36,12 @@ class Solution:
     declared unit; ``solution.derivation`` says how it was obtained.
     """
 
-    def __init__(self, targets: Sequence[str], derivation: Derivation, plan: Plan):
+    def __init__(self, targets: Sequence[str], derivation: Derivation, plan: Plan,
+                 uncertainty: Propagation | None = None):
         self.targets = tuple(targets)
         self.derivation = derivation
         self.plan = plan
+        self.uncertainty = uncertainty
 
     def __getitem__(self, name: str):
         model = self.derivation.model
@@ -57,21 +60,88 @@ class Solution:
         quantity = self[name]
         return float(quantity.to(unit).magnitude if unit else quantity.magnitude)
 
+    def interval(self, name: str, unit: str | None = None) -> tuple:
+        """The 90% interval (5th, 95th percentile) of an uncertain result, as Quantities."""
+        summary = self._summary(name)
+        variable = self.derivation.model.variable(name)
+        out = tuple(Q_(x / variable.to_base, variable.pint_unit)
+                    for x in (summary.low, summary.high))
+        return tuple(q.to(unit) for q in out) if unit else out
+
+    def median(self, name: str, unit: str | None = None):
+        """The Monte Carlo median of an uncertain result, as a Quantity."""
+        variable = self.derivation.model.variable(name)
+        q = Q_(self._summary(name).median / variable.to_base, variable.pint_unit)
+        return q.to(unit) if unit else q
+
+    def _summary(self, name: str):
+        if self.uncertainty is None or name not in self.uncertainty.summaries:
+            raise KeyError(f"{name} has no uncertainty: no pin it depends on is a range")
+        return self.uncertainty.summaries[name]
+
     def to_dict(self) -> dict:
-        """``{"results": ..., "steps": ..., "pins": ..., "checks": ...}`` for scripts."""
+        """``{"results": ..., "steps": ..., "pins": ..., "checks": ...}`` for scripts.
+
+        ``value`` is the result at the pins' nominal values (the derivation's);
+        with uncertain pins each result adds ``low``, ``median``, ``high`` (5th, 50th,
+        95th percentiles) and ``sensitivity`` (share of the spread per pin).
+        """
         body = self.derivation.to_dict()
-        results = {t: body["pins"][t] if False else self.derivation._json_value(t)
-                   for t in self.targets}
+        results = {t: self.derivation._json_value(t) for t in self.targets}
+        if self.uncertainty is not None:
+            for t, summary in self.uncertainty.summaries.items():
+                scale = self.derivation.model.variables[t].to_base
+                results[t].update({
+                    "low": summary.low / scale, "median": summary.median / scale,
+                    "high": summary.high / scale,
+                    "sensitivity": dict(summary.sensitivity),
+                })
+                if summary.linear:
+                    results[t]["linear"] = [x / scale for x in summary.linear]
+            body["uncertainty"] = {"method": self.uncertainty.method(),
+                                   "notes": self.uncertainty.notes}
         return {"results": results, **body}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
+    def _show(self, name: str, base_value: float) -> str:
+        variable = self.derivation.model.variables[name]
+        return format_quantity(base_value / variable.to_base, variable.pint_unit)
+
     def headline(self) -> str:
-        return "\n".join(f"{t} = {self.derivation.show(t)}" for t in self.targets)
+        lines = []
+        for t in self.targets:
+            summary = (self.uncertainty.summaries.get(t) if self.uncertainty else None)
+            if summary is None:
+                lines.append(f"{t} = {self.derivation.show(t)}")
+            else:
+                lines.append(f"{t} = {self._show(t, summary.median)} (median; 90% interval "
+                             f"{self._show(t, summary.low)} to {self._show(t, summary.high)})")
+        return "\n".join(lines)
+
+    def uncertainty_text(self) -> str:
+        if self.uncertainty is None:
+            return ""
+        u = self.uncertainty
+        lines = ["uncertainty", f"  {u.method()}"]
+        for t, summary in u.summaries.items():
+            if summary.linear:
+                lo, hi = summary.linear
+                lines.append(f"  {t}: first-order (log-space Jacobian) 90% interval "
+                             f"{self._show(t, lo)} to {self._show(t, hi)}")
+            drivers = ", ".join(f"{n} {100 * share:.0f}%" for n, share in summary.sensitivity)
+            lines.append(f"  {t}: spread driven by {drivers}")
+        lines.extend(f"  note: {note}" for note in u.notes)
+        lines.append("  the derivation below is at the nominal value of each range")
+        return "\n".join(lines)
 
     def __str__(self) -> str:
-        return self.headline() + "\n\n" + self.derivation.text()
+        parts = [self.headline()]
+        if self.uncertainty is not None:
+            parts.append(self.uncertainty_text())
+        parts.append(self.derivation.text())
+        return "\n\n".join(parts)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{t}={self.derivation.show(t)}" for t in self.targets)
@@ -237,7 +307,8 @@ def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
 
 def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
           regime: str | None = None, rtol: float = DEFAULT_RTOL,
-          timeout: float = DEFAULT_TIMEOUT, model: Model | None = None) -> Solution:
+          timeout: float = DEFAULT_TIMEOUT, model: Model | None = None,
+          samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Solution:
     """Solve for ``targets`` from pins and presets.
 
     Parameters
@@ -259,6 +330,9 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         numeric one.
     model : Model, optional
         Another set of relations (default: the knowledge base).
+    samples, seed : int
+        Monte Carlo samples and random seed, used when a pin is a range or a
+        distribution (``"100e9..300e9 param"``, ``"2 TB/s ±10%"``).
 
     Returns
     -------
@@ -281,4 +355,9 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
             raise inconsistency(model, check, pins, plan)
     derivation = Derivation(model, conventions, pins, tuple(records), tuple(checks), values,
                             tuple(dropped), plan.unused_pins, rtol)
-    return Solution(names, derivation, plan)
+    propagation = None
+    if any(p.spread is not None for p in pins.values()):
+        if samples < 100:
+            raise UsageError("use at least 100 samples for a range or distribution")
+        propagation = propagate(compiled, pins, names, samples, seed, regime)
+    return Solution(names, derivation, plan, propagation)

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="resolve a max(compute, memory) that both regimes could satisfy")
     solve.add_argument("--rtol", type=float, default=None,
                        help="relative tolerance for cross-checks of surplus pins (default 0.01)")
+    solve.add_argument("--samples", type=int, default=None, metavar="N",
+                       help="Monte Carlo samples when a pin is a range (default 100000)")
+    solve.add_argument("--seed", type=int, default=0, help="random seed for the samples")
 
     explain = commands.add_parser("explain", help="show the plan and diagnosis, no numbers",
                                   description="Show how TARGETs would be solved, or what is "
@@ -70,6 +73,27 @@ def build_parser() -> argparse.ArgumentParser:
                        help="apply a preset (conventions, accelerator, model); repeatable")
     imply.add_argument("--brief", action="store_true", help="results only, no derivations")
     imply.add_argument("--json", action="store_true", help="print one JSON object")
+
+    sweep = commands.add_parser("sweep", help="a target against one pin over a grid",
+                                description="Evaluate TARGETs over a grid of one pin, with "
+                                "regime changes marked.")
+    sweep.add_argument("targets", nargs="+", metavar="TARGET", help="quantities to tabulate")
+    sweep.add_argument("--over", required=True, metavar="NAME=START..STOP",
+                       help="the swept pin, e.g. 'batch_size=1..4096 sequence'")
+    sweep.add_argument("--steps", type=int, default=21, help="grid points (default 21)")
+    sweep.add_argument("--log", action="store_true", help="space the grid logarithmically")
+    sweep.add_argument("-g", "--given", action="append", default=[], metavar='"NAME=VALUE UNIT"',
+                       help="a known quantity (repeatable)")
+    sweep.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
+                       help="apply a preset; repeatable")
+    sweep.add_argument("--regime", choices=["compute-bound", "memory-bound"])
+    form = sweep.add_mutually_exclusive_group()
+    form.add_argument("--csv", action="store_true", help="print CSV")
+    form.add_argument("--json", action="store_true", help="print one JSON object")
+
+    from solvers.cli_optimize import add_parser as add_optimize
+
+    add_optimize(commands, _Parser)
 
     listing = commands.add_parser("list", help="list variables, relations or presets",
                                   description="List what chalk knows.")
@@ -110,7 +134,11 @@ def _run(args) -> str:
     from solvers import api
 
     if args.command == "solve":
-        options = {"regime": args.regime}
+        options = {"regime": args.regime, "seed": args.seed}
+        if args.samples is not None:
+            if not 100 <= args.samples <= 10_000_000:
+                raise _UsageProblem("--samples must be between 100 and 10000000")
+            options["samples"] = args.samples
         if args.rtol is not None:
             if not 0 < args.rtol < 1:
                 raise _UsageProblem("--rtol must be between 0 and 1")
@@ -120,6 +148,17 @@ def _run(args) -> str:
     if args.command == "explain":
         explanation = api.explain(args.targets, args.given, args.preset)
         return json.dumps(explanation.to_dict(), indent=2) if args.json else explanation.text()
+    if args.command == "sweep":
+        from solvers.sweep import parse_over, sweep
+
+        name, start, stop = parse_over(args.over)
+        table = sweep(args.targets, name, start, stop, args.steps, args.log, args.given,
+                      args.preset, args.regime)
+        return table.to_csv() if args.csv else table.to_json() if args.json else table.text()
+    if args.command == "optimize":
+        from solvers.cli_optimize import run as run_optimize
+
+        return run_optimize(args)
     if args.command == "imply":
         from solvers.imply import imply
 

@@ -81,7 +81,10 @@ class Derivation:
         pins = self.used_pins()
         width = max((len(p.name) for p in pins), default=0)
         for pin in pins:
-            lines.append(f"  {pin.name.ljust(width)}  {self.show(pin.name):<20} {_origin(pin)}")
+            shown = self.show(pin.name)
+            if pin.spread is not None:
+                shown = f"{pin.text} (nominal {shown})"
+            lines.append(f"  {pin.name.ljust(width)}  {shown:<20} {_origin(pin)}")
         if self.unused_pins:
             lines.append(f"  (not needed: {', '.join(self.unused_pins)})")
         lines.append("")

@@ -36,8 +36,11 @@ def roots_1d(equation: tuple[Side, Side], name: str, env: Mapping[str, float],
 
     def f(log_x):
         scope[name] = math.exp(log_x)
-        with np.errstate(all="ignore"):
-            value = relative_residual(float(lhs(scope)), float(rhs(scope)))
+        try:
+            with np.errstate(all="ignore"):
+                value = relative_residual(float(lhs(scope)), float(rhs(scope)))
+        except (ArithmeticError, ValueError):
+            return math.nan
         return value if math.isfinite(value) else math.nan
 
     grid = np.linspace(math.log(low), math.log(high), points)
@@ -72,9 +75,13 @@ def solve_system(equations: Sequence[tuple[Side, Side]], names: Sequence[str],
     def residuals(y):
         for n, yi in zip(names, y, strict=True):
             scope[n] = math.exp(min(yi, 700.0))
-        with np.errstate(all="ignore"):
-            out = [relative_residual(float(lhs(scope)), float(rhs(scope)))
-                   for lhs, rhs in equations]
+        out = []
+        for lhs, rhs in equations:
+            try:
+                with np.errstate(all="ignore"):
+                    out.append(relative_residual(float(lhs(scope)), float(rhs(scope))))
+            except (ArithmeticError, ValueError):  # an iterate left the domain
+                out.append(1.0)
         return [v if math.isfinite(v) else 1.0 for v in out]
 
     centre = np.array([math.log(guesses.get(n, 1.0)) for n in names])

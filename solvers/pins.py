@@ -24,8 +24,9 @@ from symbolic.errors import (
     UsageError,
 )
 from symbolic.model import Model
-from symbolic.parsing import parse_value, split_pin
+from symbolic.parsing import looks_uncertain, parse_spread, parse_value, split_pin
 from symbolic.presets import Preset
+from symbolic.uncertain import Spread
 from symbolic.units import base_factor, describe_dimension, dimensionality, format_unit, ureg
 from symbolic.variables import Variable
 
@@ -43,6 +44,7 @@ class Pin:
     note: str = ""
     estimate: bool = False
     replaces: str = ""  # origin of a value this pin overrode
+    spread: Spread | None = None  # a range or distribution; value is then its nominal
 
 
 def read_value(variable: Variable, value) -> tuple[float, str]:
@@ -90,6 +92,46 @@ def read_value(variable: Variable, value) -> tuple[float, str]:
     return base, text
 
 
+def read_spread(variable: Variable, text: str) -> Spread:
+    """Check a range or distribution against ``variable``; return it in base units."""
+    name = variable.name
+    parsed = parse_spread(text)
+    if parsed.unit is None and variable.dimensionality:
+        raise MissingUnit(name, text, format_unit(variable.pint_unit))
+    factor = 1.0
+    if parsed.unit is not None:
+        _check_dimension(variable, parsed.unit, text)
+        factor = base_factor(parsed.unit)
+    a, b = parsed.a * factor, parsed.b
+    if parsed.kind == "relative":
+        if not 0 < b < 1:
+            raise ParseError(text, "a ± spread must be between 0% and 100%")
+        kind, a, b = "uniform", a * (1 - b), a * (1 + b)
+    elif parsed.kind == "range":
+        b *= factor
+        kind = "loguniform" if variable.scale_like else "uniform"
+    elif parsed.kind == "lognormal":
+        kind = "lognormal"
+        if not 0 < b < 5:
+            raise ParseError(text, "lognormal sigma must be between 0 and 5")
+    else:
+        kind, b = parsed.kind, b * factor
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise ParseError(text, "the values are not finite numbers")
+    if kind in ("uniform", "loguniform") and a > b:
+        raise ParseError(text, "empty range: the low end is above the high end")
+    if kind == "normal" and b <= 0:
+        raise ParseError(text, "normal(mean, sd) needs a positive sd")
+    spread = Spread(kind, a, b, text.strip())
+    low, high = spread.bounds()
+    for edge in (low, high):
+        if not variable.admits(edge):
+            raise BoundsError(name, text, variable.requirement() + " across the whole "
+                              "range (a normal spread is checked to 4 sd; lognormal keeps "
+                              "values positive)")
+    return spread
+
+
 def _check_dimension(variable: Variable, unit, text: str) -> None:
     got = dimensionality(unit)
     if got != variable.dimensionality:
@@ -103,7 +145,8 @@ def parse_given(items: Iterable[str] | Mapping[str, object]) -> list[tuple[str, 
     """``["a=1 s", ...]`` or ``{"a": "1 s"}`` as (name, value) pairs, in order."""
     if isinstance(items, Mapping):
         return list(items.items())
-    return [split_pin(item) for item in items]
+    return [item if isinstance(item, tuple) and len(item) == 2 else split_pin(item)
+            for item in items]
 
 
 def resolve_pins(
@@ -154,10 +197,18 @@ def resolve_pins(
         if variable.name in targets:
             raise UsageError(f"{variable.name} is both pinned and asked for; drop the pin or "
                              "the target")
-        value, text = read_value(variable, raw_value)
+        spread = None
+        if isinstance(raw_value, Spread):
+            spread, text = raw_value, raw_value.text
+        elif isinstance(raw_value, str) and looks_uncertain(raw_value):
+            spread, text = read_spread(variable, raw_value), raw_value.strip()
+        if spread is not None:
+            value = spread.nominal
+        else:
+            value, text = read_value(variable, raw_value)
         previous = pins.get(variable.name)
         if previous is not None and previous.origin == "given":
             raise UsageError(f"{variable.name} is pinned twice; give it once")
         pins[variable.name] = Pin(variable.name, value, text, "given",
-                                  replaces=previous.origin if previous else "")
+                                  replaces=previous.origin if previous else "", spread=spread)
     return pins, dropped, conventions.name

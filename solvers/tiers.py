@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from symbolic.errors import UnderdeterminedError
 
 
@@ -40,3 +42,89 @@ def tier_table() -> tuple[TierRow, ...]:
                             drain.value("tier_capacity", "byte"),
                             drain.value("tier_bandwidth", "byte/s")))
     return tuple(sorted(rows, key=lambda r: r.drain_time_s))
+
+
+@dataclass
+class TierCosts:
+    """Cost of keeping one token's KV for each hold time, per tier, and where the
+    cheapest option changes."""
+
+    hold_times: np.ndarray  # seconds
+    costs: dict[str, np.ndarray]  # option -> USD per token
+    cheapest: list[str]
+    crossovers: list[tuple[float, str, str]]  # (hold time s, cheaper before, cheaper after)
+    kv_bytes_per_token: float
+
+    def text(self, marks: tuple[float, ...] = (300.0, 3600.0)) -> str:
+        lines = [f"KV bytes per token: {self.kv_bytes_per_token:,.0f}"]
+        lines.append("cheapest option changes at:")
+        for t, before, after in self.crossovers:
+            lines.append(f"  hold {_time(t)}: {before} -> {after}")
+        for mark in marks:
+            i = int(np.argmin(np.abs(np.log(self.hold_times / mark))))
+            lines.append(f"at {_time(mark)} the cheapest is {self.cheapest[i]}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"kv_bytes_per_token": self.kv_bytes_per_token,
+                "crossovers": [{"hold_time_s": t, "from": a, "to": b}
+                               for t, a, b in self.crossovers]}
+
+
+def _time(seconds: float) -> str:
+    from symbolic.units import format_quantity, parse_unit_cached
+
+    return format_quantity(seconds, parse_unit_cached("s"))
+
+
+def tier_costs(kv_bytes_per_token: str, tiers: list[str] | None = None,
+               remat: dict | None = None, low: float = 1.0, high: float = 30 * 86400.0,
+               points: int = 400) -> TierCosts:
+    """Hold-plus-retrieve cost of each tier over hold times, the cheapest, and crossovers.
+
+    ``remat`` (pins for ``remat_cost_per_token``, e.g. active_params and a chip)
+    adds recomputation, whose cost does not depend on the hold time.
+    """
+    from scipy.optimize import brentq
+
+    from knowledge import load_model
+    from knowledge.presets import all_presets, preset
+    from solvers.api import solve
+    from solvers.pins import read_value
+    from solvers.sweep import sweep
+
+    if tiers is None:
+        tiers = [p.name for p in all_presets().values() if p.kind == "tier"]
+    holds = np.geomspace(low, high, points)
+    curves = {}
+    for name in tiers:
+        try:
+            table = sweep("tier_cost_per_token", "hold_time", f"{low} s", f"{high} s", points,
+                          log=True, given={"kv_bytes_per_token": kv_bytes_per_token},
+                          presets=[preset(name)])
+        except UnderdeterminedError:
+            continue  # a tier without a price in the data
+        curves[name] = table.ys["tier_cost_per_token"]
+    if remat:
+        value = solve("remat_cost_per_token", given=remat).value("remat_cost_per_token")
+        curves["recompute"] = np.full(points, value)
+    names = list(curves)
+    stacked = np.vstack([curves[n] for n in names])
+    best = [names[i] for i in np.argmin(stacked, axis=0)]
+
+    def fit(option):
+        if option == "recompute":
+            return lambda t: curves["recompute"][0]
+        cost = curves[option]
+        slope = (cost[-1] - cost[0]) / (holds[-1] - holds[0])  # linear in hold time
+        intercept = cost[0] - slope * holds[0]
+        return lambda t: intercept + slope * t
+
+    crossovers = []
+    for i in range(1, points):
+        if best[i] != best[i - 1]:
+            before, after = fit(best[i - 1]), fit(best[i])
+            t = brentq(lambda x, b=before, a=after: b(x) - a(x), holds[i - 1], holds[i])
+            crossovers.append((t, best[i - 1], best[i]))
+    kv_base, _ = read_value(load_model().variable("kv_bytes_per_token"), kv_bytes_per_token)
+    return TierCosts(holds, curves, best, crossovers, kv_base)

@@ -216,3 +216,72 @@ def split_pin(text: str) -> tuple[str, str]:
         raise ParseError(text, f"{name[:40]!r} is not a quantity name",
                          "names are lower-case words joined by '_'")
     return name, value.strip()
+
+
+@dataclass(frozen=True)
+class ParsedSpread:
+    """A distribution written as text: kind, two magnitudes and their unit."""
+
+    kind: str  # "range", "relative", "uniform", "loguniform", "normal", "lognormal"
+    a: float
+    b: float
+    unit: pint.Unit | None
+    text: str
+
+
+_NAMED = re.compile(r"^\s*(uniform|loguniform|normal|lognormal)\s*\((.*)\)\s*$")
+_RELATIVE = re.compile(r"^(?P<value>.*?)\s*(?:±|\+-|\+/-)\s*(?P<pct>[0-9.]+)\s*%\s*$")
+
+
+def looks_uncertain(text: str) -> bool:
+    """Whether value text is a range or distribution rather than one number."""
+    return isinstance(text, str) and (".." in text or "±" in text or "+-" in text
+                                      or bool(_NAMED.match(text)))
+
+
+def parse_spread(text: str) -> ParsedSpread:
+    """Read a range or distribution (see :mod:`symbolic.uncertain` for the forms)."""
+    if not isinstance(text, str) or len(text) > MAX_TEXT:
+        raise ParseError(str(text)[:60], f"longer than {MAX_TEXT} characters")
+    named = _NAMED.match(text)
+    if named:
+        kind, inner = named.group(1), named.group(2)
+        parts = inner.split(",")
+        if len(parts) != 2:
+            raise ParseError(text, f"{kind}(...) takes two values")
+        first, second = parse_value(parts[0]), parse_value(parts[1])
+        if kind == "lognormal":
+            if second.unit is not None:
+                raise ParseError(text, "lognormal(median, sigma): sigma is a plain number")
+            unit = first.unit
+            b = second.magnitude
+        else:
+            unit, b = _common_unit(first, second, text)
+        return ParsedSpread(kind, first.magnitude, b, unit, text.strip())
+    relative = _RELATIVE.match(text)
+    if relative:
+        centre = parse_value(relative.group("value"))
+        fraction = float(parse_number(relative.group("pct"))[0]) / 100
+        return ParsedSpread("relative", centre.magnitude, fraction, centre.unit, text.strip())
+    if ".." in text:
+        low_text, high_text = text.split("..", 1)
+        high = parse_value(high_text)
+        low = parse_value(low_text)
+        if low.unit is None:
+            low = ParsedValue(low.magnitude, high.unit, low.text)
+        unit, b = _common_unit(low, high, text)
+        return ParsedSpread("range", low.magnitude, b, unit, text.strip())
+    raise ParseError(text, "expected a range 'LOW..HIGH UNIT', 'VALUE UNIT ±P%' or a "
+                           "distribution such as 'lognormal(100e9 param, 0.5)'")
+
+
+def _common_unit(first: ParsedValue, second: ParsedValue, text: str):
+    """Both magnitudes in the first one's unit (the second is converted)."""
+    if first.unit is None and second.unit is None:
+        return None, second.magnitude
+    if first.unit is None or second.unit is None:
+        raise ParseError(text, "give both values a unit, or neither")
+    if first.unit.dimensionality != second.unit.dimensionality:
+        raise ParseError(text, "the two values have different dimensions")
+    factor = (1.0 * second.unit).to(first.unit).magnitude
+    return first.unit, second.magnitude * factor

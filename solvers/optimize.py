@@ -1,0 +1,295 @@
+"""Balance points and optima found numerically (SciPy) on top of the solve plan.
+
+Every function plans its question once, then evaluates the compiled plan as a
+vectorised function of one quantity: a grid brackets every sign change or
+constraint boundary, and ``brentq`` / ``minimize_scalar`` refine them. Results
+say which root is physical and which constraint is active.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvers.api import _prepare
+from solvers.execute import compile_plan
+from solvers.pins import parse_given, read_value
+from solvers.vectorised import evaluate
+from symbolic.errors import NoSolution, UnderdeterminedError, UsageError
+from symbolic.units import format_quantity
+
+GRID = 400
+
+
+class _Curve:
+    """Targets as functions of one quantity, from a compiled plan."""
+
+    def __init__(self, targets: Sequence[str], over: str, given, presets, tie: Sequence[str] = (),
+                 regime: str | None = None):
+        pairs = parse_given(given)
+        model, names, pins, plan = self._plan(targets, over, pairs, presets, tie)
+        self.model, self.names, self.pins, self.plan = model, names, pins, plan
+        self.over = model.variable(over).name
+        self.tie = [model.variable(t).name for t in tie]
+        self.compiled = compile_plan(model, plan)
+        self.regime = regime
+        self.base = {n: p.value for n, p in pins.items()}
+
+    @staticmethod
+    def _plan(targets, over, pairs, presets, tie):
+        from knowledge import load_model
+
+        model = load_model()
+        variable = model.variable(over)
+        typical = f"{variable.typical or 1!r} {variable.unit}"
+        extra = [(over, typical)] + [(t, f"{model.variable(t).typical or 1!r} "
+                                         f"{model.variable(t).unit}") for t in tie]
+        model, names, pins, dropped, conventions, plan = _prepare(
+            list(targets), [*pairs, *extra], presets)
+        if not plan.determined:
+            raise UnderdeterminedError(list(plan.undetermined), list(plan.completions))
+        return model, names, pins, plan
+
+    def __call__(self, xs) -> dict[str, np.ndarray]:
+        xs = np.atleast_1d(np.asarray(xs, dtype=float))
+        values = dict(self.base)
+        values[self.over] = xs
+        for t in self.tie:
+            scale = self.model.variables[t].to_base / self.model.variables[self.over].to_base
+            values[t] = xs * scale
+        return evaluate(self.compiled, values, self.regime, xs.size).values
+
+    def show(self, name: str, base_value: float) -> str:
+        v = self.model.variables[name]
+        return format_quantity(base_value / v.to_base, v.pint_unit)
+
+
+def _bounds(model, name, low, high):
+    variable = model.variable(name)
+    lo, _ = read_value(variable, low)
+    hi, _ = read_value(variable, high)
+    if not 0 < lo < hi:
+        raise UsageError(f"the range of {variable.name} must have 0 < low < high")
+    return lo, hi
+
+
+@dataclass
+class Crossover:
+    """Where two quantities are equal as a third varies."""
+
+    first: str
+    second: str
+    over: str
+    roots: list[float]  # base units of ``over``
+    shown: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        if not self.roots:
+            return (f"{self.first} and {self.second} do not cross for {self.over} in the "
+                    "range" + ("".join(f"\nnote: {n}" for n in self.notes)))
+        lines = [f"{self.first} = {self.second} at {self.over} = {s}" for s in self.shown]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def crossover(first: str, second: str, over: str, low, high, given=(), presets=(),
+              regime: str | None = None, tie: Sequence[str] = ()) -> Crossover:
+    """Every value of ``over`` in [low, high] where ``first`` equals ``second``.
+
+    The grid brackets each sign change of ln(first/second); brentq refines it.
+    Roots where either side is not physical are dropped and said so.
+    """
+    from scipy.optimize import brentq
+
+    curve = _Curve([first, second], over, given, presets, tie, regime)
+    lo, hi = _bounds(curve.model, over, low, high)
+    grid = np.geomspace(lo, hi, GRID)
+    values = curve(grid)
+    a, b = values[curve.names[0]], values[curve.names[1]]
+    with np.errstate(all="ignore"):
+        f = np.log(a) - np.log(b)
+    roots, notes = [], []
+    for i in range(GRID - 1):
+        if not (np.isfinite(f[i]) and np.isfinite(f[i + 1])):
+            continue
+        if f[i] == 0:
+            roots.append(grid[i])
+        elif f[i] * f[i + 1] < 0:
+            def g(log_x):
+                v = curve(math.exp(log_x))
+                return math.log(v[curve.names[0]][0]) - math.log(v[curve.names[1]][0])
+            roots.append(math.exp(brentq(g, math.log(grid[i]), math.log(grid[i + 1]),
+                                         xtol=1e-14)))
+    if not np.all(np.isfinite(f)):
+        notes.append(f"{int(np.sum(~np.isfinite(f)))} of {GRID} grid points had no physical "
+                     "value and were skipped")
+    if len(roots) > 1:
+        notes.append(f"{len(roots)} crossings: each is a balance point; the regime changes at "
+                     "each one")
+    shown = [curve.show(curve.over, r) for r in roots]
+    return Crossover(curve.names[0], curve.names[1], curve.over, roots, shown, notes)
+
+
+@dataclass
+class CheapestBatch:
+    batch: float
+    cost: float
+    step_time: float
+    active: str
+    shown: dict[str, str]
+
+    def text(self) -> str:
+        return "\n".join([f"batch_size = {self.shown['batch_size']}",
+                          f"cost_per_token = {self.shown['cost_per_token']}",
+                          f"step_time = {self.shown['step_time']}",
+                          f"active constraint: {self.active}"])
+
+
+def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6) -> CheapestBatch:
+    """The batch that minimises cost per token with step time within the budget.
+
+    If ``hbm_capacity`` and the memory pins are known, memory capacity
+    (memory_fill <= 1, with micro_batch_size tied to the batch) is a second
+    constraint. The active constraint is reported.
+    """
+    from scipy.optimize import brentq, minimize_scalar
+
+    targets = ["cost_per_token", "step_time"]
+    pairs = parse_given(given)
+    names = {n for n, _ in pairs}
+    use_memory = "hbm_capacity" in names or any("hbm_capacity" in str(p) for p in presets)
+    tie = []
+    if use_memory:
+        targets.append("memory_fill")
+        tie = ["micro_batch_size"]
+        if "pipeline_stages" not in names:
+            pairs = [*pairs, ("pipeline_stages", "1")]
+    try:
+        curve = _Curve(targets, "batch_size", pairs, presets, tie)
+    except UnderdeterminedError:
+        if not use_memory:
+            raise
+        curve = _Curve(targets[:2], "batch_size", parse_given(given), presets)
+        use_memory = False
+    budget, _ = read_value(curve.model.variable("step_time"), latency_budget)
+    lo, hi = 1.0, max_batch
+    grid = np.geomspace(lo, hi, GRID)
+    values = curve(grid)
+    feasible = values["step_time"] <= budget
+    if use_memory:
+        feasible &= values["memory_fill"] <= 1
+    if not feasible.any():
+        floor = curve(lo)["step_time"][0]
+        raise NoSolution("batch_size", f"even one sequence takes {curve.show('step_time', floor)}"
+                         f", over the budget: the latency floor is above it")
+    top = grid[np.nonzero(feasible)[0].max()]
+    active = "none: the compute-bound cost floor is reached"
+    limit = hi
+    if top < hi:
+        nxt = grid[np.nonzero(grid > top)[0][0]]
+
+        def latency(log_b):
+            return curve(math.exp(log_b))["step_time"][0] - budget
+
+        def memory(log_b):
+            return curve(math.exp(log_b))["memory_fill"][0] - 1
+
+        checks = [("latency budget", latency)]
+        if use_memory:
+            checks.append(("memory capacity", memory))
+        edges = []
+        for label, fn in checks:
+            if fn(math.log(nxt)) > 0 >= fn(math.log(top)):
+                edges.append((math.exp(brentq(fn, math.log(top), math.log(nxt), xtol=1e-14)),
+                               label))
+        limit, active = min(edges) if edges else (top, "grid edge")
+
+    def cost(log_b):
+        return math.log(curve(math.exp(log_b))["cost_per_token"][0])
+
+    best = minimize_scalar(cost, bounds=(math.log(lo), math.log(limit)), method="bounded",
+                           options={"xatol": 1e-10})
+    batch = math.exp(best.x)
+    floor_cost = cost(math.log(limit))
+    if floor_cost <= best.fun + 1e-12:
+        batch = limit  # cost is non-increasing in batch: the boundary is the optimum
+    else:
+        active = "none: the compute-bound cost floor is reached"
+    v = curve(batch)
+    if active.startswith("none"):
+        # on the flat floor, take the smallest batch that reaches it (least latency)
+        flat = grid[(grid <= limit) & np.isclose(values["cost_per_token"],
+                                                 v["cost_per_token"][0], rtol=1e-9)]
+        if flat.size:
+            batch = float(flat.min())
+            v = curve(batch)
+    shown = {"batch_size": curve.show("batch_size", batch),
+             "cost_per_token": curve.show("cost_per_token", v["cost_per_token"][0]),
+             "step_time": curve.show("step_time", v["step_time"][0])}
+    return CheapestBatch(batch, float(v["cost_per_token"][0]), float(v["step_time"][0]),
+                         active, shown)
+
+
+@dataclass
+class FastMode:
+    feasible: bool
+    batch: float | None
+    batch_fast: float | None
+    lines: list[str]
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
+              max_batch: float = 1e6) -> FastMode:
+    """Batches of a normal and a fast tier that give ``speedup`` for ``price_ratio``.
+
+    Cost per token is step time over batch, so the fast batch is B / (k s); the
+    normal batch B must then satisfy step(B) / step(B / (k s)) = s. If no batch
+    does, the latency floor is in the way, and the speed-up each remedy would
+    need is reported.
+    """
+    from scipy.optimize import brentq
+
+    if price_ratio < 1 or speedup <= 1:
+        raise UsageError("fast mode needs a price ratio >= 1 and a speed-up > 1")
+    curve = _Curve(["step_time", "t_weight_fetch"], "batch_size", given, presets)
+    shrink = price_ratio * speedup
+    grid = np.geomspace(shrink, max_batch, GRID)
+
+    def achieved(batches):
+        normal = curve(batches)["step_time"]
+        fast = curve(batches / shrink)["step_time"]
+        return normal / fast
+
+    s = achieved(grid)
+    f = s - speedup
+    lines = [f"{price_ratio:g}x the price for {speedup:g}x the speed: the fast batch is "
+             f"{shrink:g} times smaller (cost per token = step time / batch)"]
+    crossings = np.nonzero(np.sign(f[:-1]) * np.sign(f[1:]) < 0)[0]
+    if crossings.size:
+        i = crossings[0]
+        b = math.exp(brentq(lambda lb: achieved(np.array([math.exp(lb)]))[0] - speedup,
+                            math.log(grid[i]), math.log(grid[i + 1]), xtol=1e-14))
+        v, vf = curve(b), curve(b / shrink)
+        lines += [f"normal tier: batch_size = {curve.show('batch_size', b)}, step_time = "
+                  f"{curve.show('step_time', v['step_time'][0])}",
+                  f"fast tier: batch_size = {curve.show('batch_size', b / shrink)}, step_time = "
+                  f"{curve.show('step_time', vf['step_time'][0])}",
+                  f"latency floor (weights read once): "
+                  f"{curve.show('step_time', v['t_weight_fetch'][0])}"]
+        return FastMode(True, b, b / shrink, lines)
+    best = float(np.nanmax(s))
+    floor = curve(grid[-1])["t_weight_fetch"][0]
+    lines += [f"no batch up to {max_batch:g} gives {speedup:g}x: at most {best:.3g}x, because "
+              f"no step is shorter than reading the weights once "
+              f"({curve.show('step_time', floor)})",
+              f"what else would: multi-token prediction or speculative decoding accepting "
+              f"{speedup / best:.3g} tokens per step in the fast tier, or spreading the "
+              f"weights over {speedup / best:.3g}x more chips to lower the latency floor"]
+    return FastMode(False, None, None, lines)

@@ -1,0 +1,134 @@
+"""Sweeps: a target against one pin over a grid, with regime changes marked.
+
+The question is planned once with the swept quantity pinned, then the compiled
+plan is evaluated on the whole grid at once; this is also what the plots draw.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers.api import _prepare
+from solvers.execute import compile_plan
+from solvers.vectorised import evaluate
+from symbolic.errors import UnderdeterminedError, UsageError
+from symbolic.parsing import parse_spread
+
+MAX_STEPS = 1_000_000
+
+
+@dataclass
+class Sweep:
+    """Grid values of the swept pin and of each target, in declared units."""
+
+    over: str
+    over_unit: str
+    xs: np.ndarray
+    targets: tuple[str, ...]
+    units: dict[str, str]
+    ys: dict[str, np.ndarray]
+    regimes: dict[str, np.ndarray]  # quantity -> label per point
+    changes: list[tuple[int, str, str, str]]  # (index, quantity, before, after)
+
+    def rows(self) -> list[dict]:
+        out = []
+        for i, x in enumerate(self.xs):
+            row = {self.over: float(x)}
+            row.update({t: float(self.ys[t][i]) for t in self.targets})
+            for name, labels in self.regimes.items():
+                row[f"regime:{name}"] = str(labels[i])
+            out.append(row)
+        return out
+
+    def to_csv(self) -> str:
+        buffer = io.StringIO()
+        rows = self.rows()
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+        return buffer.getvalue()
+
+    def to_dict(self) -> dict:
+        return {"over": {"name": self.over, "unit": self.over_unit},
+                "targets": {t: {"unit": self.units[t]} for t in self.targets},
+                "rows": self.rows(),
+                "regime_changes": [{"index": i, "quantity": q, "from": a, "to": b}
+                                   for i, q, a, b in self.changes]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def text(self) -> str:
+        header = [f"{self.over} [{self.over_unit}]"] + [f"{t} [{self.units[t]}]"
+                                                        for t in self.targets]
+        lines = ["  ".join(f"{h:>24}" for h in header)]
+        marks = {}
+        for i, q, a, b in self.changes:
+            marks.setdefault(i, []).append(f"{q}: {a} -> {b}")
+        for i, x in enumerate(self.xs):
+            cells = [_num(x)] + [_num(self.ys[t][i]) for t in self.targets]
+            line = "  ".join(f"{c:>24}" for c in cells)
+            if i in marks:
+                line += "   <- " + "; ".join(marks[i])
+            lines.append(line)
+        return "\n".join(lines)
+
+
+def _num(x: float) -> str:
+    return "nan" if not np.isfinite(x) else f"{x:.6g}"
+
+
+def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
+          log: bool = False, given=(), presets=(), regime: str | None = None) -> Sweep:
+    """Evaluate ``targets`` on ``steps`` values of ``over`` from ``start`` to ``stop``.
+
+    ``start`` and ``stop`` are value text with units (``"1 sequence"``) or Quantities.
+    """
+    if not 2 <= steps <= MAX_STEPS:
+        raise UsageError(f"--steps must be between 2 and {MAX_STEPS}")
+    from solvers.pins import parse_given, read_value
+
+    targets = [targets] if isinstance(targets, str) else list(targets)
+    model, names, pins, _, _, plan = _prepare(
+        targets, [*parse_given(given), (over, start)], presets)
+    variable = model.variable(over)
+    if variable.name in names:
+        raise UsageError(f"{variable.name} is both swept and asked for")
+    low, _ = read_value(variable, start)
+    high, _ = read_value(variable, stop)
+    if not plan.determined:
+        raise UnderdeterminedError(list(plan.undetermined), list(plan.completions))
+    if log and (low <= 0 or high <= 0):
+        raise UsageError("a --log sweep needs positive ends")
+    grid = np.geomspace(low, high, steps) if log else np.linspace(low, high, steps)
+    values = {n: p.value for n, p in pins.items()}
+    values[variable.name] = grid
+    result = evaluate(compile_plan(model, plan), values, regime, steps)
+    ys = {t: result.values[t] / model.variables[t].to_base for t in names}
+    changes = []
+    for quantity, labels in result.regimes.items():
+        for i in range(1, steps):
+            if labels[i] != labels[i - 1]:
+                changes.append((i, quantity, str(labels[i - 1]), str(labels[i])))
+    changes.sort()
+    return Sweep(variable.name, variable.unit, grid / variable.to_base, tuple(names),
+                 {t: model.variables[t].unit for t in names}, ys, result.regimes, changes)
+
+
+def parse_over(text: str) -> tuple[str, str, str]:
+    """Split ``NAME=START..STOP`` into the name and the two value texts (with units)."""
+    if "=" not in text:
+        raise UsageError("--over needs NAME=START..STOP, e.g. 'batch_size=1..4096 sequence'")
+    name, span = text.split("=", 1)
+    spread = parse_spread(span)
+    if spread.kind != "range":
+        raise UsageError("--over needs a range START..STOP")
+    unit_text = f"{spread.unit}" if spread.unit is not None else ""
+    return name.strip(), f"{spread.a!r} {unit_text}".strip(), f"{spread.b!r} {unit_text}".strip()
+

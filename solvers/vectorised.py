@@ -1,0 +1,138 @@
+"""A compiled plan as a vectorised function: arrays of pin values in, arrays out.
+
+This is what Monte Carlo, sweeps and optimisation call: the closed forms are
+evaluated elementwise with numpy, each element keeps its own physical root and
+regime, and elements where no root (or more than one) qualifies become NaN and
+are counted. Steps without a closed form fall back to one scalar solve per
+element, which is correct but slower; the result says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvers.execute import GUARD_RTOL, CompiledPlan, _run_block, _run_numeric
+from symbolic.errors import ChalkError
+from symbolic.model import Model
+
+
+@dataclass
+class VectorResult:
+    """Values of every quantity, per element, and what happened along the way."""
+
+    values: dict[str, np.ndarray]
+    regimes: dict[str, np.ndarray] = field(default_factory=dict)  # step variable -> labels
+    failed: dict[str, int] = field(default_factory=dict)  # variable -> elements with no value
+    ambiguous: dict[str, int] = field(default_factory=dict)
+    scalar_steps: list[str] = field(default_factory=list)
+
+
+def _admits(model: Model, name: str, values: np.ndarray) -> np.ndarray:
+    v = model.variables[name]
+    declared = values / v.to_base
+    ok = np.isfinite(declared) & (declared >= 0)
+    if not v.allow_zero:
+        ok &= declared > 0
+    if v.lower is not None:
+        ok &= declared >= v.lower * (1 - 1e-9)
+    if v.upper is not None:
+        ok &= declared <= v.upper * (1 + 1e-9)
+    return ok
+
+
+def _holds(guards, env, size) -> np.ndarray:
+    ok = np.ones(size, dtype=bool)
+    for a, b in guards:
+        left = np.broadcast_to(np.asarray(a(env), dtype=float), size)
+        right = np.broadcast_to(np.asarray(b(env), dtype=float), size)
+        ok &= left >= right - GUARD_RTOL * np.maximum(np.abs(left), np.abs(right))
+    return ok
+
+
+def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | None = None,
+             size: int | None = None) -> VectorResult:
+    """Run ``compiled`` on arrays (or scalars) of base-unit pin values."""
+    model = compiled.model
+    arrays = {k: np.asarray(v, dtype=float) for k, v in pins.items()}
+    if size is None:
+        size = max((a.size for a in arrays.values()), default=1)
+    env: dict[str, object] = dict(compiled.constants)
+    # Fixed pins stay scalars (numpy broadcasts them); only varied pins are arrays.
+    env.update({k: a if a.ndim else float(a) for k, a in arrays.items()})
+    result = VectorResult({})
+    with np.errstate(all="ignore"):
+        for cstep in compiled.steps:
+            if cstep.kind == "explicit":
+                _explicit(model, cstep, env, regime, size, result)
+            else:
+                _scalar_fallback(model, cstep, env, regime, size, result)
+    result.values = {k: np.broadcast_to(np.asarray(v, dtype=float), (size,))
+                     for k, v in env.items() if k in model.variables}
+    return result
+
+
+def _explicit(model, cstep, env, regime, size, result):
+    name = cstep.step.variables[0]
+    chosen = np.full(size, np.nan)
+    count = np.zeros(size, dtype=int)
+    label_of = np.full(size, "", dtype=object)
+    free = np.zeros(size, dtype=bool)
+    for cc in cstep.candidates:
+        candidate = cc.candidate
+        if regime and candidate.regime and candidate.regime != regime:
+            continue
+        if candidate.expr is None:
+            left, right = (np.broadcast_to(np.asarray(side(env), dtype=float), (size,))
+                           for side in cc.value)
+            scale = np.maximum(np.abs(left), np.abs(right))
+            free |= np.abs(left - right) <= GUARD_RTOL * np.where(scale == 0, 1, scale)
+            continue
+        value = np.broadcast_to(np.asarray(cc.value(env), dtype=float), (size,))
+        trial = dict(env)
+        trial[name] = value
+        ok = _admits(model, name, value) & _holds(cc.guards, trial, size)
+        same = ok & (count > 0) & np.isclose(value, chosen, rtol=1e-9, atol=0)
+        new = ok & ~same
+        count += new
+        chosen = np.where(new & (count == 1), value, chosen)
+        if candidate.regime:
+            label_of = np.where(new & (count == 1), candidate.regime, label_of)
+    ambiguous = (count > 1) | (free & (count >= 1)) | (free & (count == 0))
+    chosen = np.where(ambiguous | (count == 0), np.nan, chosen)
+    failed = int(np.sum((count == 0) & ~free))
+    if failed:
+        result.failed[name] = failed
+    if int(np.sum(ambiguous)):
+        result.ambiguous[name] = int(np.sum(ambiguous))
+    env[name] = chosen
+    if cstep.regime_args:
+        stacked = np.vstack([np.broadcast_to(np.asarray(fn(env), dtype=float), (size,))
+                             for _, fn in cstep.regime_args])
+        labels = np.array([label for label, _ in cstep.regime_args], dtype=object)
+        result.regimes[name] = labels[np.argmax(stacked, axis=0)]
+    elif any(cc.candidate.regime for cc in cstep.candidates):
+        result.regimes[name] = label_of
+
+
+def _scalar_fallback(model, cstep, env, regime, size, result):
+    """One scalar solve per element, for steps without a closed form."""
+    names = cstep.step.variables
+    out = {n: np.full(size, np.nan) for n in names}
+    result.scalar_steps.append(", ".join(names))
+    for i in range(size):
+        scalar = {k: (float(v[i]) if isinstance(v, np.ndarray) else v) for k, v in env.items()}
+        try:
+            if cstep.kind == "numeric":
+                _run_numeric(model, cstep, scalar)
+            else:
+                _run_block(model, cstep, scalar, regime)
+        except ChalkError:
+            for n in names:
+                result.failed[n] = result.failed.get(n, 0) + 1
+            continue
+        for n in names:
+            out[n][i] = scalar[n]
+    env.update(out)
