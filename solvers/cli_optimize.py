@@ -33,6 +33,8 @@ def add_parser(commands, parser_class) -> None:
     f = kinds.add_parser("fast-mode", help="batches behind 'k x price for s x speed'")
     f.add_argument("--price-ratio", required=True, metavar="K")
     f.add_argument("--speedup", required=True, metavar="S")
+    f.add_argument("--normal-step", default="100 ms", metavar="VALUE UNIT",
+                   help="longest step of the normal tier (default 100 ms)")
     common(f)
     t = kinds.add_parser("tiers", help="cheapest memory tier by hold time, and crossovers")
     t.add_argument("--kv-bytes", required=True, metavar="VALUE UNIT",
@@ -87,7 +89,8 @@ def run(args) -> str:
         from solvers.optimize import fast_mode
 
         found = fast_mode(_number(args.price_ratio, "--price-ratio"),
-                          _number(args.speedup, "--speedup"), args.given, args.preset)
+                          _number(args.speedup, "--speedup"), args.given, args.preset,
+                          args.normal_step)
         if args.json:
             return json.dumps({"feasible": found.feasible, "lines": found.lines}, indent=2)
         return found.text()

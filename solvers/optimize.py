@@ -246,21 +246,27 @@ class FastMode:
 
 
 def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
-              max_batch: float = 1e6) -> FastMode:
+              normal_step_limit="100 ms", max_batch: float = 1e6) -> FastMode:
     """Batches of a normal and a fast tier that give ``speedup`` for ``price_ratio``.
 
     Cost per token is step time over batch, so the fast batch is B / (k s); the
-    normal batch B must then satisfy step(B) / step(B / (k s)) = s. If no batch
-    does, the latency floor is in the way, and the speed-up each remedy would
-    need is reported.
+    normal batch B must then satisfy step(B) / step(B / (k s)) = s, with the
+    normal tier's step no longer than ``normal_step_limit`` (an interactive
+    service: 100 ms is 10 tokens/s per sequence). If no batch does, the latency
+    floor is in the way, and the speed-up each remedy would need is reported.
     """
     from scipy.optimize import brentq
 
     if price_ratio < 1 or speedup <= 1:
         raise UsageError("fast mode needs a price ratio >= 1 and a speed-up > 1")
     curve = _Curve(["step_time", "t_weight_fetch"], "batch_size", given, presets)
+    limit, _ = read_value(curve.model.variable("step_time"), normal_step_limit)
     shrink = price_ratio * speedup
     grid = np.geomspace(shrink, max_batch, GRID)
+    grid = grid[curve(grid)["step_time"] <= limit]
+    if grid.size < 2:
+        raise NoSolution("batch_size", f"no normal-tier batch of at least {shrink:g} sequences "
+                         f"keeps the step within {normal_step_limit}")
 
     def achieved(batches):
         normal = curve(batches)["step_time"]
@@ -270,7 +276,8 @@ def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
     s = achieved(grid)
     f = s - speedup
     lines = [f"{price_ratio:g}x the price for {speedup:g}x the speed: the fast batch is "
-             f"{shrink:g} times smaller (cost per token = step time / batch)"]
+             f"{shrink:g} times smaller (cost per token = step time / batch)",
+             f"assumed: the normal tier's step is at most {normal_step_limit}"]
     crossings = np.nonzero(np.sign(f[:-1]) * np.sign(f[1:]) < 0)[0]
     if crossings.size:
         i = crossings[0]
@@ -285,8 +292,9 @@ def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
                   f"{curve.show('step_time', v['t_weight_fetch'][0])}"]
         return FastMode(True, b, b / shrink, lines)
     best = float(np.nanmax(s))
-    floor = curve(grid[-1])["t_weight_fetch"][0]
-    lines += [f"no batch up to {max_batch:g} gives {speedup:g}x: at most {best:.3g}x, because "
+    floor = curve(grid[-1:])["t_weight_fetch"][0]
+    lines += [f"no normal batch with a step within {normal_step_limit} gives {speedup:g}x: at "
+              f"most {best:.3g}x, because "
               f"no step is shorter than reading the weights once "
               f"({curve.show('step_time', floor)})",
               f"what else would: multi-token prediction or speculative decoding accepting "

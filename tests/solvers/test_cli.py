@@ -87,7 +87,7 @@ BAD_INPUTS = [
      "chalk: error: cannot read '1e999 B/s': exponent 999 is out of range (at most ±300)"),
     (["frobnicate"],
      "chalk: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'solve', "
-     "'explain', 'imply', 'list'); see 'chalk --help'"),
+     "'explain', 'imply', 'sweep', 'optimize', 'list'); see 'chalk --help'"),
 ]
 
 

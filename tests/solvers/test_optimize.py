@@ -1,0 +1,142 @@
+"""Balance points, optima and sweeps, against closed forms derived here."""
+
+import math
+
+import pytest
+
+from solvers.chinchilla import compute_optimal, lifetime_optimum
+from solvers.optimize import cheapest_batch, crossover, fast_mode
+from solvers.sweep import sweep
+from solvers.tiers import tier_costs
+from symbolic.errors import NoSolution
+
+H100x8 = {"n_chips": "8 chip", "chip_flops": "989e12 FLOP/s", "hbm_bandwidth": "3.35 TB/s",
+          "total_params": "671e9 param", "active_params": "37e9 param",
+          "bytes_per_param": "1 byte/param", "kv_bytes_per_token": "70272 byte/token",
+          "chip_price": "2 USD/hour"}
+T_WEIGHT = 671e9 / (3.35e12 * 8)  # s
+T_COMPUTE_PER_SEQ = 37e9 * 2 / (989e12 * 8)  # s per sequence
+
+
+def t_kv_per_seq(context):
+    return context * 70272 / (3.35e12 * 8)
+
+
+def test_crossover_context_with_weight_fetch_matches_closed_form():
+    # t_weight + B L kv/(n bw) = B t_cps  ->  L = (B t_cps - t_weight) n bw / (B kv)
+    batch = 4000
+    expected = (batch * T_COMPUTE_PER_SEQ - T_WEIGHT) * 8 * 3.35e12 / (batch * 70272)
+    found = crossover("t_memory", "t_compute", "context_length", "100 token", "10M token",
+                      given={**H100x8, "batch_size": f"{batch} sequence"})
+    assert len(found.roots) == 1
+    assert found.roots[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_crossover_batch_at_a_given_context():
+    # B t_cps = t_weight + B t_kvps  ->  B = t_weight / (t_cps - t_kvps)
+    context = 500
+    expected = T_WEIGHT / (T_COMPUTE_PER_SEQ - t_kv_per_seq(context))
+    found = crossover("t_compute", "t_memory", "batch_size", "1 sequence", "1e6 sequence",
+                      given={**H100x8, "context_length": f"{context} token"})
+    assert found.roots[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_no_crossing_is_said_plainly():
+    # at 100k context KV reads always outweigh the matmuls per sequence
+    found = crossover("t_compute", "t_memory", "batch_size", "1 sequence", "1e6 sequence",
+                      given={**H100x8, "context_length": "100k token"})
+    assert found.roots == [] and "do not cross" in found.text()
+
+
+def test_cheapest_batch_under_a_latency_budget():
+    # memory-bound: step = t_weight + B t_kvps = budget  ->  B = (budget - t_weight)/t_kvps
+    context, budget = 4000, 0.030
+    expected = (budget - T_WEIGHT) / t_kv_per_seq(context)
+    found = cheapest_batch("30 ms", given={**H100x8, "context_length": f"{context} token"})
+    assert found.active == "latency budget"
+    assert found.batch == pytest.approx(expected, rel=1e-6)
+    assert found.step_time == pytest.approx(budget, rel=1e-6)
+
+
+def test_latency_floor_above_budget_has_no_batch():
+    with pytest.raises(NoSolution, match="latency floor"):
+        cheapest_batch("10 ms", given={**H100x8, "context_length": "4000 token"})
+
+
+def test_fast_mode_batches_fit_price_and_speed():
+    found = fast_mode(6, 2.5, given={**H100x8, "context_length": "4000 token"})
+    assert found.feasible
+    b, f = found.batch, found.batch_fast
+    assert b / f == pytest.approx(6 * 2.5)
+
+    def step(batch):
+        return max(batch * T_COMPUTE_PER_SEQ, T_WEIGHT + batch * t_kv_per_seq(4000))
+
+    assert step(b) / step(f) == pytest.approx(2.5, rel=1e-6)
+
+
+def test_fast_mode_beyond_the_latency_floor():
+    # 100x faster cannot come from batching alone: the floor is t_weight
+    found = fast_mode(1.5, 100, given={**H100x8, "context_length": "4000 token"})
+    assert not found.feasible
+    assert any("speculative decoding" in line for line in found.lines)
+
+
+def test_tier_crossover_matches_hand_calculation():
+    # cost_i(t) = kv p_i t / c_i + kv p_i / b_i, p_i = c_i x price per byte / 4 years
+    year4 = 4 * 365.25 * 86400
+    dram = dict(c=2e12, b=614.4e9, p=2e12 * 13.6e-9 / year4)  # USD/s
+    nvme = dict(c=30.72e12, b=14e9, p=30.72e12 * 0.195e-9 / year4)
+    expected = (nvme["p"] / nvme["b"] - dram["p"] / dram["b"]) / (
+        dram["p"] / dram["c"] - nvme["p"] / nvme["c"])
+    found = tier_costs("2000 byte/token", tiers=["tier_ddr5_x86_server",
+                                                "tier_nvme_gen5_drive"])
+    assert len(found.crossovers) == 1
+    t, before, after = found.crossovers[0]
+    assert (before, after) == ("tier_ddr5_x86_server", "tier_nvme_gen5_drive")
+    assert t == pytest.approx(expected, rel=1e-6)
+
+
+def chinchilla_closed_form(compute, e, a, b, alpha, beta):
+    g = (alpha * a / (beta * b)) ** (1 / (alpha + beta))
+    n = g * (compute / 6) ** (beta / (alpha + beta))
+    return n, compute / (6 * n)
+
+
+@pytest.mark.parametrize(
+    ("fit", "constants", "ratio"),
+    [("besiroglu2024", (1.8172, 482.01, 2085.43, 0.3478, 0.3658), 18),
+     ("hoffmann2022", (1.69, 406.4, 410.7, 0.34, 0.28), 93)],
+)
+def test_compute_optimal_tokens_per_param(fit, constants, ratio):
+    n, d = chinchilla_closed_form(5.76e23, *constants)
+    found = compute_optimal(5.76e23, fit)
+    assert found.params == pytest.approx(n, rel=1e-5)
+    assert found.tokens == pytest.approx(d, rel=1e-5)
+    assert found.tokens_per_param == pytest.approx(ratio, abs=1)
+
+
+def test_lifetime_optimum_beats_the_heuristic_and_keeps_the_loss():
+    result = lifetime_optimum(2.0, 2e13, "besiroglu2024")
+    e, a, b, alpha, beta = 1.8172, 482.01, 2085.43, 0.3478, 0.3658
+    for point in (result.optimum, result.heuristic):
+        loss = e + a / point.params**alpha + b / point.tokens**beta
+        assert loss == pytest.approx(2.0, rel=1e-9)
+    assert result.optimum.compute <= result.heuristic.compute
+    # the heuristic's serving compute equals its training compute: 2 N D_inf = 6 N D
+    assert result.heuristic.tokens == pytest.approx(2 * 2e13 / 6)
+    # more serving demand pushes the optimum to smaller, longer-trained models
+    heavier = lifetime_optimum(2.0, 2e14, "besiroglu2024")
+    assert heavier.optimum.tokens_per_param > result.optimum.tokens_per_param
+
+
+def test_sweep_marks_the_regime_change_at_the_crossover():
+    table = sweep("step_time", "batch_size", "100 sequence", "10000 sequence", steps=200,
+                  log=True, given={**H100x8, "context_length": "1000 token"})
+    expected = T_WEIGHT / (T_COMPUTE_PER_SEQ - t_kv_per_seq(1000))
+    [(index, quantity, before, after)] = table.changes
+    assert (quantity, before, after) == ("step_time", "memory-bound", "compute-bound")
+    assert table.xs[index - 1] < expected <= table.xs[index]
+    assert all(math.isfinite(y) for y in table.ys["step_time"])
+    csv_text = table.to_csv()
+    assert csv_text.splitlines()[0] == "batch_size,step_time,regime:step_time"
