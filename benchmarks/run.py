@@ -94,7 +94,76 @@ def _first_solve_in_fresh_process() -> float:
     return float(out.stdout.strip())
 
 
-BENCHMARKS = {"cold": bench_cold, "warm": bench_warm}
+def _median_call(fn, repeats: int) -> float:
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        fn(i)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_monte_carlo(samples: int = 1_000_000, repeats: int = 7) -> dict:
+    """10^6 samples of the 200K-crossover -> KV bytes per token deduction."""
+    import numpy as np
+
+    import chalk
+
+    given = {"context_crossover": "200k token", "active_params": "100e9..300e9 param"}
+    chalk.solve("kv_bytes_per_token", presets="lecture", given=given, samples=1000)
+
+    def with_chalk(seed):
+        chalk.solve("kv_bytes_per_token", presets="lecture", given=given, samples=samples,
+                    seed=seed)
+
+    def by_hand(seed):
+        rng = np.random.default_rng(seed)
+        active = np.exp(rng.uniform(np.log(100e9), np.log(300e9), samples))
+        kv = active * 1.0 / (300.0 * 200e3)  # 1 FLOP/param/token, 300 FLOP/byte
+        np.percentile(kv, [5, 50, 95])
+
+    c, h = _median_call(with_chalk, repeats), _median_call(by_hand, repeats)
+    print(f"chalk.solve with a range, {samples:,} samples (median, 90% interval, linear "
+          f"estimate, sensitivity): median {c * 1e3:.0f} ms over {repeats} runs (target <= 500)")
+    print(f"hand-written numpy (sample, formula, percentiles): median {h * 1e3:.0f} ms")
+    print(f"  ratio chalk/numpy = {c / h:.2f} (target <= 3)")
+    return {"chalk_s": c, "numpy_s": h, "ratio": c / h}
+
+
+def bench_sweep(points: int = 10_000, repeats: int = 7) -> dict:
+    """A sweep of step time over 10,000 batch sizes (with regime marks)."""
+    import numpy as np
+
+    from solvers.sweep import sweep
+
+    given = {"n_chips": "8 chip", "chip_flops": "989e12 FLOP/s", "hbm_bandwidth": "3.35 TB/s",
+             "total_params": "671e9 param", "active_params": "37e9 param",
+             "bytes_per_param": "1 byte/param", "kv_bytes_per_token": "70272 byte/token",
+             "context_length": "1000 token"}
+    sweep("step_time", "batch_size", "1 sequence", "16384 sequence", 100, True, given)
+
+    def with_chalk(_):
+        sweep("step_time", "batch_size", "1 sequence", "16384 sequence", points, True, given)
+
+    def by_hand(_):
+        batch = np.geomspace(1, 16384, points)
+        t_compute = batch * 37e9 * 2 / (989e12 * 8)
+        t_memory = 671e9 / (3.35e12 * 8) + batch * 1000 * 70272 / (3.35e12 * 8)
+        step = np.maximum(t_compute, t_memory)
+        regime = np.where(t_compute >= t_memory, "compute-bound", "memory-bound")
+        np.nonzero(regime[1:] != regime[:-1])
+        return step
+
+    c, h = _median_call(with_chalk, repeats), _median_call(by_hand, repeats)
+    print(f"chalk sweep of step_time over {points:,} batch sizes: median {c * 1e3:.1f} ms "
+          f"(target <= 500)")
+    print(f"hand-written numpy (same formula and regime marks): median {h * 1e3:.1f} ms")
+    print(f"  ratio chalk/numpy = {c / h:.2f} (target <= 3)")
+    return {"chalk_s": c, "numpy_s": h, "ratio": c / h}
+
+
+BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte_carlo,
+              "sweep": bench_sweep}
 
 
 def main(argv: list[str]) -> None:

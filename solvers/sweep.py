@@ -113,9 +113,8 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     ys = {t: result.values[t] / model.variables[t].to_base for t in names}
     changes = []
     for quantity, labels in result.regimes.items():
-        for i in range(1, steps):
-            if labels[i] != labels[i - 1]:
-                changes.append((i, quantity, str(labels[i - 1]), str(labels[i])))
+        for i in np.nonzero(labels[1:] != labels[:-1])[0] + 1:
+            changes.append((int(i), quantity, str(labels[i - 1]), str(labels[i])))
     changes.sort()
     return Sweep(variable.name, variable.unit, grid / variable.to_base, tuple(names),
                  {t: model.variables[t].unit for t in names}, ys, result.regimes, changes)

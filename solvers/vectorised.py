@@ -76,6 +76,19 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
 
 def _explicit(model, cstep, env, regime, size, result):
     name = cstep.step.variables[0]
+    only = cstep.candidates[0] if len(cstep.candidates) == 1 else None
+    if only is not None and only.candidate.expr is not None and not only.guards:
+        # One closed form, no regimes to choose between: evaluate and keep the physical.
+        value = np.asarray(only.value(env), dtype=float)
+        ok = _admits(model, name, value)
+        if not ok.all():
+            if np.ndim(value) == 0:
+                value = np.full(size, float(value))
+            value = np.where(ok, value, np.nan)
+            result.failed[name] = int(size - np.count_nonzero(ok)) if np.ndim(ok) else size
+        env[name] = value
+        _regime_labels(cstep, env, size, result, name)
+        return
     chosen = np.full(size, np.nan)
     count = np.zeros(size, dtype=int)
     label_of = np.full(size, "", dtype=object)
@@ -108,13 +121,19 @@ def _explicit(model, cstep, env, regime, size, result):
     if int(np.sum(ambiguous)):
         result.ambiguous[name] = int(np.sum(ambiguous))
     env[name] = chosen
-    if cstep.regime_args:
-        stacked = np.vstack([np.broadcast_to(np.asarray(fn(env), dtype=float), (size,))
-                             for _, fn in cstep.regime_args])
-        labels = np.array([label for label, _ in cstep.regime_args], dtype=object)
-        result.regimes[name] = labels[np.argmax(stacked, axis=0)]
-    elif any(cc.candidate.regime for cc in cstep.candidates):
+    if any(cc.candidate.regime for cc in cstep.candidates):
         result.regimes[name] = label_of
+    _regime_labels(cstep, env, size, result, name)
+
+
+def _regime_labels(cstep, env, size, result, name):
+    """For a forward max/min, which argument won, per element."""
+    if not cstep.regime_args:
+        return
+    stacked = np.vstack([np.broadcast_to(np.asarray(fn(env), dtype=float), (size,))
+                         for _, fn in cstep.regime_args])
+    labels = np.array([label for label, _ in cstep.regime_args], dtype=object)
+    result.regimes[name] = labels[np.argmax(stacked, axis=0)]
 
 
 def _scalar_fallback(model, cstep, env, regime, size, result):
