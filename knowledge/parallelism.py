@@ -14,7 +14,7 @@ from sympy import Integer
 
 from knowledge.quantities import BY_NAME, q
 from symbolic.relations import Relation as R
-from symbolic.relations import lecture
+from symbolic.relations import Source, lecture
 from symbolic.variables import count, unit_constant
 
 TOPIC = "pipelining and memory capacity"
@@ -38,6 +38,15 @@ RELATIONS = (
       "each decode step crosses every rack boundary once, wrap-around included",
       lecture("1:15:16", "1:16:32"),
       ("hops are sequential within a step",),
+      topic=TOPIC),
+    R("pipeline_bubble_fraction",
+      q.pipeline_bubble_fraction * (q.n_micro_batches + q.pipeline_stages - 1),
+      q.pipeline_stages - 1,
+      "in training, each stage idles while the first micro-batch fills the pipeline and the "
+      "last one drains it: (P - 1) of (M + P - 1) slots",
+      Source("Huang et al. 2019, 'GPipe', arXiv:1811.06965, sec. 2.3; lecture 58:55-1:00:48",
+             "paper"),
+      ("forward then backward for the whole batch (no interleaving)",),
       topic=TOPIC),
     R("global_batch_size",
       q.global_batch_size, q.pipeline_stages * q.micro_batch_size,

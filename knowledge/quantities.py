@@ -10,7 +10,26 @@ from symbolic.variables import Variable
 
 
 def _v(name, unit, description, topic, **options) -> Variable:
-    return Variable(name=name, unit=unit, description=description, topic=topic, **options)
+    return Variable(name=name, unit=unit, description=description, topic=topic,
+                    derived=name in DERIVED, **options)
+
+
+# Quantities relations normally compute; the rest are inputs a user or preset pins.
+DERIVED = frozenset("""
+hbm_drain_time hardware_intensity sparsity_factor t_compute_per_sequence t_kv_per_sequence
+t_compute t_weight_fetch t_kv_fetch t_memory step_time critical_batch_size latency_floor
+tokens_per_second cost_per_token cost_per_token_floor context_crossover worst_case_latency
+output_input_price_ratio long_context_price_ratio decode_mfu_ratio tier_drain_time
+chinchilla_tokens overtrain_factor train_flops training_time memory_per_chip
+scale_up_out_time_ratio pipeline_latency_added global_batch_size memory_demand memory_fill
+experts_per_chip alltoall_bytes_per_token t_alltoall tokens_per_step experts_touched
+params_read t_weight_fetch_touched rl_compute inference_compute rl_cost_ratio
+inference_cost_ratio kv_elements_per_layer kv_window_bytes_per_sequence
+kv_bytes_per_sequence kv_tokens_read sparse_context_crossover remat_cost_per_token
+hold_cost_per_token retrieve_cost_per_token tier_cost_per_token tier_cost_per_byte_hour
+cache_storage_price cache_price_per_byte_hour step_time_fast t_compute_fast t_memory_fast
+cost_per_token_fast fast_batch_ratio pipeline_bubble_fraction loss inference_tokens
+""".split())
 
 
 HARDWARE = "hardware"
@@ -147,6 +166,10 @@ VARIABLES: tuple[Variable, ...] = (
        typical=1e-3),
     _v("pipeline_latency_added", "s", "latency the rack-to-rack hops add to each decode step",
        PARALLELISM, typical=1e-2),
+    _v("n_micro_batches", "1", "micro-batches per training batch in a pipelined step",
+       PARALLELISM, typical=8),
+    _v("pipeline_bubble_fraction", "1", "share of a pipelined training step a rack sits idle",
+       PARALLELISM, allow_zero=True, upper=1, typical=0.3, scale_like=False),
     _v("global_batch_size", "sequence", "sequences in flight over all pipeline stages",
        PARALLELISM, typical=8000),
     _v("memory_demand", "byte", "weights plus KV cache of every sequence in flight",

@@ -19,7 +19,7 @@ from solvers.pins import Pin, resolve_pins
 from solvers.plan import Plan, make_plan
 from solvers.symbolic_solve import DEFAULT_TIMEOUT
 from solvers.uncertainty import DEFAULT_SAMPLES, Propagation, propagate
-from symbolic.errors import UnderdeterminedError, UsageError
+from symbolic.errors import UsageError
 from symbolic.model import Model
 from symbolic.presets import Preset
 from symbolic.units import Q_, format_quantity
@@ -173,6 +173,8 @@ class Explanation:
                 lines.extend(f"  {{{', '.join(c)}}}" for c in plan.completions)
             else:
                 lines.append("no set of up to 3 extra pins determines them")
+            if plan.from_inputs:
+                lines.append(f"or, from inputs: {{{', '.join(plan.from_inputs)}}}")
         lines.append("steps:")
         if not plan.steps:
             lines.append("  (none)")
@@ -202,6 +204,7 @@ class Explanation:
             "determined": plan.determined,
             "undetermined": list(plan.undetermined),
             "completions": [list(c) for c in plan.completions],
+            "from_inputs": list(plan.from_inputs),
             "steps": [{"relations": list(s.relations), "solved_for": list(s.variables),
                        "simultaneous": s.simultaneous} for s in plan.steps],
             "checks": list(plan.checks),
@@ -347,7 +350,7 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
     """
     model, names, pins, dropped, conventions, plan = _prepare(targets, given, presets, model)
     if not plan.determined:
-        raise UnderdeterminedError(list(plan.undetermined), list(plan.completions))
+        raise plan.underdetermined_error()
     compiled = compile_plan(model, plan, timeout)
     values, records, checks = run(compiled, {n: p.value for n, p in pins.items()}, regime)
     for check in checks:

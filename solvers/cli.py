@@ -91,6 +91,19 @@ def build_parser() -> argparse.ArgumentParser:
     form.add_argument("--csv", action="store_true", help="print CSV")
     form.add_argument("--json", action="store_true", help="print one JSON object")
 
+    plot = commands.add_parser("plot", help="draw one of the lecture's figures",
+                               description="Draw a figure from the engine: " + ", ".join(
+                                   ["step_time_vs_batch", "cost_vs_batch", "cost_vs_context",
+                                    "tier_cost_vs_hold", "pipeline_schedule"]))
+    plot.add_argument("name", metavar="NAME")
+    plot.add_argument("-g", "--given", action="append", default=[], metavar='"NAME=VALUE UNIT"',
+                      help="a known quantity (repeatable)")
+    plot.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
+                      help="apply a preset; repeatable")
+    plot.add_argument("--sheet", help="price sheet drawn over cost_vs_context")
+    plot.add_argument("--out", required=True, metavar="FILE", help="PNG or SVG file to write")
+    plot.add_argument("--svg", action="store_true", help="write SVG (also chosen by .svg)")
+
     from solvers.cli_optimize import add_parser as add_optimize
 
     add_optimize(commands, _Parser)
@@ -155,6 +168,16 @@ def _run(args) -> str:
         table = sweep(args.targets, name, start, stop, args.steps, args.log, args.given,
                       args.preset, args.regime)
         return table.to_csv() if args.csv else table.to_json() if args.json else table.text()
+    if args.command == "plot":
+        from solvers.plots import plot, render, write_atomically
+
+        fmt = "svg" if args.svg or args.out.lower().endswith(".svg") else "png"
+        options = {"sheet": args.sheet} if args.sheet else {}
+        if args.sheet and args.name != "cost_vs_context":
+            raise _UsageProblem("--sheet applies to cost_vs_context only")
+        data = render(plot(args.name, args.given, args.preset, **options), fmt)
+        write_atomically(args.out, data)
+        return f"wrote {args.out} ({fmt}, {len(data):,} bytes)"
     if args.command == "optimize":
         from solvers.cli_optimize import run as run_optimize
 

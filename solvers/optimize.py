@@ -50,7 +50,7 @@ class _Curve:
         model, names, pins, dropped, conventions, plan = _prepare(
             list(targets), [*pairs, *extra], presets)
         if not plan.determined:
-            raise UnderdeterminedError(list(plan.undetermined), list(plan.completions))
+            raise plan.underdetermined_error()
         return model, names, pins, plan
 
     def __call__(self, xs) -> dict[str, np.ndarray]:

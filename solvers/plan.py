@@ -20,6 +20,7 @@ from solvers.structure import (
     solve_order,
     var_node,
 )
+from symbolic.errors import UnderdeterminedError
 from symbolic.model import Model
 
 MAX_COMPLETION_SIZE = 3
@@ -51,10 +52,16 @@ class Plan:
     completions: tuple[tuple[str, ...], ...]
     unused_pins: tuple[str, ...]
     partition: Partition
+    from_inputs: tuple[str, ...] = ()  # a completion made only of input quantities
 
     @property
     def determined(self) -> bool:
         return not self.undetermined
+
+    def underdetermined_error(self) -> UnderdeterminedError:
+        """The error to raise when the targets are not determined."""
+        return UnderdeterminedError(list(self.undetermined), list(self.completions),
+                                    self.from_inputs)
 
     @property
     def computed(self) -> tuple[str, ...]:
@@ -110,8 +117,52 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Pla
         used |= model.variables_in(r)
     unused = tuple(sorted(p for p in pinned if p not in used))
     completions = _completions(model, pinned, targets, undetermined, partition, unknowns_of)
+    from_inputs = _input_completion(model, pinned, undetermined, unknowns_of)
+    if from_inputs in completions:
+        from_inputs = ()
     return Plan(targets, pinned, steps, tuple(checks_all), undetermined, completions, unused,
-                partition)
+                partition, from_inputs)
+
+
+def _determines(unknowns_of, variables, extra, targets) -> bool:
+    reduced = {r: vs - extra for r, vs in unknowns_of.items()}
+    part = dulmage_mendelsohn(incidence_graph(reduced, variables - extra))
+    return all(t in part.determined or t in extra for t in targets)
+
+
+def _defining_relation(model: Model, name: str) -> str | None:
+    """The relation that defines a derived quantity: named after it, or with it alone on
+    its left side."""
+    if name in model.relations and name in model.variables_in(name):
+        return name
+    for r in model.relations_of(name):
+        lhs = model.relations[r].lhs
+        if lhs.is_Symbol and lhs.name == name:
+            return r
+    return None
+
+
+def _input_completion(model, pinned, undetermined, unknowns_of):
+    """Unfold each undetermined target through the relations that define it, down to input
+    quantities: the 'from first principles' pins."""
+    if not undetermined:
+        return ()
+    leaves, seen, stack = set(), set(), list(undetermined)
+    while stack:
+        name = stack.pop()
+        if name in seen or name in pinned:
+            continue
+        seen.add(name)
+        relation = _defining_relation(model, name) if model.variables[name].derived else None
+        if relation is None:
+            leaves.add(name)
+        else:
+            stack.extend(model.variables_in(relation) - {name})
+    leaves -= set(undetermined)
+    unknowns = set(model.variables) - set(pinned)
+    if not _determines(unknowns_of, unknowns, leaves, undetermined):
+        return ()
+    return tuple(sorted(leaves))
 
 
 def _completions(model, pinned, targets, undetermined, partition, unknowns_of):

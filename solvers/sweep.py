@@ -17,7 +17,7 @@ import numpy as np
 from solvers.api import _prepare
 from solvers.execute import compile_plan
 from solvers.vectorised import evaluate
-from symbolic.errors import UnderdeterminedError, UsageError
+from symbolic.errors import UsageError
 from symbolic.parsing import parse_spread
 
 MAX_STEPS = 1_000_000
@@ -103,7 +103,7 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     low, _ = read_value(variable, start)
     high, _ = read_value(variable, stop)
     if not plan.determined:
-        raise UnderdeterminedError(list(plan.undetermined), list(plan.completions))
+        raise plan.underdetermined_error()
     if log and (low <= 0 or high <= 0):
         raise UsageError("a --log sweep needs positive ends")
     grid = np.geomspace(low, high, steps) if log else np.linspace(low, high, steps)

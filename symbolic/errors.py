@@ -91,9 +91,11 @@ class BoundsError(ChalkError):
 class UnderdeterminedError(ChalkError):
     """The pins do not fix the asked-for quantities."""
 
-    def __init__(self, targets: list[str], completions: list[tuple[str, ...]]):
+    def __init__(self, targets: list[str], completions: list[tuple[str, ...]],
+                 from_inputs: tuple[str, ...] = ()):
         self.targets = tuple(targets)
         self.completions = [tuple(c) for c in completions]
+        self.from_inputs = tuple(from_inputs)
         wanted = ", ".join(targets)
         if len(completions) == 1:
             message = (f"not enough pins to determine {wanted}; also pin "
@@ -106,6 +108,8 @@ class UnderdeterminedError(ChalkError):
                 f"not enough pins to determine {wanted}, and no small set of extra pins "
                 "would; run 'chalk explain' to see the plan"
             )
+        if self.from_inputs:
+            message += "; or, from inputs, pin " + ", ".join(self.from_inputs)
         super().__init__(message)
 
 

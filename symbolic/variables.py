@@ -35,6 +35,11 @@ class Variable:
         numeric root-finding.
     scale_like : bool
         Whether ranges of this quantity are naturally log-uniform.
+    topic : str
+        The area it belongs to (hardware, model, serving, ...).
+    derived : bool
+        Whether it is normally an output of relations rather than an input;
+        used to suggest pins "from inputs" when a question is under-determined.
     """
 
     name: str
@@ -47,6 +52,7 @@ class Variable:
     typical: float | None = None
     scale_like: bool = True
     topic: str = ""
+    derived: bool = False  # usually computed from others, rarely pinned by hand
 
     def __post_init__(self):
         validate_name(self.name)

@@ -61,7 +61,8 @@ BAD_INPUTS = [
      "chalk: error: critical_batch_size=2400 has no unit; write it with a unit such as "
      "'2400 sequence'"),
     (["solve", "critical_batch_size", "--preset", "lecture"],
-     "chalk: error: not enough pins to determine critical_batch_size; also pin sparsity_factor"),
+     "chalk: error: not enough pins to determine critical_batch_size; also pin "
+     "sparsity_factor; or, from inputs, pin active_params, total_params"),
     (["solve", "hardware_intensity", "--given", "hbm_capacity=288 GB",
       "--given", "hbm_bandwidth=20 TB/s", "--given", "hbm_drain_time=20 ms",
       "--given", "chip_flops=5e15 FLOP/s"],
@@ -87,7 +88,7 @@ BAD_INPUTS = [
      "chalk: error: cannot read '1e999 B/s': exponent 999 is out of range (at most ±300)"),
     (["frobnicate"],
      "chalk: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'solve', "
-     "'explain', 'imply', 'sweep', 'optimize', 'list'); see 'chalk --help'"),
+     "'explain', 'imply', 'sweep', 'plot', 'optimize', 'list'); see 'chalk --help'"),
 ]
 
 

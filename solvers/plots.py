@@ -1,0 +1,234 @@
+"""The lecture's blackboard figures, drawn from the engine.
+
+Every curve comes from a sweep of the knowledge base's relations and every
+marker (latency floor, critical batch, crossovers) from a solve, so a figure
+changes when a pin does. Axes carry units. matplotlib is imported only here.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+
+import numpy as np
+
+from solvers.api import solve
+from solvers.sweep import sweep
+from symbolic.errors import ChalkError, UsageError
+
+PLOTS: dict[str, Callable] = {}
+
+
+def _figure(title: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.6), dpi=110)
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, which="both", alpha=0.25)
+    return fig, ax
+
+
+def _register(name):
+    def wrap(fn):
+        PLOTS[name] = fn
+        return fn
+    return wrap
+
+
+def _try(target, given, presets):
+    try:
+        return solve(target, given, presets)
+    except ChalkError:
+        return None
+
+
+@_register("step_time_vs_batch")
+def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 sequence"):
+    """Step time against batch: compute, weight fetch, KV fetch and their roofline."""
+    parts = ["t_compute", "t_weight_fetch", "t_kv_fetch", "step_time"]
+    table = sweep(parts, "batch_size", low, high, 200, True, given, presets)
+    fig, ax = _figure("Time per decode step vs batch size")
+    ms = 1e3
+    styles = {"t_compute": ":", "t_weight_fetch": "--", "t_kv_fetch": "-."}
+    for name in parts[:-1]:
+        ax.plot(table.xs, table.ys[name] * ms, styles[name], label=name)
+    ax.plot(table.xs, table.ys["step_time"] * ms, "k-", lw=2.2,
+            label="step_time = max(t_compute, t_weight_fetch + t_kv_fetch)")
+    floor = _try("latency_floor", given, presets)
+    if floor is not None:
+        ax.axhline(floor.value("latency_floor", "s") * ms, color="tab:red", lw=1,
+                   label=f"latency_floor {floor.derivation.show('latency_floor')}")
+    critical = _try("critical_batch_size", given, presets)
+    if critical is not None:
+        b = critical.value("critical_batch_size", "sequence")
+        ax.axvline(b, color="tab:green", lw=1,
+                   label=f"critical_batch_size {critical.derivation.show('critical_batch_size')}")
+    for index, _, before, after in table.changes:
+        ax.plot(table.xs[index], table.ys["step_time"][index] * ms, "o", color="tab:purple",
+                label=f"{before} -> {after}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("batch_size [sequence]")
+    ax.set_ylabel("time per step [ms]")
+    ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+@_register("cost_vs_batch")
+def cost_vs_batch(given=(), presets=(), low="1 sequence", high="16384 sequence"):
+    """Cost per token against batch: weight reads amortised down to the compute floor."""
+    table = sweep(["cost_per_token"], "batch_size", low, high, 200, True, given, presets)
+    fig, ax = _figure("Cost per token vs batch size")
+    ax.plot(table.xs, table.ys["cost_per_token"] * 1e6, "k-", lw=2, label="cost_per_token")
+    floor = _try("cost_per_token_floor", given, presets)
+    if floor is not None:
+        ax.axhline(floor.value("cost_per_token_floor", "USD/token") * 1e6, color="tab:red",
+                   lw=1, label=f"compute floor {floor.derivation.show('cost_per_token_floor')}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("batch_size [sequence]")
+    ax.set_ylabel("cost per token [USD per million tokens]")
+    ax.legend(fontsize=8)
+    return fig
+
+
+@_register("cost_vs_context")
+def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k token",
+                    high="1M token"):
+    """Cost per token against context length, with a provider's price tiers over it."""
+    table = sweep(["cost_per_token"], "context_length", low, high, 200, True, given, presets)
+    fig, ax = _figure("Cost per token vs context length")
+    ax.plot(table.xs, table.ys["cost_per_token"] * 1e6, "k-", lw=2,
+            label="cost_per_token (chip time)")
+    for index, quantity, before, after in table.changes:
+        ax.axvline(table.xs[index], color="tab:purple", lw=1, ls=":",
+                   label=f"{quantity}: {before} -> {after}")
+    ax.set_xscale("log")
+    ax.set_xlabel("context_length [token]")
+    ax.set_ylabel("cost per token [USD per million tokens]")
+    if sheet is not None:
+        from knowledge.price_sheets import price_sheet
+
+        prices = price_sheet(sheet)
+        right = ax.twinx()
+        base = prices.prices["output"]
+        xs = table.xs
+        ys = np.full(xs.shape, base.quantity().to("USD/Mtoken").magnitude)
+        if prices.long_context and "output" in prices.long_context:
+            threshold = prices.long_context["threshold"].quantity().to("token").magnitude
+            above = prices.long_context["output"].quantity().to("USD/Mtoken").magnitude
+            ys = np.where(xs > threshold, above, ys)
+            right.axvline(threshold, color="tab:orange", lw=1, ls="--")
+        right.step(xs, ys, where="post", color="tab:orange",
+                   label=f"{prices.title} output price")
+        right.set_ylabel("price [USD per million output tokens]", color="tab:orange")
+        right.set_ylim(0, ys.max() * 1.3)
+        right.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+@_register("tier_cost_vs_hold")
+def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
+    """Cost of keeping one token's KV against hold time, per memory tier, crossovers marked."""
+    from solvers.pins import parse_given
+    from solvers.tiers import tier_costs
+
+    pins = dict(parse_given(given))
+    kv = kv_bytes or pins.pop("kv_bytes_per_token", None)
+    if kv is None:
+        raise UsageError("the tier plot needs kv_bytes_per_token, e.g. --given "
+                         "'kv_bytes_per_token=2000 byte/token'")
+    costs = tier_costs(kv, remat=pins or None)
+    fig, ax = _figure("Cost of holding a token's KV cache vs hold time")
+    for name, curve in costs.costs.items():
+        ax.plot(costs.hold_times, curve * 1e6, lw=1.4, label=name.removeprefix("tier_"))
+    for t, _, _ in costs.crossovers:
+        ax.axvline(t, color="grey", lw=0.8, ls=":")
+    for mark, label in ((300, "5 min"), (3600, "1 h")):
+        ax.axvline(mark, color="tab:red", lw=1, ls="--")
+        ax.text(mark, ax.get_ylim()[1], label, color="tab:red", fontsize=8, va="top")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("hold_time [s]")
+    ax.set_ylabel("cost per token [USD per million tokens]")
+    ax.legend(fontsize=6, ncol=2)
+    return fig
+
+
+@_register("pipeline_schedule")
+def pipeline_schedule(given=(), presets=(), training: bool = True):
+    """Which rack works on which micro-batch when: a GPipe-style schedule, bubbles shaded."""
+    from solvers.pins import parse_given
+
+    pins = dict(parse_given(given))
+    s = solve("pipeline_bubble_fraction", pins, presets)
+    stages = int(round(s.value("pipeline_stages")))
+    micro = int(round(s.value("n_micro_batches")))
+    if not (1 <= stages <= 64 and 1 <= micro <= 256):
+        raise UsageError("the schedule plot draws up to 64 stages and 256 micro-batches")
+    fig, ax = _figure(f"Pipeline schedule: {stages} stages, {micro} micro-batches, "
+                      f"bubble {100 * s.value('pipeline_bubble_fraction'):.0f}% "
+                      "(forward, then backward)")
+    slots = micro + stages - 1
+    for rack in range(stages):
+        ax.broken_barh([(0, 2 * slots)], (rack - 0.4, 0.8), facecolors="0.88")  # idle
+        for m in range(micro):
+            forward = rack + m
+            backward = slots + (stages - 1 - rack) + m
+            ax.broken_barh([(forward, 1)], (rack - 0.4, 0.8), facecolors="tab:blue",
+                           edgecolor="white")
+            ax.broken_barh([(backward, 1)], (rack - 0.4, 0.8), facecolors="tab:orange",
+                           edgecolor="white")
+            if micro <= 16:
+                ax.text(forward + 0.5, rack, str(m), ha="center", va="center", fontsize=7,
+                        color="white")
+                ax.text(backward + 0.5, rack, str(m), ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, 2 * slots)
+    ax.set_ylim(stages - 0.5, -0.5)
+    ax.set_yticks(range(stages))
+    ax.set_xlabel("time [micro-batch slots]")
+    ax.set_ylabel("pipeline stage (rack)")
+    ax.grid(False)
+    return fig
+
+
+def render(fig, fmt: str = "png") -> bytes:
+    """The figure as PNG or SVG bytes."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def plot(name: str, given=(), presets=(), **options):
+    """Draw the named figure; raises UsageError for an unknown name."""
+    if name not in PLOTS:
+        raise UsageError(f"unknown plot {name!r}; choose from {', '.join(PLOTS)}")
+    return PLOTS[name](given, presets, **options)
+
+
+def write_atomically(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file, so a failure leaves nothing."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {path}: folder {folder} does not exist")
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".chalk-", suffix=target.suffix)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
