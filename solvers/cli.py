@@ -104,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--out", required=True, metavar="FILE", help="PNG or SVG file to write")
     plot.add_argument("--svg", action="store_true", help="write SVG (also chosen by .svg)")
 
+    report = commands.add_parser("report", help="run a deduction file into a report",
+                                 description="Run a deduction file (TOML) and write the "
+                                 "report as HTML and/or Markdown. 'lecture' names the shipped "
+                                 "file with every deduction of the lecture.")
+    report.add_argument("file", metavar="FILE", help="a deduction file, or 'lecture'")
+    report.add_argument("--html", metavar="OUT", help="write a self-contained HTML file")
+    report.add_argument("--md", metavar="OUT", help="write Markdown (plots as PNG beside it)")
+
     from solvers.cli_optimize import add_parser as add_optimize
 
     add_optimize(commands, _Parser)
@@ -168,6 +176,8 @@ def _run(args) -> str:
         table = sweep(args.targets, name, start, stop, args.steps, args.log, args.given,
                       args.preset, args.regime)
         return table.to_csv() if args.csv else table.to_json() if args.json else table.text()
+    if args.command == "report":
+        return _report(args)
     if args.command == "plot":
         from solvers.plots import plot, render, write_atomically
 
@@ -196,3 +206,33 @@ def _run(args) -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+def _report(args) -> str:
+    from pathlib import Path
+
+    from solvers import report as reports
+    from solvers.plots import write_atomically
+
+    built = reports.build(args.file)
+    outputs: dict[Path, bytes] = {}
+    if args.html:
+        from solvers.report_html import render
+
+        outputs[Path(args.html)] = render(built).encode("utf-8")
+    if args.md:
+        target = Path(args.md)
+        prefix = f"{target.stem}-"
+        text, assets = reports.markdown(built, prefix)
+        outputs[target] = text.encode("utf-8")
+        for name, data in assets.items():
+            outputs[target.parent / name] = data
+    if not outputs:
+        text, _ = reports.markdown(built)
+        return text
+    for path in outputs:  # check every destination before writing any
+        if not path.parent.is_dir():
+            raise _UsageProblem(f"cannot write {path}: folder {path.parent} does not exist")
+    for path, data in outputs.items():
+        write_atomically(path, data)
+    return "wrote " + ", ".join(str(p) for p in outputs)

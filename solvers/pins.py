@@ -25,7 +25,7 @@ from symbolic.errors import (
 )
 from symbolic.model import Model
 from symbolic.parsing import looks_uncertain, parse_spread, parse_value, split_pin
-from symbolic.presets import Preset
+from symbolic.presets import Preset, PresetValue
 from symbolic.uncertain import Spread
 from symbolic.units import base_factor, describe_dimension, dimensionality, format_unit, ureg
 from symbolic.variables import Variable
@@ -197,6 +197,11 @@ def resolve_pins(
         if variable.name in targets:
             raise UsageError(f"{variable.name} is both pinned and asked for; drop the pin or "
                              "the target")
+        provenance = {}
+        if isinstance(raw_value, PresetValue):  # a user's value with its source note
+            provenance = {"source": raw_value.source, "date": raw_value.date,
+                          "note": raw_value.note, "estimate": raw_value.estimate}
+            raw_value = raw_value.text
         spread = None
         if isinstance(raw_value, Spread):
             spread, text = raw_value, raw_value.text
@@ -210,5 +215,6 @@ def resolve_pins(
         if previous is not None and previous.origin == "given":
             raise UsageError(f"{variable.name} is pinned twice; give it once")
         pins[variable.name] = Pin(variable.name, value, text, "given",
-                                  replaces=previous.origin if previous else "", spread=spread)
+                                  replaces=previous.origin if previous else "", spread=spread,
+                                  **provenance)
     return pins, dropped, conventions.name

@@ -137,7 +137,7 @@ def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
     from solvers.pins import parse_given
     from solvers.tiers import tier_costs
 
-    pins = dict(parse_given(given))
+    pins = {n: getattr(v, "text", v) for n, v in parse_given(given)}  # drop source notes
     kv = kv_bytes or pins.pop("kv_bytes_per_token", None)
     if kv is None:
         raise UsageError("the tier plot needs kv_bytes_per_token, e.g. --given "
@@ -227,6 +227,9 @@ def write_atomically(path, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; files are not
         os.replace(temporary, target)
     except BaseException:
         if os.path.exists(temporary):

@@ -139,3 +139,26 @@ def _linear(compiled, nominal, uncertain, targets, regime, step=1e-4):
         out[target] = (math.exp(centre - 1.6448536269514722 * sd),
                        math.exp(centre + 1.6448536269514722 * sd))
     return out
+
+
+def elasticities(compiled: CompiledPlan, pins: Mapping[str, Pin], target: str,
+                 step: float = 1e-4) -> list[tuple[str, float]]:
+    """d ln(target) / d ln(pin) at the pins' values, for every pin that moves the target.
+
+    An elasticity e means doubling the pin multiplies the answer by 2**e. Sorted by |e|.
+    """
+    names = [n for n, p in pins.items() if p.value > 0]
+    size = 1 + 2 * len(names)
+    trial = {n: np.full(size, p.value) for n, p in pins.items()}
+    for i, name in enumerate(names):
+        trial[name][1 + 2 * i] *= math.exp(step)
+        trial[name][2 + 2 * i] *= math.exp(-step)
+    values = evaluate(compiled, trial, None, size).values[target]
+    out = []
+    for i, name in enumerate(names):
+        up, down = values[1 + 2 * i], values[2 + 2 * i]
+        if up > 0 and down > 0 and np.isfinite(up) and np.isfinite(down):
+            e = (math.log(up) - math.log(down)) / (2 * step)
+            if abs(e) > 1e-6:
+                out.append((name, e))
+    return sorted(out, key=lambda item: -abs(item[1]))

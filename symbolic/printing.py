@@ -57,3 +57,17 @@ class _Latex(LatexPrinter):
 def latex(expr: sympy.Expr) -> str:
     """LaTeX for ``expr`` with names set upright."""
     return _Latex({"mul_symbol": "dot"}).doprint(expr)
+
+
+def mathml(expr: sympy.Expr) -> str:
+    """Presentation MathML for ``expr`` (rendered natively by browsers), names upright."""
+    from sympy.printing.mathml import MathMLPresentationPrinter
+
+    class _MathML(MathMLPresentationPrinter):
+        def _print_Symbol(self, sym, style="plain"):
+            element = self.dom.createElement("mi")
+            element.setAttribute("mathvariant", "normal")
+            element.appendChild(self.dom.createTextNode(_label(sym)))
+            return element
+
+    return _MathML({"mul_symbol": "dot"}).doprint(expr)

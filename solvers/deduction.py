@@ -1,0 +1,168 @@
+"""Deduction files: what someone knows and wants to know, written down once (TOML).
+
+::
+
+    title = "What Gemini's long-context price implies"
+    description = "The question in words."
+    presets = ["lecture"]            # applied to every question
+    samples = 20000                  # Monte Carlo samples for ranges (optional)
+
+    [pins]                           # known values; a table adds a source note
+    context_crossover = "200k token"
+    active_params = { value = "100e9..300e9 param", source = "lecture 1:31:27", date = "2026" }
+
+    [[questions]]
+    title = "KV bytes per token"
+    text = "What KV cache per token does the 200K step imply?"
+    targets = ["kv_bytes_per_token"]
+    pins = { }                       # extra pins for this question only (optional)
+    presets = [ ]                    # extra presets (optional)
+    regime = "memory-bound"          # optional
+
+    [[sweeps]]                       # title, text, targets, over = "NAME=LOW..HIGH", steps, log
+    [[plots]]                        # title, text, name, sheet (cost_vs_context), pins, presets
+
+Every key is checked; a mistake names the file, the entry and the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from symbolic.errors import DataError, ParseError
+from symbolic.parsing import MAX_TEXT
+from symbolic.presets import PresetValue
+
+DEDUCTIONS_DIR = Path(__file__).resolve().parents[1] / "knowledge" / "deductions"
+
+_TOP = {"title", "description", "presets", "pins", "samples", "seed", "questions", "sweeps",
+        "plots"}
+_ENTRY = {
+    "questions": {"title", "text", "targets", "pins", "presets", "regime"},
+    "sweeps": {"title", "text", "targets", "over", "steps", "log", "pins", "presets"},
+    "plots": {"title", "text", "name", "sheet", "pins", "presets"},
+}
+_REQUIRED = {"questions": ("title", "targets"), "sweeps": ("title", "targets", "over"),
+             "plots": ("title", "name")}
+
+
+@dataclass
+class Entry:
+    kind: str
+    title: str
+    text: str
+    options: dict
+    pins: dict = field(default_factory=dict)
+    presets: list = field(default_factory=list)
+
+
+@dataclass
+class DeductionFile:
+    path: str
+    title: str
+    description: str
+    presets: list[str]
+    pins: dict[str, PresetValue]
+    samples: int
+    seed: int
+    entries: list[Entry]
+
+
+def _strings(value, path, entry, key) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise DataError(path, entry, key, "expected a list of names")
+    return value
+
+
+def _pins(raw, path, entry) -> dict[str, PresetValue]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise DataError(path, entry, "pins", "expected a table of NAME = VALUE")
+    out = {}
+    for name, value in raw.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = repr(value)
+        if isinstance(value, str):
+            out[name] = PresetValue(value, "", "")
+            continue
+        if not isinstance(value, dict):
+            raise DataError(path, entry, f"pins.{name}", "expected a value string or a table")
+        unknown = set(value) - {"value", "source", "date", "note"}
+        if unknown:
+            raise DataError(path, entry, f"pins.{name}.{sorted(unknown)[0]}", "unknown key")
+        if not isinstance(value.get("value"), (str, int, float)):
+            raise DataError(path, entry, f"pins.{name}", "missing value")
+        out[name] = PresetValue(str(value["value"]), str(value.get("source", "")),
+                                str(value.get("date", "")), str(value.get("note", "")))
+    return out
+
+
+def load(name_or_path: str) -> DeductionFile:
+    """Read a deduction file by path, or a shipped one by name (``lecture``)."""
+    path = Path(name_or_path)
+    if not path.exists() and not name_or_path.endswith(".toml"):
+        shipped = DEDUCTIONS_DIR / f"{name_or_path}.toml"
+        if shipped.exists():
+            path = shipped
+    shown = path.name
+    try:
+        with open(path, "rb") as handle:
+            raw = tomllib.load(handle)
+    except FileNotFoundError:
+        raise DataError(shown, "-", "-", "file not found (or name a shipped deduction, such "
+                                         "as 'lecture')") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DataError(shown, "-", "-", f"not valid TOML ({str(exc)[:80]})") from None
+    unknown = set(raw) - _TOP
+    if unknown:
+        raise DataError(shown, "-", sorted(unknown)[0], "unknown key")
+    if not isinstance(raw.get("title"), str):
+        raise DataError(shown, "-", "title", "missing")
+    samples, seed = raw.get("samples", 20_000), raw.get("seed", 0)
+    if not isinstance(samples, int) or not 100 <= samples <= 10_000_000:
+        raise DataError(shown, "-", "samples", "expected a whole number from 100 to 10000000")
+    if not isinstance(seed, int):
+        raise DataError(shown, "-", "seed", "expected a whole number")
+    entries = []
+    for kind in ("questions", "sweeps", "plots"):
+        items = raw.get(kind, [])
+        if not isinstance(items, list):
+            raise DataError(shown, kind, "-", f"write each as [[{kind}]]")
+        for index, item in enumerate(items):
+            label = f"{kind}[{index}]"
+            if not isinstance(item, dict):
+                raise DataError(shown, label, "-", "expected a table")
+            unknown = set(item) - _ENTRY[kind]
+            if unknown:
+                raise DataError(shown, label, sorted(unknown)[0], "unknown key")
+            for key in _REQUIRED[kind]:
+                if key not in item:
+                    raise DataError(shown, label, key, "missing")
+            for key in ("title", "text"):
+                if key in item and (not isinstance(item[key], str) or len(item[key]) > 4000):
+                    raise DataError(shown, label, key, "expected text")
+            options = {k: v for k, v in item.items()
+                       if k not in ("title", "text", "pins", "presets")}
+            if "targets" in options:
+                options["targets"] = _strings(options["targets"], shown, label, "targets")
+            for key in ("name", "over", "sheet", "regime"):
+                if key in options and (not isinstance(options[key], str)
+                                       or len(options[key]) > MAX_TEXT):
+                    raise DataError(shown, label, key, "expected text")
+            entries.append(Entry(kind, item["title"], item.get("text", ""), options,
+                                 _pins(item.get("pins"), shown, label),
+                                 _strings(item.get("presets", []), shown, label, "presets")))
+    if not entries:
+        raise DataError(shown, "-", "questions", "the file asks nothing")
+    try:
+        pins = _pins(raw.get("pins"), shown, "-")
+    except ParseError as exc:
+        raise DataError(shown, "-", "pins", exc.message) from None
+    return DeductionFile(str(path), raw["title"], str(raw.get("description", "")),
+                         _strings(raw.get("presets", []), shown, "-", "presets"), pins,
+                         samples, seed, entries)
