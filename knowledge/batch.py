@@ -22,6 +22,36 @@ one_sequence = unit_constant("sequence").symbol
 
 RELATIONS = (
     Relation(
+        "flops_per_token",
+        q.flops_per_token, q.active_params * q.flops_per_param,
+        "forward-pass work per token: every active parameter, times the FLOPs counted for it",
+        lecture("3:19", "4:04"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "weight_bytes",
+        q.weight_bytes, q.total_params * q.bytes_per_param,
+        "bytes of weights to read: all parameters at the storage precision",
+        lecture("5:16", "5:30"),
+        topic=TOPIC,
+    ),
+    Relation(
+        "replica_flops",
+        q.replica_flops, chips * q.chip_flops,
+        "the chips of one replica share each step's matmuls",
+        lecture("1:49", "2:34"),
+        ("work spreads evenly over the chips",),
+        topic=TOPIC,
+    ),
+    Relation(
+        "replica_hbm_bandwidth",
+        q.replica_hbm_bandwidth, chips * q.hbm_bandwidth,
+        "the chips of one replica read their shares of weights and KV in parallel",
+        lecture("1:17:28", "1:18:14"),
+        ("weights and KV spread evenly over the chips",),
+        topic=TOPIC,
+    ),
+    Relation(
         "hardware_intensity",
         q.hardware_intensity, q.chip_flops / q.hbm_bandwidth,
         "FLOPs a chip can do per byte it reads from HBM",
@@ -39,7 +69,7 @@ RELATIONS = (
     Relation(
         "t_compute_per_sequence",
         q.t_compute_per_sequence,
-        q.decode_tokens_per_step * q.active_params * q.flops_per_param / (chips * q.chip_flops),
+        q.decode_tokens_per_step * q.flops_per_token / q.replica_flops,
         "matmul time one sequence adds to a step: its new tokens times every active weight",
         lecture("3:19", "4:04"),
         ("attention FLOPs are small next to the weight matmuls and are left out",
@@ -55,7 +85,7 @@ RELATIONS = (
     ),
     Relation(
         "t_weight_fetch",
-        q.t_weight_fetch, q.total_params * q.bytes_per_param / (chips * q.hbm_bandwidth),
+        q.t_weight_fetch, q.weight_bytes / q.replica_hbm_bandwidth,
         "time to read every weight (all experts) from HBM once per step",
         lecture("5:16", "5:30"),
         ("every expert is read each step (true at large batch)",
@@ -64,11 +94,10 @@ RELATIONS = (
     ),
     Relation(
         "t_kv_per_sequence",
-        q.t_kv_per_sequence * one_sequence,
-        q.context_length * q.kv_bytes_per_token / (chips * q.hbm_bandwidth),
+        q.t_kv_per_sequence, q.kv_bytes_per_sequence / q.replica_hbm_bandwidth,
         "time to read one sequence's whole KV cache once",
         lecture("5:30", "5:56"),
-        ("dense attention: KV traffic grows linearly with context",),
+        ("dense attention: KV traffic grows linearly with context (kv_bytes_per_sequence)",),
         topic=TOPIC,
     ),
     Relation(
@@ -105,7 +134,7 @@ RELATIONS = (
     ),
     Relation(
         "latency_floor",
-        q.latency_floor, q.total_params * q.bytes_per_param / (domain * q.hbm_bandwidth),
+        q.latency_floor, q.weight_bytes / (domain * q.hbm_bandwidth),
         "no step is faster than reading all weights once with the whole scale-up domain",
         lecture("10:02", "10:44"),
         ("weights sharded over every chip of the scale-up domain (1:17:00-1:18:26)",),
@@ -122,7 +151,7 @@ RELATIONS = (
     ),
     Relation(
         "cost_per_token_floor",
-        q.cost_per_token_floor * q.chip_flops, q.active_params * q.flops_per_param * q.chip_price,
+        q.cost_per_token_floor * q.chip_flops, q.flops_per_token * q.chip_price,
         "cost per token once weight reads are amortised away: the compute cost alone",
         lecture("15:01", "15:38"),
         ("compute-bound at peak FLOP/s",),
@@ -153,7 +182,7 @@ RELATIONS = (
     Relation(
         "context_crossover",
         q.context_crossover * q.kv_bytes_per_token * q.hardware_intensity,
-        one_sequence * q.decode_tokens_per_step * q.active_params * q.flops_per_param,
+        one_sequence * q.decode_tokens_per_step * q.flops_per_token,
         "context length at which reading a sequence's KV cache takes as long as its matmuls",
         lecture("11:11", "11:47"),
         ("weight reads are amortised by a large batch and left out (1:36:03-1:38:33)",),

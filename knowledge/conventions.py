@@ -20,8 +20,12 @@ _ONE_TOKEN = PresetValue(
     "raise it for multi-token prediction or speculative decoding",
 )
 
-# Facts both conventions share: the training FLOP count and Chinchilla's ratio.
+# Facts both conventions share: the training FLOP count and Chinchilla's ratio, and
+# no sliding-window KV unless a model preset says otherwise.
 _SHARED = {
+    "kv_window_bytes_per_sequence": PresetValue(
+        "0 byte/sequence", "dense attention in every layer, as the lecture assumes (5:30-5:56)",
+        LECTURE_DATE, "a hybrid model preset (local + global layers) replaces it"),
     "train_flops_per_param": PresetValue(
         "6 FLOP/param/token",
         "Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (C = 6ND); lecture 1:22:17-1:22:29",
@@ -67,7 +71,10 @@ LECTURE = Preset(
     },
 )
 
-CONVENTIONS = {p.name: p for p in (CAREFUL, LECTURE)}
+NONE = Preset("none", "conventions",
+              "no default pins at all: every quantity is pinned by you or solved for", {})
+
+CONVENTIONS = {p.name: p for p in (CAREFUL, LECTURE, NONE)}
 DEFAULT_CONVENTIONS = "careful"
 
 

@@ -4,21 +4,21 @@ A provider can sell faster output by running a smaller batch: the step gets
 shorter (less KV to read, fewer matmuls) but no shorter than reading the
 weights once, and each token carries a larger share of the weight reads, so it
 costs more. Paying k times the price for s times the speed pins where on the
-latency curve the two tiers run.
+latency curve the two tiers run. (The fast tier's cost per token follows from
+the normal tier's through the price ratio; writing it out again from step time
+and batch would repeat a consequence of these relations and make the system
+singular.)
 """
 
 from __future__ import annotations
 
 from sympy import Max
 
-from knowledge.quantities import BY_NAME, q
+from knowledge.quantities import q
 from symbolic.relations import Relation as R
 from symbolic.relations import lecture
-from symbolic.variables import count
 
 TOPIC = "fast mode"
-
-chips = count(BY_NAME["n_chips"])
 
 RELATIONS = (
     R("t_compute_fast",
@@ -40,10 +40,6 @@ RELATIONS = (
       lecture("1:08", "2:34"),
       ("same hardware and model for both tiers",),
       topic=TOPIC),
-    R("cost_per_token_fast",
-      q.cost_per_token_fast,
-      q.step_time_fast * chips * q.chip_price / (q.batch_size_fast * q.decode_tokens_per_step),
-      "cost per token of the fast tier", lecture("12:58", "13:37"), topic=TOPIC),
     R("fast_batch_ratio",
       q.fast_batch_ratio * q.batch_size, q.batch_size_fast,
       "the fast tier's batch as a share of the normal tier's", lecture("1:49", "2:34"),
@@ -51,7 +47,7 @@ RELATIONS = (
     R("fast_batch_from_prices",
       q.fast_batch_ratio * q.fast_price_ratio * q.fast_speedup, 1,
       "k times the price for s times the speed on the same chips means a batch k x s times "
-      "smaller: cost per token is step time over batch",
+      "smaller: cost per token is step time x chips x price over the batch's tokens",
       lecture("13:13", "15:01"),
       ("same chips, same price per chip-hour, same margin for both tiers",),
       topic=TOPIC),

@@ -55,8 +55,9 @@ RELATIONS = (
     R("kv_bytes_per_sequence",
       q.kv_bytes_per_sequence * one_sequence,
       q.context_length * q.kv_bytes_per_token + q.kv_window_bytes_per_sequence * one_sequence,
-      "KV one sequence holds: the per-token part over its context plus the window part",
-      lecture("1:04:50", "1:05:13"),
+      "KV one sequence holds (and a step reads): the per-token part over its context plus "
+      "the sliding-window part (zero for models without local layers)",
+      lecture("5:30", "5:56"),
       ("context longer than the sliding window",),
       topic=TOPIC),
     R("kv_tokens_read",
@@ -66,11 +67,9 @@ RELATIONS = (
       ("s = context recovers dense attention",),
       topic=TOPIC),
     R("sparse_context_crossover",
-      q.sparse_context_crossover * q.sparse_attention_scale
-      * (q.kv_bytes_per_token * q.hardware_intensity) ** 2,
-      (one_sequence * q.decode_tokens_per_step * q.active_params * q.flops_per_param) ** 2,
-      "context at which sparse attention's KV reads match the matmuls: the dense crossover "
-      "squared over s",
+      q.sparse_context_crossover * q.sparse_attention_scale, q.context_crossover ** 2,
+      "context at which sparse attention's KV reads match the matmuls: sqrt(L s) tokens read "
+      "equal the dense crossover, so L = crossover^2 / s",
       lecture("1:53:45", "1:55:15"),
       ("weight reads amortised by a large batch",),
       topic=TOPIC),

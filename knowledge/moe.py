@@ -78,7 +78,7 @@ RELATIONS = (
       ("refines the lecture's assumption that every expert is read each step",),
       topic=TOPIC),
     R("t_weight_fetch_touched",
-      q.t_weight_fetch_touched, q.params_read * q.bytes_per_param / (chips * q.hbm_bandwidth),
+      q.t_weight_fetch_touched, q.params_read * q.bytes_per_param / q.replica_hbm_bandwidth,
       "weight read time counting only the experts a step touches",
       lecture("5:16", "5:30"),
       topic=TOPIC),

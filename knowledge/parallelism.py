@@ -54,9 +54,7 @@ RELATIONS = (
       lecture("1:08:45", "1:10:14"),
       topic=TOPIC),
     R("memory_demand",
-      q.memory_demand * one_sequence,
-      q.total_params * q.bytes_per_param * one_sequence
-      + q.global_batch_size * q.context_length * q.kv_bytes_per_token,
+      q.memory_demand, q.weight_bytes + q.global_batch_size * q.kv_bytes_per_sequence,
       "memory the whole system needs: all weights plus every sequence's KV cache",
       lecture("1:04:32", "1:05:13"),
       topic=TOPIC),

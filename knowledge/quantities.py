@@ -16,6 +16,7 @@ def _v(name, unit, description, topic, **options) -> Variable:
 
 # Quantities relations normally compute; the rest are inputs a user or preset pins.
 DERIVED = frozenset("""
+flops_per_token weight_bytes replica_flops replica_hbm_bandwidth
 hbm_drain_time hardware_intensity sparsity_factor t_compute_per_sequence t_kv_per_sequence
 t_compute t_weight_fetch t_kv_fetch t_memory step_time critical_batch_size latency_floor
 tokens_per_second cost_per_token cost_per_token_floor context_crossover worst_case_latency
@@ -72,6 +73,14 @@ VARIABLES: tuple[Variable, ...] = (
     _v("flops_per_param", "FLOP/param/token",
        "forward-pass work per parameter per token: 2 (multiply and add); the lecture counts 1",
        MODEL, typical=2),
+    _v("flops_per_token", "FLOP/token", "forward-pass FLOPs per token: active_params x "
+       "flops_per_param", MODEL, typical=2e11),
+    _v("weight_bytes", "byte", "bytes of all weights: total_params x bytes_per_param", MODEL,
+       typical=1e12),
+    _v("replica_flops", "FLOP/s", "peak FLOP/s of the n_chips serving one replica", HARDWARE,
+       typical=7e16),
+    _v("replica_hbm_bandwidth", "byte/s", "HBM bandwidth of the n_chips serving one replica",
+       HARDWARE, typical=3e14),
     _v("kv_bytes_per_token", "byte/token", "KV-cache bytes one token of context occupies, "
        "all layers", MODEL, aliases=("kv_bytes",), typical=1e5),
     _v("n_layers", "1", "transformer layers", MODEL, typical=60),
@@ -236,7 +245,7 @@ VARIABLES: tuple[Variable, ...] = (
        typical=10),
     _v("kv_window_bytes_per_sequence", "byte/sequence",
        "KV bytes the sliding-window layers keep per sequence (fixed once context > window)",
-       MODEL, typical=1e8),
+       MODEL, typical=1e8, allow_zero=True),
     _v("kv_bytes_per_sequence", "byte/sequence", "KV-cache bytes one sequence holds", MODEL,
        typical=1e10),
     _v("kv_tokens_read", "token", "context tokens a sparse-attention step reads per sequence",

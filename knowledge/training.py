@@ -33,7 +33,7 @@ RELATIONS = (
       topic=TOPIC),
     R("inference_compute",
       q.inference_compute,
-      q.flops_per_param * q.decode_inefficiency * q.active_params * q.inference_tokens,
+      q.decode_inefficiency * q.flops_per_token * q.inference_tokens,
       "serving cost: a forward pass per token, at decode's lower utilisation",
       lecture("1:23:28", "1:25:44"),
       topic=TOPIC),

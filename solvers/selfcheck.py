@@ -1,0 +1,220 @@
+"""Self-checks of the whole knowledge base: round trips and consistency checks.
+
+A consistent state is drawn (inputs at random in realistic ranges, everything
+else solved forwards); then a random *sufficient* set of pins is taken from it
+(a random maximum matching decides which relation solves for what, so outputs
+are pinned as often as inputs) and everything else is solved back. Each
+quantity must return to its drawn value within 1e-9 relative, or within what
+the problem's own conditioning allows in floating point (measured by nudging
+the pins). Surplus pins drawn from a consistent state must pass the
+consistency check; perturbed by 10% they must fail it, at a relation that
+contains the perturbed quantity. The test suite runs a few hundred of these;
+``benchmarks/run.py round_trips`` runs 10,000.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+from networkx.algorithms import bipartite
+
+from knowledge import load_model
+from solvers.api import solve
+from solvers.execute import compile_plan
+from solvers.plan import make_plan
+from solvers.vectorised import evaluate
+from symbolic.errors import AmbiguousSolution, ChalkError, InconsistentPins
+from symbolic.units import Q_
+
+RTOL = 1e-9
+EPS = np.finfo(float).eps
+
+
+class Skip(Exception):
+    """The draw is not usable (no physical state, or several): not a failure."""
+
+
+@dataclass
+class Outcome:
+    pins: list[str]
+    unknowns: list[str]
+    worst: float  # largest error relative to its allowance (<= 1 passes)
+    worst_name: str
+
+
+def _matching(model, rng: random.Random, prefer_natural: bool):
+    """A maximum matching of relations to variables, randomised (or natural-first)."""
+    graph = nx.Graph()
+    relations = list(model.relations)
+    rng.shuffle(relations)
+    for r in relations:
+        names = sorted(model.variables_in(r))
+        rng.shuffle(names)
+        graph.add_node(("r", r), bipartite=0)
+        for v in names:
+            graph.add_edge(("r", r), ("v", v))
+    initial = {}
+    if prefer_natural:  # a relation solves for the quantity it defines
+        from solvers.plan import _defining_relation
+
+        for v in model.variables:
+            r = _defining_relation(model, v) if model.variables[v].derived or \
+                v in model.relations else None
+            if r is not None and ("r", r) not in initial and ("v", v) not in initial:
+                initial[("r", r)] = ("v", v)
+                initial[("v", v)] = ("r", r)
+    matching = bipartite.hopcroft_karp_matching(graph, top_nodes=[("r", r) for r in relations])
+    if prefer_natural:
+        matching = _improve(graph, initial, matching)
+    return {k[1]: v[1] for k, v in matching.items() if k[0] == "r"}
+
+
+def _improve(graph, initial, fallback):
+    """Grow ``initial`` to a maximum matching by augmenting paths (keeps its choices)."""
+    matching = dict(initial)
+    relations = [n for n in graph if n[0] == "r"]
+    for start in relations:
+        if start in matching:
+            continue
+        # breadth-first search for an augmenting path from this relation
+        parent, frontier, found = {start: None}, [start], None
+        while frontier and found is None:
+            nxt = []
+            for r in frontier:
+                for v in graph[r]:
+                    if v in parent:
+                        continue
+                    parent[v] = r
+                    mate = matching.get(v)
+                    if mate is None:
+                        found = v
+                        break
+                    parent[mate] = v
+                    nxt.append(mate)
+                if found is not None:
+                    break
+            frontier = nxt
+        node = found
+        while node is not None:
+            r = parent[node]
+            previous = matching.get(r)
+            matching[node], matching[r] = r, node
+            node = previous
+    if sum(1 for n in matching if n[0] == "r") < sum(1 for n in fallback if n[0] == "r"):
+        return fallback
+    return matching
+
+
+def _draw(variable, rng: random.Random, spread: float = 3.0) -> float:
+    typical = variable.typical or 1.0
+    low, high = typical / spread, typical * spread
+    if variable.lower is not None:
+        low = max(low, variable.lower)
+    if variable.upper is not None:
+        high = min(high, variable.upper)
+    if not variable.scale_like or low <= 0:
+        return rng.uniform(low, high)
+    return math.exp(rng.uniform(math.log(low), math.log(high)))
+
+
+def consistent_state(seed: int) -> dict[str, float]:
+    """Inputs drawn at random, every other quantity solved forwards (declared units)."""
+    model = load_model()
+    rng = random.Random(seed)
+    solved_by = _matching(model, random.Random(0), prefer_natural=True)
+    outputs = set(solved_by.values())
+    inputs = sorted(v for v in model.variables if v not in outputs and model.relations_of(v))
+    given = {n: Q_(_draw(model.variables[n], rng), model.variables[n].pint_unit)
+             for n in inputs}
+    try:
+        s = solve(sorted(outputs), given, ["none"])
+    except (AmbiguousSolution, ChalkError) as exc:
+        raise Skip(f"no single physical state: {exc}") from None
+    state = {n: q.magnitude for n, q in ((n, given[n]) for n in inputs)}
+    state.update({n: s.value(n) for n in outputs})
+    return state
+
+
+def round_trip(state: dict[str, float], seed: int) -> Outcome:
+    """Pin a random sufficient set from ``state``, solve the rest, compare."""
+    model = load_model()
+    solved_by = _matching(model, random.Random(seed), prefer_natural=False)
+    unknowns = sorted(set(solved_by.values()))
+    pins = sorted(v for v in state if v not in solved_by.values())
+    given = {n: Q_(state[n], model.variables[n].pint_unit) for n in pins}
+    try:
+        s = solve(unknowns, given, ["none"])
+    except AmbiguousSolution as exc:
+        raise Skip(f"a max() or an insensitive relation leaves it open: {exc}") from None
+    allowance = _allowances(model, pins, unknowns, state, s)
+    worst, worst_name = 0.0, ""
+    for name in unknowns:
+        got, want = s.value(name), state[name]
+        error = abs(got - want) / abs(want)
+        ratio = error / allowance[name]
+        if ratio > worst:
+            worst, worst_name = ratio, name
+    return Outcome(pins, unknowns, worst, worst_name)
+
+
+def _allowances(model, pins, unknowns, state, solution) -> dict[str, float]:
+    """1e-9, or more where nudging the pins by 1e-9 moves a result by more (ill-conditioned)."""
+    plan = make_plan(model, frozenset(solution.derivation.pins), tuple(unknowns))
+    compiled = compile_plan(model, plan)
+    base = {n: p.value for n, p in solution.derivation.pins.items()}
+    rng = np.random.default_rng(0)
+    trials = 8
+    arrays = {n: np.full(trials + 1, v) for n, v in base.items()}
+    for n in pins:
+        arrays[n][1:] *= 1 + 1e-9 * rng.choice([-1.0, 1.0], trials)
+    values = evaluate(compiled, arrays, None, trials + 1).values
+    out = {}
+    for name in unknowns:
+        v = values[name]
+        centre = v[0]
+        spread = np.nanmax(np.abs(v[1:] - centre)) / abs(centre) if centre else 0.0
+        amplification = spread / 1e-9 if np.isfinite(spread) else 1e9
+        out[name] = max(RTOL, amplification * EPS * 64)
+    return out
+
+
+def consistency(state: dict[str, float], seed: int) -> tuple[str, str]:
+    """Surplus pins pass; one of them perturbed by 10% fails at a relation containing it.
+
+    Returns the perturbed quantity and the relation the error named.
+    """
+    model = load_model()
+    rng = random.Random(seed)
+    solved_by = _matching(model, rng, prefer_natural=False)
+    unknowns = sorted(set(solved_by.values()))
+    extra = rng.sample(unknowns, k=min(3, len(unknowns)))
+    pins = sorted(v for v in state if v not in solved_by.values()) + extra
+    targets = [u for u in unknowns if u not in extra][:5] or [unknowns[0]]
+    given = {n: Q_(state[n], model.variables[n].pint_unit) for n in pins}
+    try:
+        s = solve(targets, given, ["none"], rtol=1e-6)
+    except AmbiguousSolution as exc:
+        raise Skip(str(exc)) from None
+    if not s.derivation.checks:
+        raise Skip("the extra pins created no cross-check")
+    check = rng.choice(s.derivation.checks)
+    pinned_in_check = sorted(model.variables_in(check.relation) & set(given))
+    if not pinned_in_check:
+        raise Skip("the cross-check holds no pin directly")
+    victim = rng.choice(pinned_in_check)
+    perturbed = dict(given)
+    perturbed[victim] = given[victim] * 1.1
+    try:
+        solve(targets, perturbed, ["none"], rtol=1e-6)
+    except InconsistentPins as exc:
+        if victim not in model.variables_in(exc.relation):
+            raise AssertionError(f"perturbing {victim} was blamed on {exc.relation}, which "
+                                 "does not contain it") from None
+        return victim, exc.relation
+    except ChalkError as exc:
+        raise Skip(f"perturbed pins have no physical solution: {exc.message}") from None
+    raise AssertionError(f"a 10% change in {victim} passed the consistency check")
