@@ -21,7 +21,8 @@ import sympy
 from solvers import numeric
 from solvers.plan import Plan, Step, make_plan
 from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
-from symbolic.errors import AmbiguousSolution, InconsistentPins, NoSolution
+from solvers.tearing import degenerate_directions, tear
+from symbolic.errors import AmbiguousSolution, DegenerateError, InconsistentPins, NoSolution
 from symbolic.evaluate import compile_expr
 from symbolic.model import Model
 from symbolic.printing import plain
@@ -134,12 +135,8 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> _CompiledStep
     per_relation = [branches(r, unknown_symbols) for r in relations]
     compiled = _CompiledStep(step, "block", relations)
     for combo in itertools.product(*per_relation):
-        equations = [(compile_expr(b.lhs, constants), compile_expr(b.rhs, constants))
-                     for b in combo]
-        guards = [(compile_expr(a, constants), compile_expr(c, constants))
-                  for b in combo for a, c in b.guards]
-        labels = tuple(b.regime for b in combo if b.regime)
-        compiled.block_branches.append((equations, guards, labels))
+        compiled.block_branches.append(tear(relations, step.variables, list(combo), constants,
+                                            timeout))
     return compiled
 
 
@@ -320,19 +317,20 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
     guesses = {n: (model.variables[n].typical or 1.0) * model.variables[n].to_base
                for n in names}
     found = []
-    for equations, guards, labels in cstep.block_branches:
+    tears = set()
+    for branch in cstep.block_branches:
+        labels = branch.labels
         if regime and labels and regime not in labels and _labels_known(cstep, regime):
             continue
-        try:
-            solutions = numeric.solve_system(equations, names, env, guesses)
-        except NoSolution:
-            continue
-        for solution in solutions:
-            trial = dict(env)
-            trial.update(solution)
-            if all(_physical(model, n, solution[n]) for n in names) and _guards_hold(guards,
-                                                                                     trial):
+        tears.update(branch.tears)
+        for scope in branch.solve(env, guesses):
+            solution = {n: scope[n] for n in names}
+            if all(_physical(model, n, solution[n]) for n in names) and _guards_hold(
+                    branch.guards, scope):
                 found.append((solution, labels))
+                flat = degenerate_directions(branch, env, scope, names)
+                if flat:
+                    raise DegenerateError(flat)
     distinct = []
     for solution, labels in found:
         if not any(all(abs(solution[n] - s[n]) <= 1e-7 * abs(s[n]) for n in names)
@@ -343,12 +341,17 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
                          f"{', '.join(cstep.step.relations)} have no physical solution")
     if len(distinct) > 1:
         options = [", ".join(f"{n} = {_show(model, n, s[n])}" for n in names)
-                   + (f" ({', '.join(lab)})" if lab else "") for s, lab in distinct]
+                   + (f" ({', '.join(lab)})" if lab else "") for s, lab in distinct[:3]]
+        if len(distinct) > 3:
+            options.append(f"and {len(distinct) - 3} more")
         raise AmbiguousSolution(", ".join(names), options,
                                 "pin another quantity or choose a --regime")
     solution, labels = distinct[0]
     env.update(solution)
-    note = "solved simultaneously (scipy.optimize.root in log space)"
+    how = ("every root of one torn quantity bracketed and refined (brentq)" if len(tears) == 1
+           else "scipy.optimize.root from several starts, in log space")
+    note = (f"solved together, guessing {', '.join(sorted(tears))} and solving the rest by "
+            f"their closed forms; {how}")
     if labels:
         note += "; regime: " + ", ".join(labels)
     return StepRecord(cstep.step.relations, tuple(names), None, "numeric block",

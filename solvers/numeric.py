@@ -26,11 +26,80 @@ def relative_residual(lhs: float, rhs: float) -> float:
     return 0.0 if scale == 0 else (lhs - rhs) / scale
 
 
+def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 1e30,
+                 points: int = 241) -> list[float]:
+    """Every root of ``f(ln x)`` for x in ``[low, high]``: sign changes on a grid, refined by
+    brentq; a sign change across a pole is not a root."""
+    from scipy.optimize import brentq
+
+    grid = np.linspace(math.log(low), math.log(high), points)
+    values = [f(g) for g in grid]
+    roots = []
+    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
+        if math.isnan(fa) != math.isnan(fb):
+            # The domain ends inside this interval: move the NaN end to the domain's edge,
+            # where a root can sit (a quantity that diverges at the edge, say).
+            a, fa, b, fb = _to_domain_edge(f, a, fa, b, fb)
+        if math.isnan(fa) or math.isnan(fb):
+            continue
+        if fa == 0:
+            roots.append(math.exp(a))
+        elif fa * fb < 0:
+            try:
+                root = brentq(f, a, b, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=200)
+            except (ValueError, RuntimeError):  # NaN inside the bracket, or no convergence
+                continue
+            if abs(f(root)) < 1e-9:
+                roots.append(math.exp(root))
+    if values and values[-1] == 0:
+        roots.append(math.exp(grid[-1]))
+    return _distinct(roots)
+
+
+def _to_domain_edge(f, a, fa, b, fb, steps: int = 60):
+    """Shrink [a, b] so that both ends are finite, by bisecting towards the domain edge."""
+    inside, outside = (b, a) if math.isnan(fa) else (a, b)
+    for _ in range(steps):
+        middle = 0.5 * (inside + outside)
+        if math.isnan(f(middle)):
+            outside = middle
+        else:
+            inside = middle
+    edge, f_edge = inside, f(inside)
+    if math.isnan(fa):
+        return edge, f_edge, b, fb
+    return a, fa, edge, f_edge
+
+
+def solve_tears(residuals: Callable[[dict], list[float]], names: Sequence[str],
+                guesses: Mapping[str, float], starts: int = 32, seed: int = 0
+                ) -> list[dict[str, float]]:
+    """Distinct solutions of ``residuals(values) = 0`` over positive ``names``, multi-start."""
+    from scipy.optimize import root
+
+    def wrapped(y):
+        values = {n: math.exp(min(v, 700.0)) for n, v in zip(names, y, strict=True)}
+        out = residuals(values)
+        return [v if math.isfinite(v) else 1.0 for v in out]
+
+    centre = np.array([math.log(guesses.get(n, 1.0)) for n in names])
+    rng = np.random.default_rng(seed)
+    points = [centre] + [centre + rng.normal(0.0, 3.0, size=len(names)) for _ in range(starts)]
+    found = []
+    for start in points:
+        result = root(wrapped, start, method="hybr", options={"xtol": 1e-14})
+        if np.any(np.abs(result.x) > 700):
+            continue  # ran off to 0 or infinity
+        if max(abs(v) for v in wrapped(result.x)) < 1e-10:
+            values = {n: math.exp(v) for n, v in zip(names, result.x, strict=True)}
+            if not any(all(_close(values[n], other[n]) for n in names) for other in found):
+                found.append(values)
+    return found
+
+
 def roots_1d(equation: tuple[Side, Side], name: str, env: Mapping[str, float],
              low: float = 1e-30, high: float = 1e30, points: int = 241) -> list[float]:
     """Every sign change of the relative residual in ``[low, high]``, refined by brentq."""
-    from scipy.optimize import brentq
-
     lhs, rhs = equation
     scope = dict(env)
 
@@ -43,19 +112,7 @@ def roots_1d(equation: tuple[Side, Side], name: str, env: Mapping[str, float],
             return math.nan
         return value if math.isfinite(value) else math.nan
 
-    grid = np.linspace(math.log(low), math.log(high), points)
-    values = [f(g) for g in grid]
-    roots = []
-    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
-        if math.isnan(fa) or math.isnan(fb):
-            continue
-        if fa == 0:
-            roots.append(math.exp(a))
-        elif fa * fb < 0:
-            root = brentq(f, a, b, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=200)
-            if abs(f(root)) < 1e-9:  # a sign change across a pole is not a root
-                roots.append(math.exp(root))
-    return _distinct(roots)
+    return roots_scalar(f, low, high, points)
 
 
 def solve_system(equations: Sequence[tuple[Side, Side]], names: Sequence[str],

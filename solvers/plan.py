@@ -170,7 +170,9 @@ def _completions(model, pinned, targets, undetermined, partition, unknowns_of):
     if not undetermined:
         return ()
     # Candidates: under-determined unknowns connected to an undetermined target.
-    under_rels = {r: unknowns_of[r] for r in partition.under_relations}
+    # Determined quantities in these relations count as known.
+    under_rels = {r: unknowns_of[r] & partition.under_variables
+                  for r in partition.under_relations}
     sub = incidence_graph(under_rels, partition.under_variables)
     reach = set()
     for t in undetermined:

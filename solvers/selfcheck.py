@@ -27,7 +27,12 @@ from solvers.api import solve
 from solvers.execute import compile_plan
 from solvers.plan import make_plan
 from solvers.vectorised import evaluate
-from symbolic.errors import AmbiguousSolution, ChalkError, InconsistentPins
+from symbolic.errors import (
+    AmbiguousSolution,
+    ChalkError,
+    DegenerateError,
+    InconsistentPins,
+)
 from symbolic.units import Q_
 
 RTOL = 1e-9
@@ -58,19 +63,52 @@ def _matching(model, rng: random.Random, prefer_natural: bool):
         for v in names:
             graph.add_edge(("r", r), ("v", v))
     initial = {}
-    if prefer_natural:  # a relation solves for the quantity it defines
-        from solvers.plan import _defining_relation
-
-        for v in model.variables:
-            r = _defining_relation(model, v) if model.variables[v].derived or \
-                v in model.relations else None
-            if r is not None and ("r", r) not in initial and ("v", v) not in initial:
-                initial[("r", r)] = ("v", v)
-                initial[("v", v)] = ("r", r)
+    if prefer_natural:  # each relation solves for the quantity it naturally produces
+        choices = {r: _natural_outputs(model, r) for r in sorted(relations)}
+        for level in range(4):  # strongest preferences first, across all relations
+            for r, levels in choices.items():
+                if ("r", r) in initial:
+                    continue
+                for v in levels[level]:
+                    if ("v", v) not in initial:
+                        initial[("r", r)] = ("v", v)
+                        initial[("v", v)] = ("r", r)
+                        break
     matching = bipartite.hopcroft_karp_matching(graph, top_nodes=[("r", r) for r in relations])
     if prefer_natural:
         matching = _improve(graph, initial, matching)
     return {k[1]: v[1] for k, v in matching.items() if k[0] == "r"}
+
+
+def _natural_outputs(model, name: str) -> list[list[str]]:
+    """Quantities a relation can produce from positive inputs without leaving its bounds,
+    by preference: its lone left-hand symbol; a positive term of a sum; its namesake; a
+    factor with a positive power. Bounded quantities (ratios at least 1, utilisations at
+    most 1) are left to be drawn as inputs."""
+    import sympy
+
+    relation = model.relations[name]
+    names = model.variables_in(name)
+
+    def ok(v):
+        var = model.variables.get(v)
+        return var is not None and v in names and var.lower is None and var.upper is None
+
+    levels = [[], [], [], []]
+    if relation.lhs.is_Symbol and ok(relation.lhs.name):
+        levels[0].append(relation.lhs.name)
+    for side in (relation.lhs, relation.rhs):
+        if isinstance(side, sympy.Add):
+            for term in side.args:
+                if not term.could_extract_minus_sign():
+                    levels[1].extend(sorted(s.name for s in term.free_symbols if ok(s.name)))
+        else:
+            powers = side.as_powers_dict()
+            levels[3].extend(sorted(b.name for b, e in powers.items()
+                                    if b.is_Symbol and ok(b.name) and e.is_positive))
+    if ok(name):
+        levels[2].append(name)
+    return levels
 
 
 def _improve(graph, initial, fallback):
@@ -148,8 +186,8 @@ def round_trip(state: dict[str, float], seed: int) -> Outcome:
     given = {n: Q_(state[n], model.variables[n].pint_unit) for n in pins}
     try:
         s = solve(unknowns, given, ["none"])
-    except AmbiguousSolution as exc:
-        raise Skip(f"a max() or an insensitive relation leaves it open: {exc}") from None
+    except (AmbiguousSolution, DegenerateError) as exc:
+        raise Skip(f"not determined by these pins: {exc}") from None
     allowance = _allowances(model, pins, unknowns, state, s)
     worst, worst_name = 0.0, ""
     for name in unknowns:
@@ -197,7 +235,7 @@ def consistency(state: dict[str, float], seed: int) -> tuple[str, str]:
     given = {n: Q_(state[n], model.variables[n].pint_unit) for n in pins}
     try:
         s = solve(targets, given, ["none"], rtol=1e-6)
-    except AmbiguousSolution as exc:
+    except (AmbiguousSolution, DegenerateError) as exc:
         raise Skip(str(exc)) from None
     if not s.derivation.checks:
         raise Skip("the extra pins created no cross-check")

@@ -29,11 +29,12 @@ def var_node(name: str) -> tuple[str, str]:
 
 def incidence_graph(unknowns_of: Mapping[str, Iterable[str]], unknowns: Iterable[str]) -> nx.Graph:
     """Bipartite graph of relations and the unknowns they involve."""
+    # Sorted insertion makes the matching, and so every plan, the same from run to run.
     graph = nx.Graph()
-    graph.add_nodes_from((rel_node(r) for r in unknowns_of), bipartite=0)
-    graph.add_nodes_from((var_node(v) for v in unknowns), bipartite=1)
-    for relation, variables in unknowns_of.items():
-        for v in variables:
+    graph.add_nodes_from((rel_node(r) for r in sorted(unknowns_of)), bipartite=0)
+    graph.add_nodes_from((var_node(v) for v in sorted(unknowns)), bipartite=1)
+    for relation in sorted(unknowns_of):
+        for v in sorted(unknowns_of[relation]):
             graph.add_edge(rel_node(relation), var_node(v))
     return graph
 

@@ -113,6 +113,21 @@ class UnderdeterminedError(ChalkError):
         super().__init__(message)
 
 
+class DegenerateError(UnderdeterminedError):
+    """Pins that fix only a combination of some quantities: scaling them together leaves
+    every relation satisfied (found numerically at the solution)."""
+
+    def __init__(self, names: list[str]):
+        self.names = tuple(names)
+        ChalkError.__init__(
+            self,
+            f"the pins fix only a combination of {', '.join(names)}: changing them together "
+            "leaves every relation satisfied; pin one of them")
+        self.targets = self.names
+        self.completions = [(n,) for n in names]
+        self.from_inputs = ()
+
+
 class InconsistentPins(ChalkError):
     """Over-determined pins that disagree through a relation."""
 
