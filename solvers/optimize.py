@@ -217,16 +217,20 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
     floor_cost = cost(math.log(limit))
     if floor_cost <= best.fun + 1e-12:
         batch = limit  # cost is non-increasing in batch: the boundary is the optimum
-    else:
+    # Once compute-bound, cost per token is flat: every larger batch costs the same and
+    # only waits longer, so take the smallest batch on the floor.
+    least = min(floor_cost, best.fun)
+    on_floor = (grid <= limit) & (np.log(values["cost_per_token"]) <= least + 1e-9)
+    if on_floor.any() and grid[on_floor].min() < batch * (1 - 1e-9):
+        first = int(np.nonzero(on_floor)[0].min())
+        if first > 0:
+            edge = brentq(lambda lb: cost(lb) - least - 1e-9, math.log(grid[first - 1]),
+                          math.log(grid[first]), xtol=1e-14)
+            batch = math.exp(edge)
+        else:
+            batch = float(grid[first])
         active = "none: the compute-bound cost floor is reached"
     v = curve(batch)
-    if active.startswith("none"):
-        # on the flat floor, take the smallest batch that reaches it (least latency)
-        flat = grid[(grid <= limit) & np.isclose(values["cost_per_token"],
-                                                 v["cost_per_token"][0], rtol=1e-9)]
-        if flat.size:
-            batch = float(flat.min())
-            v = curve(batch)
     shown = {"batch_size": curve.show("batch_size", batch),
              "cost_per_token": curve.show("cost_per_token", v["cost_per_token"][0]),
              "step_time": curve.show("step_time", v["step_time"][0])}

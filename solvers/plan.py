@@ -115,6 +115,7 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Pla
             used |= model.variables_in(r)
     for r in checks_all:
         used |= model.variables_in(r)
+    used |= _pins_near(model, pinned, undetermined, partition, blocks, solver_block)
     unused = tuple(sorted(p for p in pinned if p not in used))
     completions = _completions(model, pinned, targets, undetermined, partition, unknowns_of)
     from_inputs = _input_completion(model, pinned, undetermined, unknowns_of)
@@ -122,6 +123,27 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Pla
         from_inputs = ()
     return Plan(targets, pinned, steps, tuple(checks_all), undetermined, completions, unused,
                 partition, from_inputs)
+
+
+def _pins_near(model, pinned, undetermined, partition, blocks, solver_block) -> set[str]:
+    """Pins an under-determined target would use: reached through its relations, and
+    through the steps of any determined quantity met on the way."""
+    found: set[str] = set()
+    seen, frontier = set(), list(undetermined)
+    while frontier:
+        name = frontier.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in pinned:
+            found.add(name)
+        elif name in solver_block:  # determined: its own step's inputs
+            for r in blocks[solver_block[name]][0]:
+                frontier.extend(model.variables_in(r))
+        elif name in partition.under_variables:
+            for r in model.relations_of(name):
+                frontier.extend(model.variables_in(r))
+    return found
 
 
 def _determines(unknowns_of, variables, extra, targets) -> bool:

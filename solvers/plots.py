@@ -20,9 +20,8 @@ PLOTS: dict[str, Callable] = {}
 
 
 def _figure(title: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
+    # No backend is forced: headless runs get Agg by default, and a notebook's inline
+    # backend keeps working after a chalk plot.
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.6), dpi=110)

@@ -140,3 +140,31 @@ def test_sweep_marks_the_regime_change_at_the_crossover():
     assert all(math.isfinite(y) for y in table.ys["step_time"])
     csv_text = table.to_csv()
     assert csv_text.splitlines()[0] == "batch_size,step_time,regime:step_time"
+
+
+def test_cheapest_batch_takes_the_smallest_batch_on_the_flat_floor():
+    # Regression: once compute-bound, cost is flat; the slowest equally cheap batch was
+    # returned. With 2k context on a GB200 rack (fp8) the floor starts where
+    # B t_cps = t_weight + B t_kvps.
+    given = {"chip_flops": "5 PFLOP/s", "hbm_bandwidth": "8 TB/s", "n_chips": "72 chip",
+             "chip_price": "4.54 USD/hour", "total_params": "671e9 param",
+             "active_params": "37e9 param", "bytes_per_param": "1 byte/param",
+             "kv_bytes_per_token": "35136 byte/token", "context_length": "2k token"}
+    t_cps = 2 * 37e9 / (72 * 5e15)
+    t_kvps = 2000 * 35136 / (72 * 8e12)
+    t_weight = 671e9 / (72 * 8e12)
+    found = cheapest_batch("20 ms", given=given)
+    assert found.active.startswith("none")
+    assert found.batch == pytest.approx(t_weight / (t_cps - t_kvps), rel=1e-6)
+    assert found.cost == pytest.approx(37e9 * 2 * (4.54 / 3600) / 5e15, rel=1e-6)
+
+
+def test_plotting_leaves_the_matplotlib_backend_alone():
+    # Regression: every plot forced the Agg backend, breaking a notebook's inline figures.
+    import matplotlib
+
+    from solvers.plots import plot, render
+
+    matplotlib.use("svg")
+    render(plot("pipeline_schedule", {"pipeline_stages": "2", "n_micro_batches": "2"}))
+    assert matplotlib.get_backend() == "svg"

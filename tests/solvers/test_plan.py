@@ -38,3 +38,11 @@ def test_surplus_pins_become_checks():
 def test_unused_pins_are_reported():
     p = plan({"hbm_capacity", "hbm_bandwidth", "chip_price"}, ["hbm_drain_time"])
     assert p.unused_pins == ("chip_price",)
+
+
+def test_completions_count_determined_quantities_as_known():
+    # Regression: weight_bytes (fixed by total_params x bytes_per_param) was suggested as a
+    # missing pin because the search looked at every unknown in the under-determined part.
+    p = plan({"total_params", "bytes_per_param"}, ["latency_floor"])
+    assert p.completions == (("hbm_bandwidth", "scale_up_size"),)
+    assert "total_params" not in p.unused_pins
