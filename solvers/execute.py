@@ -19,6 +19,7 @@ import numpy as np
 import sympy
 
 from solvers import numeric
+from solvers.conditioning import check as conditioning_check
 from solvers.plan import Plan, Step, make_plan
 from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
 from solvers.tearing import degenerate_directions, tear
@@ -233,6 +234,12 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
             continue
         survivors.append((value, cc.candidate))
     survivors = _dedupe(survivors)
+    conditioning = ""
+    if len(survivors) == 1 and not unbounded:
+        chosen = next(cc for cc in cstep.candidates if cc.candidate is survivors[0][1])
+        inputs = [v for v in model.variables_in(relation.name) if v != name]
+        conditioning = conditioning_check(name, relation.name, chosen.value, env, inputs,
+                                          survivors[0][0])
     if unbounded:
         options = [f"{c.regime or 'a branch'}: {_show(model, name, v)}" for v, c in survivors]
         options += [f"{c.regime or 'a branch'}: any value its inequalities allow"
@@ -263,6 +270,8 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
     value, candidate = survivors[0]
     env[name] = value
     note_parts = [cstep.note] if cstep.note else []
+    if conditioning:
+        note_parts.append(conditioning)
     if rejected:
         note_parts.append("kept the physical root; set aside: " + "; ".join(rejected))
     active = candidate.regime

@@ -53,7 +53,13 @@ def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 
                 roots.append(math.exp(root))
     if values and values[-1] == 0:
         roots.append(math.exp(grid[-1]))
-    return _distinct(roots)
+    # A residual that only touches zero (a saturating relation flattens it) has no sign
+    # change to bracket; such grid points are roots too, so several solutions are not
+    # silently cut to the one that happens to cross.
+    for g, v in zip(grid, values, strict=True):
+        if math.isfinite(v) and abs(v) < 1e-12:
+            roots.append(math.exp(g))
+    return _distinct(roots, rtol=1e-3)
 
 
 def _to_domain_edge(f, a, fa, b, fb, steps: int = 60):
@@ -163,9 +169,9 @@ def _close(a: float, b: float, rtol: float = 1e-7) -> bool:
     return abs(a - b) <= rtol * max(abs(a), abs(b))
 
 
-def _distinct(values: list[float]) -> list[float]:
+def _distinct(values: list[float], rtol: float = 1e-7) -> list[float]:
     out: list[float] = []
     for v in sorted(values):
-        if not out or not _close(v, out[-1]):
+        if not out or not _close(v, out[-1], rtol):
             out.append(v)
     return out

@@ -18,6 +18,7 @@ import numpy as np
 
 from solvers.numeric import relative_residual, roots_scalar, solve_tears
 from solvers.symbolic_solve import Branch, _NoClosedForm, solve_equation
+from symbolic.errors import DegenerateError
 from symbolic.evaluate import compile_expr
 
 
@@ -70,6 +71,13 @@ class TornBranch:
                 return value if math.isfinite(value) else math.nan
 
             roots = roots_scalar(f)
+            if not roots:
+                # A residual that is zero wherever it is defined: any value of the tear
+                # satisfies the block, so the pins fix only a combination.
+                probe = [f(g) for g in np.linspace(math.log(1e-30), math.log(1e30), 61)]
+                finite = [abs(v) for v in probe if math.isfinite(v)]
+                if finite and max(finite) < 1e-12:
+                    raise DegenerateError(list(self.variables))
             return [self.complete(env, {name: r}) for r in roots]
         found = solve_tears(lambda values: self.residual(env, values), self.tears, guesses)
         if found:
@@ -113,23 +121,24 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
              for name, b in zip(names, branches, strict=True)}
     producer = {v: n for n, v in matched.items()}
     torn = {n for n in names if forms[n] is None}
-    while True:
+    while True:  # sorted everywhere, so the same block always tears the same way
         graph = nx.DiGraph()
         graph.add_nodes_from(n for n in names if n not in torn)
-        for n in graph.nodes:
-            for v in needs[n]:
+        for n in list(graph.nodes):
+            for v in sorted(needs[n]):
                 source = producer.get(v)
                 if source is not None and source not in torn and source != n:
                     graph.add_edge(source, n)
-        cyclic = [c for c in nx.strongly_connected_components(graph) if len(c) > 1]
+        cyclic = sorted((sorted(c) for c in nx.strongly_connected_components(graph)
+                         if len(c) > 1), key=lambda c: (-len(c), c))
         if not cyclic:
             break
         # break the cycle at the relation with the most connections inside it
-        component = max(cyclic, key=len)
+        component = cyclic[0]
         sub = graph.subgraph(component)
         torn.add(max(sorted(component), key=lambda n: sub.in_degree(n) * sub.out_degree(n)
                      + sub.out_degree(n)))
-    order = [n for n in nx.topological_sort(graph)]
+    order = list(nx.lexicographical_topological_sort(graph))
     sequence = [(matched[n], compile_expr(forms[n], constants)) for n in order]
     residuals = [(compile_expr(b.lhs, constants), compile_expr(b.rhs, constants))
                  for n, b in zip(names, branches, strict=True) if n in torn]
