@@ -75,7 +75,7 @@ def test_most_round_trips_are_answered():
     # Fixed seeds: the share chalk answers (rather than declining) per topic, so a
     # regression in the solver shows up as a drop, not only as an error.
     answered, total = 0, 0
-    for topic, model in MODELS.items():
+    for model in MODELS.values():
         for seed in range(10):
             state = _state(seed, model)
             if state is None:
