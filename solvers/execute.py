@@ -23,7 +23,7 @@ from solvers.conditioning import check as conditioning_check
 from solvers.plan import Plan, Step, make_plan
 from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
 from solvers.tearing import degenerate_directions, tear
-from symbolic.errors import AmbiguousSolution, DegenerateError, InconsistentPins, NoSolution
+from symbolic.errors import AmbiguousSolution, DegenerateError, NoSolution
 from symbolic.evaluate import compile_expr
 from symbolic.model import Model
 from symbolic.printing import plain
@@ -369,48 +369,3 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
 
 def _labels_known(cstep, regime) -> bool:
     return any(regime == label for r in cstep.relations for label, _ in r.regimes)
-
-
-def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],
-                  plan: Plan) -> InconsistentPins:
-    """The error for a failed cross-check, naming both sides and the pins behind it."""
-    from symbolic.dimensions import dimension_of
-    from symbolic.units import ureg
-
-    relation = model.relations[check.relation]
-    base_units = {s: _base_container(model, s) for s in relation.symbols}
-    lhs_unit = ureg.Unit(dimension_of(relation.lhs, base_units))
-    involved = _upstream_pins(model, plan, check.relation, pins)
-    return InconsistentPins(
-        relation.name, relation.equation,
-        format_quantity(check.lhs, lhs_unit), format_quantity(check.rhs, lhs_unit),
-        100 * check.difference, involved,
-    )
-
-
-def _base_container(model: Model, symbol):
-    from symbolic.units import base_unit
-
-    if symbol.name in model.variables:
-        unit = model.variables[symbol.name].pint_unit
-    else:
-        unit = model.constants[symbol.name].pint_unit
-    return base_unit(unit)._units
-
-
-def _upstream_pins(model: Model, plan: Plan, relation: str, pins) -> list[str]:
-    """Pinned quantities that feed ``relation`` directly or through earlier steps."""
-    solver = {v: step for step in plan.steps for v in step.variables}
-    seen, out = set(), []
-    frontier = list(model.variables_in(relation))
-    while frontier:
-        name = frontier.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in pins:
-            out.append(name)
-        elif name in solver:
-            for r in solver[name].relations:
-                frontier.extend(model.variables_in(r))
-    return sorted(out)

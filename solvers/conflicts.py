@@ -1,0 +1,56 @@
+"""Naming a conflict: which relation failed, both sides with units, and the pins behind it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from solvers.execute import CheckRecord
+from solvers.plan import Plan
+from symbolic.errors import InconsistentPins
+from symbolic.model import Model
+from symbolic.units import format_quantity
+
+
+def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],
+                  plan: Plan) -> InconsistentPins:
+    """The error for a failed cross-check, naming both sides and the pins behind it."""
+    from symbolic.dimensions import dimension_of
+    from symbolic.units import ureg
+
+    relation = model.relations[check.relation]
+    base_units = {s: _base_container(model, s) for s in relation.symbols}
+    lhs_unit = ureg.Unit(dimension_of(relation.lhs, base_units))
+    involved = _upstream_pins(model, plan, check.relation, pins)
+    return InconsistentPins(
+        relation.name, relation.equation,
+        format_quantity(check.lhs, lhs_unit), format_quantity(check.rhs, lhs_unit),
+        100 * check.difference, involved,
+    )
+
+
+def _base_container(model: Model, symbol):
+    from symbolic.units import base_unit
+
+    if symbol.name in model.variables:
+        unit = model.variables[symbol.name].pint_unit
+    else:
+        unit = model.constants[symbol.name].pint_unit
+    return base_unit(unit)._units
+
+
+def _upstream_pins(model: Model, plan: Plan, relation: str, pins) -> list[str]:
+    """Pinned quantities that feed ``relation`` directly or through earlier steps."""
+    solver = {v: step for step in plan.steps for v in step.variables}
+    seen, out = set(), []
+    frontier = list(model.variables_in(relation))
+    while frontier:
+        name = frontier.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in pins:
+            out.append(name)
+        elif name in solver:
+            for r in solver[name].relations:
+                frontier.extend(model.variables_in(r))
+    return sorted(out)
