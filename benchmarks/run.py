@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 CRITICAL_ARGS = [
     "solve", "critical_batch_size",
@@ -162,8 +163,149 @@ def bench_sweep(points: int = 10_000, repeats: int = 7) -> dict:
     return {"chalk_s": c, "numpy_s": h, "ratio": c / h}
 
 
+def bench_planning(repeats: int = 5) -> dict:
+    """Planning a synthetic model of 2,000 relations and 2,000 quantities."""
+    from synthetic import pins_for, synthetic_model
+
+    from solvers.plan import _plan
+
+    start = time.perf_counter()
+    model = synthetic_model(2000)
+    built = time.perf_counter() - start
+    pins = pins_for(model)
+    targets = tuple(sorted(set(model.variables) - pins))
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        plan = _plan.__wrapped__(model, pins, targets[i:i + 20])
+        times.append(time.perf_counter() - start)
+    largest = max(len(s.relations) for s in plan.steps)
+    print(f"synthetic model, 2,000 relations x 2,000 quantities: built and unit-checked in "
+          f"{built * 1e3:.0f} ms")
+    print(f"planning (matching, Dulmage-Mendelsohn, block order) with 400 pins: median "
+          f"{statistics.median(times) * 1e3:.0f} ms over {repeats} (target <= 1000); "
+          f"{len(plan.steps)} steps, largest block {largest} relations")
+    return {"plan_s": statistics.median(times), "build_s": built}
+
+
+def bench_versus_sympy(timeout: float = 120.0) -> dict:
+    """The lecture's system solved by the planner vs sympy.solve on all relations at once:
+    the batch section alone, then the whole knowledge base."""
+    out = {}
+    for label in ("batch", "all"):
+        out[label] = _versus_sympy(label, timeout)
+    return out
+
+
+def _versus_sympy(label: str, timeout: float) -> dict:
+    import multiprocessing
+    import random
+
+    from synthetic import sympy_solve_all
+
+    import chalk
+    from knowledge import load_model
+    from solvers.execute import _compiled
+    from solvers.plan import _plan
+    from solvers.selfcheck import _matching, consistent_state, topic_model
+    from solvers.symbolic_solve import _solve_cached
+
+    model = topic_model("batch") if label == "batch" else load_model()
+    state = consistent_state(1, model)
+    outputs = set(_matching(model, random.Random(0), prefer_natural=True).values())
+    inputs = sorted(n for n in state if n not in outputs)
+    unknowns = sorted(outputs)
+    given = {n: chalk.Q_(state[n], model.variables[n].pint_unit) for n in inputs}
+    for cache in (_plan, _compiled, _solve_cached):
+        cache.cache_clear()  # cold: plan, closed forms and evaluators built afresh
+    start = time.perf_counter()
+    chalk.solve(unknowns, given, ["none"], model=model)
+    planner_cold = time.perf_counter() - start
+    warm = _median_call(lambda _: chalk.solve(unknowns, given, ["none"], model=model), 20)
+    pins = {n: state[n] * model.variables[n].to_base for n in inputs}
+    context = multiprocessing.get_context("fork")
+    worker = context.Process(target=sympy_solve_all, args=(model, pins, unknowns))
+    start = time.perf_counter()
+    worker.start()
+    worker.join(timeout)
+    finished = not worker.is_alive()
+    if not finished:
+        worker.kill()
+        worker.join()
+    elapsed = time.perf_counter() - start
+    name = "batch section" if label == "batch" else "whole knowledge base"
+    print(f"{name} ({len(model.relations)} relations, {len(unknowns)} unknowns from "
+          f"{len(inputs)} pins): chalk planner {planner_cold * 1e3:.0f} ms cold, "
+          f"{warm * 1e3:.1f} ms warm")
+    if finished:
+        print(f"sympy.solve on all relations at once: {elapsed:.1f} s; ratio sympy/chalk cold "
+              f"= {elapsed / planner_cold:.0f}x")
+    else:
+        print(f"sympy.solve on all relations at once: did not finish in {timeout:.0f} s "
+              f"(stopped); ratio sympy/chalk cold > {timeout / planner_cold:.0f}x")
+    return {"planner_s": planner_cold, "warm_s": warm, "sympy_s": elapsed,
+            "sympy_finished": finished}
+
+
+def bench_llm_analysis() -> dict:
+    """Llama-2-70B decode step on 8 A100s, chalk vs llm-analysis (benchmarks only)."""
+    from llm_analysis_compare import bench_llm_analysis as compare
+
+    return compare()
+
+
+def bench_round_trips(examples: int = 10_000) -> dict:
+    """10,000 round trips and consistency checks (per lecture topic, seeds 0..N-1),
+    counted by outcome: answered correctly, declined with a reason, or wrong."""
+    import collections
+    import warnings
+
+    from knowledge import TOPIC_MODULES
+    from solvers.selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
+    from symbolic.errors import ChalkError
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    models = {t: topic_model(t) for t in TOPIC_MODULES}
+    counts = collections.Counter()
+    failures = []
+    start = time.perf_counter()
+    for i in range(examples):
+        topic = TOPIC_MODULES[i % len(TOPIC_MODULES)]
+        model = models[topic]
+        try:
+            state = consistent_state(i, model)
+        except Skip:
+            counts["state not usable"] += 1
+            continue
+        try:
+            outcome = round_trip(state, i, model)
+            if outcome.worst <= 1:
+                counts["round trip exact"] += 1
+            else:
+                counts["round trip WRONG"] += 1
+                failures.append((topic, i, outcome.worst_name))
+        except (Skip, ChalkError):
+            counts["round trip declined"] += 1
+        try:
+            consistency(state, i, model)
+            counts["perturbation caught"] += 1
+        except (Skip, ChalkError):
+            counts["consistency not applicable"] += 1
+        except AssertionError as exc:
+            counts["consistency FAILED"] += 1
+            failures.append((topic, i, str(exc)))
+    elapsed = time.perf_counter() - start
+    for key, value in sorted(counts.items()):
+        print(f"  {key}: {value:,}")
+    for failure in failures[:20]:
+        print(f"  failure: {failure}")
+    print(f"{examples:,} examples in {elapsed:.0f} s ({elapsed / examples * 1e3:.0f} ms each)")
+    return {"counts": dict(counts), "failures": failures, "seconds": elapsed}
+
+
 BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte_carlo,
-              "sweep": bench_sweep}
+              "sweep": bench_sweep, "planning": bench_planning, "versus_sympy": bench_versus_sympy,
+              "llm_analysis": bench_llm_analysis}
 
 
 def main(argv: list[str]) -> None:

@@ -1,0 +1,51 @@
+"""A synthetic model for planning benchmarks: many relations over many quantities.
+
+Each relation ties three to five dimensionless quantities as a product or a sum, the
+shape the knowledge base's relations take, wired so that pinning every fifth quantity
+leaves a large square system with chains and cycles to plan.
+"""
+
+from __future__ import annotations
+
+import random
+
+import sympy
+
+from symbolic.model import build_model
+from symbolic.relations import Relation, definition
+from symbolic.variables import Variable
+
+
+def synthetic_model(relations: int = 2000, seed: int = 0):
+    rng = random.Random(seed)
+    variables = [Variable(f"syn_{i}", "1", "synthetic", typical=1.0)
+                 for i in range(relations)]
+    symbols = [v.symbol for v in variables]
+    rels = []
+    for i in range(relations):
+        # quantity i is defined from two to four others, mostly nearby, sometimes far
+        others = {rng.randrange(max(0, i - 50), relations) for _ in range(rng.randint(2, 4))}
+        others.discard(i)
+        if not others:
+            others = {(i + 1) % relations}
+        terms = [symbols[j] for j in sorted(others)]
+        rhs = sympy.Mul(*terms) if rng.random() < 0.7 else sympy.Add(*terms)
+        rels.append(Relation(f"syn_rel_{i}", symbols[i], rhs, "synthetic", definition()))
+    return build_model(variables, rels)
+
+
+def pins_for(model, every: int = 5) -> frozenset[str]:
+    names = sorted(model.variables, key=lambda n: int(n.split("_")[1]))
+    return frozenset(names[::every])
+
+
+def sympy_solve_all(model, pins: dict[str, float], unknowns: list[str]):
+    """sympy.solve on every relation at once, pins substituted (for comparison only)."""
+    symbols = {s.name: s for r in model.relations.values() for s in r.symbols}
+    subs = {symbols[n]: sympy.nsimplify(v, rational=True) for n, v in pins.items()
+            if n in symbols}
+    subs.update({symbols[c]: 1 for c in model.constants if c in symbols})
+    equations = [sympy.Eq(r.lhs.xreplace(subs), r.rhs.xreplace(subs))
+                 for r in model.relations.values()]
+    equations = [e for e in equations if e is not sympy.true]
+    return sympy.solve(equations, [symbols[u] for u in unknowns], dict=True)
