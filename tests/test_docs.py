@@ -1,0 +1,29 @@
+"""The public names stay stable and the reference stays in sync with the declarations."""
+
+import re
+from pathlib import Path
+
+from knowledge import load_model
+from solvers.docs import reference
+from symbolic.parsing import parse_unit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_reference_is_generated_from_the_declarations():
+    committed = (ROOT / "docs" / "REFERENCE.md").read_text(encoding="utf-8")
+    assert committed.strip() == reference().strip(), (
+        "docs/REFERENCE.md is stale: run python -m solvers.docs > docs/REFERENCE.md")
+
+
+def test_every_vocabulary_name_exists_with_its_unit():
+    model = load_model()
+    text = (ROOT / "docs" / "VOCABULARY.md").read_text(encoding="utf-8")
+    rows = [(n, u) for n, u in re.findall(r"^\| ([a-z_]+) \| ([^|]+) \|", text,
+                                          flags=re.MULTILINE) if n != "name"]
+    assert len(rows) == 69  # every row of the vocabulary's tables
+    for name, unit in rows:
+        variable = model.variable(name)
+        assert variable.name == name
+        declared = variable.pint_unit.dimensionality
+        assert parse_unit(unit.strip().replace("·", "*")).dimensionality == declared, name
