@@ -308,8 +308,11 @@ BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte
               "llm_analysis": bench_llm_analysis}
 
 
+SLOW = {"round_trips"}  # run only when named
+
+
 def main(argv: list[str]) -> None:
-    chosen = argv or list(BENCHMARKS)
+    chosen = argv or [name for name in BENCHMARKS if name not in SLOW]
     for name in chosen:
         if name not in BENCHMARKS:
             raise SystemExit(f"unknown benchmark {name!r}; choose from {', '.join(BENCHMARKS)}")
