@@ -12,9 +12,12 @@ Quantities are pint Quantities from ``chalk.ureg``; errors are ``chalk.ChalkErro
 
 from knowledge import load_model as model
 from solvers.api import Explanation, Solution, explain, solve
+from solvers.question import Question
 from symbolic.errors import ChalkError
 from symbolic.units import Q_, ureg
 
 __version__ = "0.1.0"
 
-__all__ = ["ChalkError", "Explanation", "Q_", "Solution", "explain", "model", "solve", "ureg"]
+__all__ = [
+    "ChalkError", "Explanation", "Q_", "Question", "Solution", "explain", "model", "solve", "ureg",
+]

@@ -235,7 +235,9 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
         survivors.append((value, cc.candidate))
     survivors = _dedupe(survivors)
     conditioning = ""
-    if len(survivors) == 1 and not unbounded:
+    # A product of powers has bounded elasticities (its exponents); only forms with sums
+    # or transcendental functions can amplify rounding.
+    if len(survivors) == 1 and not unbounded and not _monomial(survivors[0][1].expr):
         chosen = next(cc for cc in cstep.candidates if cc.candidate is survivors[0][1])
         inputs = [v for v in model.variables_in(relation.name) if v != name]
         conditioning = conditioning_check(name, relation.name, chosen.value, env, inputs,
@@ -286,6 +288,16 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
         note_parts.append(f"{candidate.regime} regime: its inequalities hold")
     return StepRecord((relation.name,), (name,), candidate.expr, candidate.method,
                       _inputs(cstep.relations, (name,), model), active, "; ".join(note_parts))
+
+
+def _monomial(expr) -> bool:
+    """A product of symbols to numeric powers (elasticities bounded by the exponents)."""
+    factors = expr.args if expr.is_Mul else (expr,)
+    for factor in factors:
+        base = factor.base if factor.is_Pow and factor.exp.is_Number else factor
+        if not (base.is_Symbol or base.is_Number):
+            return False
+    return True
 
 
 def _constants(model: Model) -> dict:
@@ -358,7 +370,8 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
     solution, labels = distinct[0]
     env.update(solution)
     how = ("every root of one torn quantity bracketed and refined (brentq)" if len(tears) == 1
-           else "scipy.optimize.root from several starts, in log space")
+           else "scipy.optimize.root from several starts, in log space; other solutions "
+                "may exist that no start reached")
     note = (f"solved together, guessing {', '.join(sorted(tears))} and solving the rest by "
             f"their closed forms; {how}")
     if labels:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import pint
 
@@ -47,7 +48,23 @@ class Pin:
     spread: Spread | None = None  # a range or distribution; value is then its nominal
 
 
+@lru_cache(maxsize=4096)
+def _read_text(variable: Variable, text: str) -> tuple[float, str]:
+    return _read_value(variable, text)
+
+
 def read_value(variable: Variable, value) -> tuple[float, str]:
+    """Check ``value`` against ``variable``; return its base-unit magnitude and text.
+
+    ``value`` may be text (``"3.35 TB/s"``), a pint Quantity from chalk's
+    registry, or a plain number for a dimensionless quantity.
+    """
+    if isinstance(value, str):
+        return _read_text(variable, value)  # presets repeat the same texts
+    return _read_value(variable, value)
+
+
+def _read_value(variable: Variable, value) -> tuple[float, str]:
     """Check ``value`` against ``variable``; return its base-unit magnitude and text.
 
     ``value`` may be text (``"3.35 TB/s"``), a pint Quantity from chalk's
@@ -71,7 +88,7 @@ def read_value(variable: Variable, value) -> tuple[float, str]:
             raise ParseError(str(value), "quantities must be made with chalk's registry "
                              "(chalk.Q_ or chalk.ureg)")
         magnitude, unit = value.magnitude, value.units
-        text = f"{value:~P}"
+        text = f"{magnitude!r} {format_unit(unit)}".strip()
         _check_dimension(variable, unit, text)
         unit_factor = base_factor(unit)
     elif isinstance(value, (int, float)):

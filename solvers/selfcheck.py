@@ -49,6 +49,8 @@ class Outcome:
     unknowns: list[str]
     worst: float  # largest error relative to its allowance (<= 1 passes)
     worst_name: str
+    multistart: bool = False  # a block was solved from several starts: unique unproven
+    residual: float = 0.0  # largest relative residual of any relation at the answer
 
 
 def _matching(model, rng: random.Random, prefer_natural: bool):
@@ -218,6 +220,8 @@ def _worst_conditioning(model, state: dict[str, float], step: float = 1e-6) -> f
         moving = [g for g in gradient if g > 1e-12]
         if len(moving) >= 2:
             worst = max(worst, max(moving) / min(moving))
+        if not relation.regimes and moving and len(moving) < len(gradient):
+            worst = math.inf  # saturated: the relation no longer depends on a quantity
     return worst
 
 
@@ -240,7 +244,28 @@ def round_trip(state: dict[str, float], seed: int, model=None) -> Outcome:
         ratio = error / allowance[name]
         if ratio > worst:
             worst, worst_name = ratio, name
-    return Outcome(pins, unknowns, worst, worst_name)
+    multistart = any("from several starts" in step.note for step in s.derivation.steps)
+    return Outcome(pins, unknowns, worst, worst_name, multistart,
+                   _max_residual(model, s.derivation.values))
+
+
+def _max_residual(model, values: dict) -> float:
+    """The largest relative residual of any relation at the given base-unit values."""
+    from symbolic.evaluate import compile_expr
+
+    constants = model.constant_values()
+    worst = 0.0
+    for relation in model.relations.values():
+        if not model.variables_in(relation.name) <= set(values):
+            continue
+        lhs = compile_expr(relation.lhs, constants)
+        rhs = compile_expr(relation.rhs, constants)
+        with np.errstate(all="ignore"):
+            a, b = float(lhs(values)), float(rhs(values))
+        scale = max(abs(a), abs(b))
+        if scale:
+            worst = max(worst, abs(a - b) / scale)
+    return worst
 
 
 def _allowances(model, pins, unknowns, state, solution) -> dict[str, float]:

@@ -9,6 +9,7 @@ element, which is correct but slower; the result says so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -53,15 +54,24 @@ def _holds(guards, env, size) -> np.ndarray:
 
 
 def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | None = None,
-             size: int | None = None) -> VectorResult:
-    """Run ``compiled`` on arrays (or scalars) of base-unit pin values."""
+             size: int | None = None, keep=None) -> VectorResult:
+    """Run ``compiled`` on arrays (or scalars) of base-unit pin values.
+
+    ``keep`` limits the returned values to those names (default: every quantity).
+    """
     model = compiled.model
-    arrays = {k: np.asarray(v, dtype=float) for k, v in pins.items()}
-    if size is None:
-        size = max((a.size for a in arrays.values()), default=1)
     env: dict[str, object] = dict(compiled.constants)
-    # Fixed pins stay scalars (numpy broadcasts them); only varied pins are arrays.
-    env.update({k: a if a.ndim else float(a) for k, a in arrays.items()})
+    sizes = [1]
+    for k, v in pins.items():
+        # Fixed pins stay scalars (numpy broadcasts them); only varied pins are arrays.
+        if isinstance(v, float):
+            env[k] = v
+        else:
+            a = np.asarray(v, dtype=float)
+            env[k] = a if a.ndim else float(a)
+            sizes.append(a.size)
+    if size is None:
+        size = max(sizes)
     result = VectorResult({})
     with np.errstate(all="ignore"):
         for cstep in compiled.steps:
@@ -69,8 +79,9 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
                 _explicit(model, cstep, env, regime, size, result)
             else:
                 _scalar_fallback(model, cstep, env, regime, size, result)
-    result.values = {k: np.broadcast_to(np.asarray(v, dtype=float), (size,))
-                     for k, v in env.items() if k in model.variables}
+    names = model.variables if keep is None else keep
+    result.values = {k: np.broadcast_to(np.asarray(env[k], dtype=float), (size,))
+                     for k in names if k in env}
     return result
 
 
@@ -79,7 +90,16 @@ def _explicit(model, cstep, env, regime, size, result):
     only = cstep.candidates[0] if len(cstep.candidates) == 1 else None
     if only is not None and only.candidate.expr is not None and not only.guards:
         # One closed form, no regimes to choose between: evaluate and keep the physical.
-        value = np.asarray(only.value(env), dtype=float)
+        value = only.value(env)
+        if np.ndim(value) == 0:  # one scalar: plain Python checks are much cheaper
+            value = float(value)
+            if not model.variables[name].admits(value):
+                result.failed[name] = size
+                value = math.nan
+            env[name] = value
+            _regime_labels(cstep, env, size, result, name)
+            return
+        value = np.asarray(value, dtype=float)
         ok = _admits(model, name, value)
         if not ok.all():
             if np.ndim(value) == 0:

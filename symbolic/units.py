@@ -94,6 +94,7 @@ def _unit_word(name: str) -> str:
     return f"{Unit(name):~}"
 
 
+@lru_cache(maxsize=1024)
 def format_unit(unit: pint.Unit) -> str:
     """Human form of a unit, e.g. ``FLOP/(param·token)``, ``byte/s``, ``TB``."""
     items = list(unit._units.items())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import pint
 import sympy
@@ -72,7 +73,7 @@ class Variable:
     def dimensionality(self):
         return dimensionality(self.pint_unit)
 
-    @property
+    @cached_property
     def to_base(self) -> float:
         """Factor from the declared unit to the coherent base unit."""
         return base_factor(self.pint_unit)
