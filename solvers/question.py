@@ -54,9 +54,10 @@ class Question:
                                  "the Question")
             values[name] = np.asarray(value, dtype=float) * self._scale[name] \
                 if not isinstance(value, float) else value * self._scale[name]
-        result = evaluate(self._compiled, values, self.regime, keep=self.targets)
+        result = evaluate(self._compiled, values, self.regime, keep=())
         out = {}
         for t in self.targets:
-            v = result.values[t] / self._scale[t]
-            out[t] = float(v[0]) if v.size == 1 else v
+            v = result.raw[t]
+            out[t] = float(v) / self._scale[t] if np.ndim(v) == 0 else \
+                np.asarray(v, dtype=float) / self._scale[t]
         return out

@@ -29,6 +29,7 @@ class VectorResult:
     failed: dict[str, int] = field(default_factory=dict)  # variable -> elements with no value
     ambiguous: dict[str, int] = field(default_factory=dict)
     scalar_steps: list[str] = field(default_factory=list)
+    raw: dict = field(default_factory=dict)  # every value as computed (scalars stay scalars)
 
 
 def _admits(model: Model, name: str, values: np.ndarray) -> np.ndarray:
@@ -80,6 +81,7 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
             else:
                 _scalar_fallback(model, cstep, env, regime, size, result)
     names = model.variables if keep is None else keep
+    result.raw = env
     result.values = {k: np.broadcast_to(np.asarray(env[k], dtype=float), (size,))
                      for k in names if k in env}
     return result
@@ -91,7 +93,7 @@ def _explicit(model, cstep, env, regime, size, result):
     if only is not None and only.candidate.expr is not None and not only.guards:
         # One closed form, no regimes to choose between: evaluate and keep the physical.
         value = only.value(env)
-        if np.ndim(value) == 0:  # one scalar: plain Python checks are much cheaper
+        if isinstance(value, float) or np.ndim(value) == 0:  # a scalar: plain checks
             value = float(value)
             if not model.variables[name].admits(value):
                 result.failed[name] = size

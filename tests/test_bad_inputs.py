@@ -26,6 +26,7 @@ to do.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -63,8 +64,14 @@ def _represent_dict(dumper, data):
                                     flow_style="repeat" in data)
 
 
+def _represent_str(dumper, data):
+    style = None if re.fullmatch(r"[A-Za-z0-9_.-]+", data) else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
 _Dumper.add_representer(list, _represent_list)
 _Dumper.add_representer(dict, _represent_dict)
+_Dumper.add_representer(str, _represent_str)
 
 
 def _rewrite(path: Path, update) -> None:
@@ -91,15 +98,28 @@ def _listing(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
-def _check(status, out, err, expect, record) -> None:
+def _conforms(status, out, err) -> bool:
+    return (status == 2 and out == "" and err.startswith("chalk: error: ")
+            and err.endswith("\n") and err.count("\n") == 1)
+
+
+def _check(status, out, err, case, record) -> None:
+    """The checks every case gets; ``expect`` is compared, or rewritten in update mode."""
     if UPDATE:
-        record(err[:-1] if err.endswith("\n") else err)
-    else:
-        assert err == expect + "\n"
-    assert status == 2, f"status {status}, stderr {err!r}"
+        record(err[:-1] if _conforms(status, out, err) else "")
+    elif case["expect"] or not case.get("known_bug"):
+        assert err == case["expect"] + "\n"
+    assert status == 2, f"status {status}, stderr {err[-300:]!r}"
     assert out == ""
     assert "Traceback" not in err
-    assert err.count("\n") == 1 and err.startswith("chalk: error: ")
+    assert _conforms(status, out, err)
+
+
+def _params(cases: list[tuple[str, dict]]):
+    """A case with ``known_bug: WHAT CHALK DOES`` is a strict xfail until chalk is fixed."""
+    return [pytest.param(key, id=key, marks=[pytest.mark.xfail(
+                reason=case["known_bug"], strict=True)] if case.get("known_bug") else [])
+            for key, case in cases]
 
 
 CLI = _load(CLI_CASES)
@@ -110,31 +130,33 @@ def test_catalogue_is_well_formed():
     names = [case["name"] for case in CLI]
     assert len(names) == len(set(names)), "case names must be unique"
     for case in CLI:
-        assert set(case) == {"name", "args", "expect"}, case["name"]
+        assert {"name", "args", "expect"} <= set(case) <= {"name", "args", "expect",
+                                                           "known_bug"}, case["name"]
     on_disk = sorted(p.name for p in FILES.iterdir())
     assert on_disk == sorted(FILE_MAP), "files/ and files.yaml must list the same files"
     for name, case in FILE_MAP.items():
-        assert set(case) == {"command", "expect"}, name
+        assert {"command", "expect"} <= set(case) <= {"command", "expect", "known_bug"}, name
         assert case["command"] == ("report" if name.endswith(".toml") else "imply"), name
 
 
-@pytest.mark.parametrize("case", CLI, ids=[case["name"] for case in CLI])
-def test_cli_case(run_cli, case, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", _params([(case["name"], case) for case in CLI]))
+def test_cli_case(run_cli, name, tmp_path, monkeypatch):
+    case = next(c for c in CLI if c["name"] == name)
     monkeypatch.chdir(tmp_path)  # relative outputs (plots, code payloads) would land here
     status, out, err = run_cli(*[_arg(a) for a in case["args"]])
 
     def record(message):
         def update(data):
             for entry in data:
-                if entry["name"] == case["name"]:
+                if entry["name"] == name:
                     entry["expect"] = message
         _rewrite(CLI_CASES, update)
 
-    _check(status, out, err, case["expect"], record)
+    _check(status, out, err, case, record)
     assert _listing(tmp_path) == []
 
 
-@pytest.mark.parametrize("name", sorted(FILE_MAP))
+@pytest.mark.parametrize("name", _params(sorted(FILE_MAP.items())))
 def test_file_case(run_cli, name, tmp_path, monkeypatch):
     case = FILE_MAP[name]
     folder, outputs = tmp_path / "in", tmp_path / "out"
@@ -154,7 +176,7 @@ def test_file_case(run_cli, name, tmp_path, monkeypatch):
             data[name]["expect"] = message
         _rewrite(FILE_CASES, update)
 
-    _check(status, out, err, case["expect"], record)
+    _check(status, out, err, case, record)
     assert _listing(outputs) == []
     assert _listing(folder) == [name]  # e.g. no 'pwned' from a payload
 
