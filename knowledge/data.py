@@ -104,7 +104,11 @@ def load_yaml(path: Path) -> object:
     except FileNotFoundError:
         raise DataError(str(path), "-", "-", "file not found") from None
     except yaml.YAMLError as exc:
-        raise DataError(str(path), "-", "-", f"not valid YAML ({exc.__class__.__name__})") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        what = ("a Python object tag, which data files may not use"
+                if exc.__class__.__name__ == "ConstructorError" else exc.__class__.__name__)
+        raise DataError(path.name, "-", "-", f"not valid YAML{where} ({what})") from None
 
 
 @dataclass(frozen=True)

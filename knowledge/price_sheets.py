@@ -16,6 +16,7 @@ from pathlib import Path
 from knowledge.data import DATA_DIR, Fact, load_yaml, read_fact
 from symbolic.errors import DataError, UnknownNameError
 from symbolic.symbols import NAME_PATTERN
+from symbolic.units import ureg
 
 _SHEET_KEYS = {"id", "provider", "model", "source", "date", "note", "prices", "long_context",
                "cache_writes", "fast_mode"}
@@ -51,6 +52,24 @@ class PriceSheet:
         return f"{self.provider} {self.model}"
 
 
+# The unit each field must carry (its dimension is checked, any scale accepted).
+_UNITS = {"input": "USD/Mtoken", "output": "USD/Mtoken", "cache_read": "USD/Mtoken",
+          "cache_storage": "USD/Mtoken/hour", "threshold": "token", "price_ratio": "",
+          "speedup": "", "hold_time": "s", "price": "USD/Mtoken"}
+
+
+def _checked(fact: Fact, path, entry, field) -> Fact:
+    """``fact`` if its unit has the dimension its field (``section.key``) needs."""
+    wanted = _UNITS[field.rsplit(".", 1)[-1]]
+    got = ureg.get_dimensionality(fact.unit) if fact.unit else ureg.get_dimensionality("")
+    if got != ureg.get_dimensionality(wanted or ""):
+        shown = fact.unit or "no unit"
+        example = f"e.g. '{fact.value:g} {wanted}'" if wanted else "a plain number"
+        raise DataError(path, entry, field, f"{fact.text!r} has {shown}; this field needs "
+                                            f"{wanted or 'no unit'} ({example})")
+    return fact
+
+
 def _section(raw, allowed, path, entry, name, inherited, zero_ok=frozenset()):
     if raw is None:
         return {}
@@ -61,9 +80,9 @@ def _section(raw, allowed, path, entry, name, inherited, zero_ok=frozenset()):
         raise DataError(path, entry, f"{name}.{sorted(unknown)[0]}", "unknown key")
     scope = {"source": raw.get("source", inherited["source"]),
              "date": raw.get("date", inherited["date"])}
-    return {key: read_fact(raw[key], path, entry, f"{name}.{key}", scope,
-                           positive=key not in zero_ok)
-            for key in allowed if key in raw}
+    return {key: _checked(read_fact(raw[key], path, entry, f"{name}.{key}", scope,
+                                    positive=key not in zero_ok), path, entry, f"{name}.{key}")
+            for key in raw if key in allowed}  # file order: the first fault is reported
 
 
 def read_sheet(raw, path: str, index: int = 0) -> PriceSheet:
@@ -98,9 +117,12 @@ def read_sheet(raw, path: str, index: int = 0) -> PriceSheet:
                  "date": item.get("date", inherited["date"])}
         if "hold_time" not in item or "price" not in item:
             raise DataError(path, ident, f"cache_writes[{n}]", "needs hold_time and price")
+        hold_field, price_field = f"cache_writes[{n}].hold_time", f"cache_writes[{n}].price"
         writes.append(CacheWrite(
-            read_fact(item["hold_time"], path, ident, f"cache_writes[{n}].hold_time", scope),
-            read_fact(item["price"], path, ident, f"cache_writes[{n}].price", scope)))
+            _checked(read_fact(item["hold_time"], path, ident, hold_field, scope), path, ident,
+                     hold_field),
+            _checked(read_fact(item["price"], path, ident, price_field, scope), path, ident,
+                     price_field)))
     fast = _section(raw.get("fast_mode"), _FAST_KEYS, path, ident, "fast_mode", inherited)
     return PriceSheet(ident, str(raw["provider"]), str(raw["model"]), inherited["source"],
                       inherited["date"], str(raw.get("note", "") or ""), prices, long_context,

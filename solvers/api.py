@@ -275,10 +275,35 @@ def _yield_defaults(model, pins, names, plan):
                 continue
             higher = _feeding_pins(model, trial, name, without)
             if higher and all(_rank(without[h]) > rank for h in higher):
+                default = pins[name].value
+                implied = _implied(model, without, name) if default else None
+                # A zero default ("no sliding-window layers") stands for absence and gives
+                # way to any model that has them; a number gives way only to data that
+                # roughly agrees with it, otherwise the conflict is reported.
+                if default and (implied is None
+                                or abs(implied - default) > YIELD_RTOL * abs(default)):
+                    continue
                 yielded.append(f"{pins[name].origin} value {pins[name].text} of {name} set "
                                f"aside: {', '.join(sorted(higher))} determine it")
                 pins = without
     return pins, yielded
+
+
+YIELD_RTOL = 0.25  # a default gives way to data that roughly agrees with it
+
+
+def _implied(model, pins, name) -> float | None:
+    """The value the other pins imply for ``name`` (None if they do not give one)."""
+    from symbolic.errors import ChalkError
+
+    plan = make_plan(model, frozenset(pins), (name,))
+    if not plan.determined:
+        return None
+    try:
+        values, _, _ = run(compile_plan(model, plan), {n: p.value for n, p in pins.items()})
+    except ChalkError:
+        return None
+    return values.get(name)
 
 
 def _feeding_pins(model, plan, name, pins) -> list[str]:

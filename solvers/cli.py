@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("list", help="list variables, relations or presets",
                                   description="List what chalk knows.")
-    listing.add_argument("what", nargs="?", default="all",
+    listing.add_argument("what", nargs="?", default="all", metavar="KIND",
                          choices=["all", "variables", "relations", "presets", "sheets"])
     listing.add_argument("-f", "--filter", default="", metavar="TEXT",
                          help="only entries whose name, description or source contain TEXT")
@@ -204,8 +204,6 @@ def _run(args) -> str:
     return listing(args.what, args.filter, args.json)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
 
 
 def _report(args) -> str:
@@ -236,3 +234,7 @@ def _report(args) -> str:
     for path, data in outputs.items():
         write_atomically(path, data)
     return "wrote " + ", ".join(str(p) for p in outputs)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from solvers.pins import parse_given
-from symbolic.errors import UsageError
+from symbolic.errors import ChalkError, UsageError
 from symbolic.parsing import parse_number, parse_value
 
 
@@ -50,14 +50,20 @@ def add_parser(commands, parser_class) -> None:
 
 
 def _number(text: str, what: str) -> float:
-    value, rest = parse_number(text)
+    try:
+        value, rest = parse_number(text)
+    except ChalkError as exc:
+        raise UsageError(f"{what} needs a plain number: {exc.message}") from None
     if rest.strip():
         raise UsageError(f"{what} is a plain number, not {text!r}")
     return value
 
 
 def _base(text: str, unit: str, what: str) -> float:
-    parsed = parse_value(text)
+    try:
+        parsed = parse_value(text)
+    except ChalkError as exc:
+        raise UsageError(f"{what}: {exc.message}") from None
     if parsed.unit is None:
         raise UsageError(f"{what} needs a unit, e.g. '{parsed.magnitude:g} {unit}'")
     try:

@@ -31,9 +31,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from symbolic.errors import DataError, ParseError
-from symbolic.parsing import MAX_TEXT
+from symbolic.errors import ChalkError, DataError, ParseError
+from symbolic.parsing import MAX_TEXT, looks_uncertain, parse_spread, parse_value
 from symbolic.presets import PresetValue
+from symbolic.symbols import NAME_PATTERN
 
 DEDUCTIONS_DIR = Path(__file__).resolve().parents[1] / "knowledge" / "deductions"
 
@@ -79,6 +80,23 @@ def _strings(value, path, entry, key) -> list[str]:
 
 
 def _pins(raw, path, entry) -> dict[str, PresetValue]:
+    out = _pin_table(raw, path, entry)
+    for name, value in out.items():  # names and values must read, before anything runs
+        field = f"pins.{name}"
+        if not NAME_PATTERN.match(name) or "__" in name:
+            raise DataError(path, entry, field, "not a quantity name (lower-case words "
+                                                 "joined by '_')")
+        try:
+            if looks_uncertain(value.text):
+                parse_spread(value.text)
+            else:
+                parse_value(value.text)
+        except ChalkError as exc:
+            raise DataError(path, entry, field, exc.message) from None
+    return out
+
+
+def _pin_table(raw, path, entry) -> dict[str, PresetValue]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -154,6 +172,16 @@ def load(name_or_path: str) -> DeductionFile:
                 if key in options and (not isinstance(options[key], str)
                                        or len(options[key]) > MAX_TEXT):
                     raise DataError(shown, label, key, "expected text")
+            if "steps" in options and (isinstance(options["steps"], bool)
+                                       or not isinstance(options["steps"], int)
+                                       or not 2 <= options["steps"] <= 1_000_000):
+                raise DataError(shown, label, "steps", "expected a whole number from 2 to "
+                                                       "1000000")
+            if "log" in options and not isinstance(options["log"], bool):
+                raise DataError(shown, label, "log", "expected true or false")
+            if options.get("regime") not in (None, "compute-bound", "memory-bound"):
+                raise DataError(shown, label, "regime",
+                                "expected 'compute-bound' or 'memory-bound'")
             entries.append(Entry(kind, item["title"], item.get("text", ""), options,
                                  _pins(item.get("pins"), shown, label),
                                  _strings(item.get("presets", []), shown, label, "presets")))

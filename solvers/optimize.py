@@ -18,7 +18,7 @@ from solvers.api import _prepare
 from solvers.execute import compile_plan
 from solvers.pins import parse_given, read_value
 from solvers.vectorised import evaluate
-from symbolic.errors import NoSolution, UnderdeterminedError, UsageError
+from symbolic.errors import ChalkError, NoSolution, UnderdeterminedError, UsageError
 from symbolic.units import format_quantity
 
 GRID = 400
@@ -175,7 +175,10 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
             raise
         curve = _Curve(targets[:2], "batch_size", parse_given(given), presets)
         use_memory = False
-    budget, _ = read_value(curve.model.variable("step_time"), latency_budget)
+    try:
+        budget, _ = read_value(curve.model.variable("step_time"), latency_budget)
+    except ChalkError as exc:
+        raise UsageError(f"--latency {latency_budget!r}: {exc.message}") from None
     lo, hi = 1.0, max_batch
     grid = np.geomspace(lo, hi, GRID)
     values = curve(grid)

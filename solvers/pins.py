@@ -28,7 +28,14 @@ from symbolic.model import Model
 from symbolic.parsing import looks_uncertain, parse_spread, parse_value, split_pin
 from symbolic.presets import Preset, PresetValue
 from symbolic.uncertain import Spread
-from symbolic.units import base_factor, describe_dimension, dimensionality, format_unit, ureg
+from symbolic.units import (
+    base_factor,
+    base_unit,
+    describe_dimension,
+    dimensionality,
+    format_unit,
+    ureg,
+)
 from symbolic.variables import Variable
 
 
@@ -103,7 +110,9 @@ def _read_value(variable: Variable, value) -> tuple[float, str]:
     except (TypeError, ValueError):
         raise ParseError(text, f"{name} needs a single number") from None
     if not math.isfinite(base):
-        raise ParseError(text, "the value is not a finite number")
+        raise ParseError(text, "the value overflows once converted to base units "
+                               f"({format_unit(base_unit(variable.pint_unit))}); use a "
+                               "smaller number")
     if not variable.admits(base):
         raise BoundsError(name, text, variable.requirement())
     return base, text

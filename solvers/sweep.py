@@ -17,7 +17,7 @@ import numpy as np
 from solvers.api import _prepare
 from solvers.execute import compile_plan
 from solvers.vectorised import evaluate
-from symbolic.errors import UsageError
+from symbolic.errors import ChalkError, UsageError
 from symbolic.parsing import parse_spread
 
 MAX_STEPS = 1_000_000
@@ -92,16 +92,24 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     """
     if not 2 <= steps <= MAX_STEPS:
         raise UsageError(f"--steps must be between 2 and {MAX_STEPS}")
+    from knowledge import load_model
     from solvers.pins import parse_given, read_value
 
     targets = [targets] if isinstance(targets, str) else list(targets)
+    variable = load_model().variable(over)
+    if variable.name in {load_model().variable(t).name for t in targets}:
+        raise UsageError(f"{variable.name} is both swept and asked for; sweep another "
+                         "quantity or drop it from the targets")
+    try:
+        low, _ = read_value(variable, start)
+        high, _ = read_value(variable, stop)
+    except ChalkError as exc:
+        raise UsageError(f"--over {variable.name}={start}..{stop}: {exc.message}") from None
+    if low >= high:
+        raise UsageError(f"--over {variable.name}: empty range (the low end is not below the "
+                         "high end)")
     model, names, pins, _, _, plan = _prepare(
         targets, [*parse_given(given), (over, start)], presets)
-    variable = model.variable(over)
-    if variable.name in names:
-        raise UsageError(f"{variable.name} is both swept and asked for")
-    low, _ = read_value(variable, start)
-    high, _ = read_value(variable, stop)
     if not plan.determined:
         raise plan.underdetermined_error()
     if log and (low <= 0 or high <= 0):

@@ -172,7 +172,10 @@ class DataError(ChalkError):
         self.path = path
         self.entry = entry
         self.field = field
-        super().__init__(f"{path}: entry {entry!r}, field {field!r}: {reason}")
+        where = "".join(part for part in (
+            f", entry {entry!r}" if entry != "-" else "",
+            f", field {field!r}" if field != "-" else "") if part)
+        super().__init__(f"{path}{where}: {reason}")
 
 
 class KnowledgeError(Exception):

@@ -60,6 +60,9 @@ def parse_number(text: str) -> tuple[float, str]:
     """
     original = text
     text = text.strip()
+    if re.match(r"[+-]?0[xXbBoO][0-9a-fA-F]", text):
+        raise ParseError(original, "hexadecimal, binary and octal numbers are not accepted; "
+                                   "write the number in decimal")
     match = _NUMBER.match(text)
     if not match:
         raise ParseError(original, "expected a number such as 3.35, 2e12 or 200k")
