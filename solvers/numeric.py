@@ -27,7 +27,7 @@ def relative_residual(lhs: float, rhs: float) -> float:
 
 
 def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 1e30,
-                 points: int = 241) -> list[float]:
+                 points: int = 481) -> list[float]:
     """Every root of ``f(ln x)`` for x in ``[low, high]``: sign changes on a grid, refined by
     brentq; a sign change across a pole is not a root."""
     from scipy.optimize import brentq
@@ -40,6 +40,9 @@ def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 
             # The domain ends inside this interval: move the NaN end to the domain's edge,
             # where a root can sit (a quantity that diverges at the edge, say).
             a, fa, b, fb = _to_domain_edge(f, a, fa, b, fb)
+            for x, fx in ((a, fa), (b, fb)):
+                if math.isfinite(fx) and abs(fx) < 1e-8:
+                    roots.append(math.exp(x))  # the residual vanishes at the edge itself
         if math.isnan(fa) or math.isnan(fb):
             continue
         if fa == 0:
@@ -53,13 +56,25 @@ def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 
                 roots.append(math.exp(root))
     if values and values[-1] == 0:
         roots.append(math.exp(grid[-1]))
-    # A residual that only touches zero (a saturating relation flattens it) has no sign
-    # change to bracket; such grid points are roots too, so several solutions are not
-    # silently cut to the one that happens to cross.
-    for g, v in zip(grid, values, strict=True):
-        if math.isfinite(v) and abs(v) < 1e-12:
-            roots.append(math.exp(g))
-    return _distinct(roots, rtol=1e-3)
+    # A residual can reach zero without crossing it: it touches zero (a saturating
+    # relation flattens it) or meets it at a kink where a closed form leaves its domain.
+    # Each local minimum of |f| on the grid is polished, so such solutions are found too
+    # and several solutions are never silently cut to the one that happens to cross.
+    from scipy.optimize import minimize_scalar
+
+    magnitude = [abs(v) if math.isfinite(v) else math.inf for v in values]
+    for i in range(1, len(grid) - 1):
+        if magnitude[i] <= magnitude[i - 1] and magnitude[i] <= magnitude[i + 1] \
+                and magnitude[i] < 0.999:
+            if magnitude[i] < 1e-12:
+                roots.append(math.exp(grid[i]))
+                continue
+            best = minimize_scalar(lambda x: abs(f(x)) if math.isfinite(f(x)) else math.inf,
+                                   bounds=(grid[i - 1], grid[i + 1]), method="bounded",
+                                   options={"xatol": 1e-14})
+            if best.fun < 1e-10:
+                roots.append(math.exp(best.x))
+    return _distinct(roots, rtol=1e-6)
 
 
 def _to_domain_edge(f, a, fa, b, fb, steps: int = 60):

@@ -41,9 +41,12 @@ class TornBranch:
         with np.errstate(all="ignore"):
             for name, fn in self.sequence:
                 try:
-                    scope[name] = float(fn(scope))
+                    value = float(fn(scope))
                 except (ArithmeticError, ValueError, TypeError):
-                    scope[name] = math.nan
+                    value = math.nan
+                # Every quantity is positive: a guess that drives one to zero or below is
+                # off the physical domain, and its root-finding edge is found as such.
+                scope[name] = value if value > 0 else math.nan
         return scope
 
     def residual(self, env: dict, tear_values: dict) -> list[float]:

@@ -52,7 +52,7 @@ def test_every_preset_value_has_source_and_date():
 def test_fact_without_source_names_file_entry_and_field():
     with pytest.raises(DataError) as info:
         read_fact({"value": "3 TB/s", "date": "2024"}, "chips.yaml", "x100", "hbm_bandwidth")
-    assert info.value.message == "chips.yaml: entry 'x100', field 'hbm_bandwidth': missing source"
+    assert info.value.message == "chips.yaml, entry 'x100', field 'hbm_bandwidth': missing source"
 
 
 @pytest.mark.parametrize(
@@ -74,5 +74,5 @@ def test_price_sheet_file_with_unknown_key(tmp_path):
                    "prices: {input: 1 USD/Mtoken, output: 2 USD/Mtoken, discount: 3}\n")
     with pytest.raises(DataError) as info:
         read_sheets(bad)
-    assert info.value.message == ("sheet.yaml: entry 'mine', field 'prices.discount': "
+    assert info.value.message == ("sheet.yaml, entry 'mine', field 'prices.discount': "
                                   "unknown key")

@@ -141,7 +141,7 @@ def test_bad_deduction_file_is_one_line_and_writes_nothing(run_cli, tmp_path):
     out = tmp_path / "out.html"
     status, stdout, stderr = run_cli("report", str(bad), "--html", str(out))
     assert status == 2 and stdout == ""
-    assert stderr == "chalk: error: bad.toml: entry '-', field 'colour': unknown key\n"
+    assert stderr == "chalk: error: bad.toml, field 'colour': unknown key\n"
     assert not out.exists()
 
 
