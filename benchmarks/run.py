@@ -321,7 +321,7 @@ def bench_round_trips(examples: int = 10_000) -> dict:
 
 BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte_carlo,
               "sweep": bench_sweep, "planning": bench_planning, "versus_sympy": bench_versus_sympy,
-              "llm_analysis": bench_llm_analysis}
+              "llm_analysis": bench_llm_analysis, "round_trips": bench_round_trips}
 
 
 SLOW = {"round_trips"}  # run only when named

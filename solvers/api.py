@@ -308,23 +308,13 @@ def _implied(model, pins, name) -> float | None:
 
 def _feeding_pins(model, plan, name, pins) -> list[str]:
     """Pins that determine ``name`` through the plan's matched relations."""
+    from solvers.plan import upstream_pins
     from solvers.structure import solve_order
 
     unknowns_of = {r: model.variables_in(r) - set(pins) for r in model.relations}
     blocks = solve_order(plan.partition, unknowns_of)
-    solver = {v: relations for relations, variables in blocks for v in variables}
-    seen, found, frontier = set(), set(), [name]
-    while frontier:
-        current = frontier.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if current in pins:
-            found.add(current)
-            continue
-        for relation in solver.get(current, ()):
-            frontier.extend(model.variables_in(relation) - {current})
-    return sorted(found)
+    solver_of = {v: relations for relations, variables in blocks for v in variables}
+    return upstream_pins(model, solver_of, [name], pins)
 
 
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from solvers.execute import CheckRecord
-from solvers.plan import Plan
+from solvers.plan import Plan, upstream_pins
 from symbolic.errors import InconsistentPins
 from symbolic.model import Model
 from symbolic.units import format_quantity
@@ -40,17 +40,5 @@ def _base_container(model: Model, symbol):
 
 def _upstream_pins(model: Model, plan: Plan, relation: str, pins) -> list[str]:
     """Pinned quantities that feed ``relation`` directly or through earlier steps."""
-    solver = {v: step for step in plan.steps for v in step.variables}
-    seen, out = set(), []
-    frontier = list(model.variables_in(relation))
-    while frontier:
-        name = frontier.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in pins:
-            out.append(name)
-        elif name in solver:
-            for r in solver[name].relations:
-                frontier.extend(model.variables_in(r))
-    return sorted(out)
+    solver_of = {v: step.relations for step in plan.steps for v in step.variables}
+    return upstream_pins(model, solver_of, model.variables_in(relation), pins)

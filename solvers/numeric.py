@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from symbolic.errors import NoSolution
-
 Side = Callable[[Mapping[str, float]], float]
 
 TOLERANCE = 1e-12
@@ -134,50 +132,6 @@ def roots_1d(equation: tuple[Side, Side], name: str, env: Mapping[str, float],
         return value if math.isfinite(value) else math.nan
 
     return roots_scalar(f, low, high, points)
-
-
-def solve_system(equations: Sequence[tuple[Side, Side]], names: Sequence[str],
-                 env: Mapping[str, float], guesses: Mapping[str, float],
-                 starts: int = 24, seed: int = 0) -> list[dict[str, float]]:
-    """All distinct positive solutions found from several starting points.
-
-    Raises
-    ------
-    NoSolution
-        If no start converges.
-    """
-    from scipy.optimize import root
-
-    scope = dict(env)
-
-    def residuals(y):
-        for n, yi in zip(names, y, strict=True):
-            scope[n] = math.exp(min(yi, 700.0))
-        out = []
-        for lhs, rhs in equations:
-            try:
-                with np.errstate(all="ignore"):
-                    out.append(relative_residual(float(lhs(scope)), float(rhs(scope))))
-            except (ArithmeticError, ValueError):  # an iterate left the domain
-                out.append(1.0)
-        return [v if math.isfinite(v) else 1.0 for v in out]
-
-    centre = np.array([math.log(guesses.get(n, 1.0)) for n in names])
-    rng = np.random.default_rng(seed)
-    points = [centre] + [centre + rng.normal(0.0, 3.0, size=len(names)) for _ in range(starts)]
-    found = []
-    for start in points:
-        result = root(residuals, start, method="hybr", options={"xtol": 1e-14})
-        if max(abs(v) for v in residuals(result.x)) < 1e-10:
-            found.append({n: math.exp(v) for n, v in zip(names, result.x, strict=True)})
-    if not found:
-        raise NoSolution(", ".join(names), "the simultaneous equations did not converge from "
-                         f"{len(points)} starting points")
-    distinct = []
-    for solution in found:
-        if not any(all(_close(solution[n], other[n]) for n in names) for other in distinct):
-            distinct.append(solution)
-    return distinct
 
 
 def _close(a: float, b: float, rtol: float = 1e-7) -> bool:

@@ -73,6 +73,33 @@ def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) ->
     return _plan(model, frozenset(pinned), tuple(targets))
 
 
+def upstream_pins(model: Model, solver_of, start, pins) -> list[str]:
+    """Pins that reach ``start`` through the relations that solve each unknown.
+
+    Parameters
+    ----------
+    model : Model
+    solver_of : Mapping[str, Iterable[str]]
+        For each solved variable, the relations that determine it.
+    start : Iterable[str]
+        Variables to trace back from.
+    pins : Container[str]
+        Pinned variable names; the trace stops at them.
+    """
+    seen, found, frontier = set(), set(), list(start)
+    while frontier:
+        name = frontier.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in pins:
+            found.add(name)
+            continue
+        for relation in solver_of.get(name, ()):
+            frontier.extend(model.variables_in(relation))
+    return sorted(found)
+
+
 def _relations_with_unknowns(model: Model, pinned: frozenset[str]):
     return {r: model.variables_in(r) - pinned for r in model.relations}
 
