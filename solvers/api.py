@@ -314,7 +314,7 @@ def _feeding_pins(model, plan, name, pins) -> list[str]:
     unknowns_of = {r: model.variables_in(r) - set(pins) for r in model.relations}
     blocks = solve_order(plan.partition, unknowns_of)
     solver_of = {v: relations for relations, variables in blocks for v in variables}
-    return upstream_pins(model, solver_of, [name], pins)
+    return upstream_pins(model, lambda v: solver_of.get(v, ()), [name], pins)
 
 
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,

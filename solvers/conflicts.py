@@ -8,7 +8,7 @@ from solvers.execute import CheckRecord
 from solvers.plan import Plan, upstream_pins
 from symbolic.errors import InconsistentPins
 from symbolic.model import Model
-from symbolic.units import format_quantity
+from symbolic.units import format_gap, format_quantity
 
 
 def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],
@@ -24,7 +24,7 @@ def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],
     return InconsistentPins(
         relation.name, relation.equation,
         format_quantity(check.lhs, lhs_unit), format_quantity(check.rhs, lhs_unit),
-        100 * check.difference, involved,
+        format_gap(check.difference), involved,
     )
 
 
@@ -41,4 +41,5 @@ def _base_container(model: Model, symbol):
 def _upstream_pins(model: Model, plan: Plan, relation: str, pins) -> list[str]:
     """Pinned quantities that feed ``relation`` directly or through earlier steps."""
     solver_of = {v: step.relations for step in plan.steps for v in step.variables}
-    return upstream_pins(model, solver_of, model.variables_in(relation), pins)
+    return upstream_pins(model, lambda v: solver_of.get(v, ()), model.variables_in(relation),
+                         pins)

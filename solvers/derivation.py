@@ -15,7 +15,7 @@ from solvers.execute import CheckRecord, StepRecord
 from solvers.pins import Pin
 from symbolic.model import Model
 from symbolic.printing import latex, plain, substituted
-from symbolic.units import format_quantity, format_unit
+from symbolic.units import format_gap, format_quantity, format_unit
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class Derivation:
             relation = self.model.relations[check.relation]
             mark = "ok" if check.ok(self.rtol) else "FAILS"
             out.append(f"- {relation.name}: {relation.equation}  "
-                       f"[{mark}: sides {100 * check.difference:.3g}% apart]")
+                       f"[{mark}: sides {format_gap(check.difference)}]")
         return out
 
     def text(self) -> str:

@@ -67,18 +67,29 @@ def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 
     from scipy.optimize import minimize_scalar
 
     magnitude = [abs(v) if math.isfinite(v) else math.inf for v in values]
+    touching = []
     for i in range(1, len(grid) - 1):
-        if magnitude[i] <= magnitude[i - 1] and magnitude[i] <= magnitude[i + 1] \
-                and magnitude[i] < 0.999:
-            if magnitude[i] < 1e-12:
-                roots.append(math.exp(grid[i]))
-                continue
-            best = minimize_scalar(lambda x: abs(f(x)) if math.isfinite(f(x)) else math.inf,
-                                   bounds=(grid[i - 1], grid[i + 1]), method="bounded",
-                                   options={"xatol": 1e-14})
-            if best.fun < 1e-10:
-                roots.append(math.exp(best.x))
-    return _distinct(roots, rtol=1e-6)
+        if not (magnitude[i] <= magnitude[i - 1] and magnitude[i] <= magnitude[i + 1]
+                and magnitude[i] < 0.999):
+            continue
+        if values[i - 1] * values[i] < 0 or values[i] * values[i + 1] < 0:
+            # A crossing next to this point is bracketed above; polishing |f| instead
+            # would stop wherever a flat residual first dips below the threshold.
+            continue
+        if magnitude[i] < 1e-12:
+            touching.append(math.exp(grid[i]))
+            continue
+        best = minimize_scalar(lambda x: abs(f(x)) if math.isfinite(f(x)) else math.inf,
+                               bounds=(grid[i - 1], grid[i + 1]), method="bounded",
+                               options={"xatol": 1e-14})
+        if best.fun < 1e-10:
+            touching.append(math.exp(best.x))
+    crossing = _distinct(roots, rtol=1e-6)
+    # A bracketed root is exact to the last bits; a polished minimum is not, so it is
+    # kept only where no bracketed root lies.
+    extra = [t for t in _distinct(touching, rtol=1e-6)
+             if not any(_close(t, r, 1e-6) for r in crossing)]
+    return sorted(crossing + extra)
 
 
 def _to_domain_edge(f, a, fa, b, fb, steps: int = 60):

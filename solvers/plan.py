@@ -73,14 +73,14 @@ def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) ->
     return _plan(model, frozenset(pinned), tuple(targets))
 
 
-def upstream_pins(model: Model, solver_of, start, pins) -> list[str]:
+def upstream_pins(model: Model, follow, start, pins) -> list[str]:
     """Pins that reach ``start`` through the relations that solve each unknown.
 
     Parameters
     ----------
     model : Model
-    solver_of : Mapping[str, Iterable[str]]
-        For each solved variable, the relations that determine it.
+    follow : Callable[[str], Iterable[str]]
+        For an unpinned variable, the relations to trace through (those that solve it).
     start : Iterable[str]
         Variables to trace back from.
     pins : Container[str]
@@ -95,7 +95,7 @@ def upstream_pins(model: Model, solver_of, start, pins) -> list[str]:
         if name in pins:
             found.add(name)
             continue
-        for relation in solver_of.get(name, ()):
+        for relation in follow(name):
             frontier.extend(model.variables_in(relation))
     return sorted(found)
 
@@ -155,22 +155,15 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Pla
 def _pins_near(model, pinned, undetermined, partition, blocks, solver_block) -> set[str]:
     """Pins an under-determined target would use: reached through its relations, and
     through the steps of any determined quantity met on the way."""
-    found: set[str] = set()
-    seen, frontier = set(), list(undetermined)
-    while frontier:
-        name = frontier.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in pinned:
-            found.add(name)
-        elif name in solver_block:  # determined: its own step's inputs
-            for r in blocks[solver_block[name]][0]:
-                frontier.extend(model.variables_in(r))
-        elif name in partition.under_variables:
-            for r in model.relations_of(name):
-                frontier.extend(model.variables_in(r))
-    return found
+
+    def follow(name):
+        if name in solver_block:  # determined: its own step's inputs
+            return blocks[solver_block[name]][0]
+        if name in partition.under_variables:
+            return model.relations_of(name)
+        return ()
+
+    return set(upstream_pins(model, follow, undetermined, pinned))
 
 
 def _determines(unknowns_of, variables, extra, targets) -> bool:

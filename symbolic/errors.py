@@ -131,15 +131,16 @@ class DegenerateError(UnderdeterminedError):
 class InconsistentPins(ChalkError):
     """Over-determined pins that disagree through a relation."""
 
-    def __init__(self, relation: str, equation: str, lhs: str, rhs: str, spread: float,
+    def __init__(self, relation: str, equation: str, lhs: str, rhs: str, gap: str,
                  pins: list[str]):
         self.relation = relation
         self.lhs = lhs
         self.rhs = rhs
+        self.gap = gap
         self.pins = tuple(pins)
         message = (
             f"pins disagree in relation {relation} ({equation}): left side {lhs}, "
-            f"right side {rhs} ({spread:.3g}% apart); fix or drop one of: {', '.join(pins)}"
+            f"right side {rhs} ({gap}); fix or drop one of: {', '.join(pins)}"
         )
         super().__init__(message)
 

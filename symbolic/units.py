@@ -115,6 +115,22 @@ def format_unit(unit: pint.Unit) -> str:
     return f"{top}/({bottom})" if len(den) > 1 else f"{top}/{bottom}"
 
 
+def format_gap(difference: float) -> str:
+    """How far apart two sides are, from ``|a - b| / max(|a|, |b|)``.
+
+    Small gaps read as a percentage (``28% apart``); once one side is more than twice
+    the other, as a factor (``a factor 128,000 apart``), which a percentage near 100%
+    would hide; a difference above 1 means the sides have opposite signs.
+    """
+    if difference > 1:
+        return "of opposite sign"
+    if difference <= 0.5:
+        return f"{100 * difference:.3g}% apart"
+    if difference >= 1:
+        return "one side zero"
+    return f"a factor {format_number(1 / (1 - difference), 3)} apart"
+
+
 def format_number(x: float, digits: int = 4) -> str:
     """A float with ``digits`` significant digits, thousands separators in the
     everyday range and plain scientific notation (``6.71e11``) outside it."""

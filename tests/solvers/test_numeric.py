@@ -40,3 +40,17 @@ def test_two_roots_are_both_reported():
 
     roots = roots_scalar(f, 1e-3, 1e6)
     assert roots == [pytest.approx(3.0, rel=1e-9), pytest.approx(300.0, rel=1e-9)]
+
+
+def test_flat_crossing_is_bracketed_not_polished():
+    # Regression (43 wrong round trips in the 10,000-case run): a residual with slope 8.4e-6
+    # per unit of ln x dips below the 1e-10 "touching zero" threshold 1e-5 away from its
+    # root; polishing |f| there returned a value 1e-5 off as a second or only root.
+    centre = math.log(1.16986403884e11)
+
+    def f(y):
+        return 8.4e-6 * (y - centre)
+
+    roots = roots_scalar(f)
+    assert len(roots) == 1
+    assert roots[0] == pytest.approx(1.16986403884e11, rel=1e-12)

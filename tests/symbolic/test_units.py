@@ -36,3 +36,14 @@ def test_format_quantity_picks_readable_prefixes():
     assert format_quantity(0.0144, parse_unit_cached("s")) == "14.4 ms"
     assert format_quantity(3.35e12, parse_unit_cached("byte/s")) == "3.35 TB/s"
     assert format_quantity(2.0, parse_unit_cached("FLOP/param/token")) == "2 FLOP/(param·token)"
+
+
+def test_gap_reads_as_percent_when_small_and_as_factor_when_large():
+    from symbolic.units import format_gap
+
+    # 20 ms against 14.4 ms: |20 - 14.4| / 20 = 28%.
+    assert format_gap(abs(20 - 14.4) / 20) == "28% apart"
+    # 1 against 128,000: a percentage would round to "100%", hiding the factor.
+    assert format_gap((128_000 - 1) / 128_000) == "a factor 128,000 apart"
+    assert format_gap(1.0) == "one side zero"
+    assert format_gap(2.0) == "of opposite sign"
