@@ -81,15 +81,32 @@ class TornBranch:
                 finite = [abs(v) for v in probe if math.isfinite(v)]
                 if finite and max(finite) < 1e-12:
                     raise DegenerateError(list(self.variables))
-            return [self.complete(env, {name: r}) for r in roots]
+            return [self._polish(env, self.complete(env, {name: r})) for r in roots]
         found = solve_tears(lambda values: self.residual(env, values), self.tears, guesses)
         if found:
-            return [self.complete(env, values) for values in found]
+            return [self._polish(env, self.complete(env, values)) for values in found]
         # Guesses far from the answer can push the closed forms off their domain (a
         # difference going negative); then solve every relation of the block at once.
         names = self.variables
         full = solve_tears(lambda values: self._all_residuals(env, values), names, guesses)
         return [{**env, **values} for values in full]
+
+    def _polish(self, env: dict, scope: dict) -> dict:
+        """Refine a solution on every relation of the block at once.
+
+        The closed forms behind a tear can pass through a cancellation (a saturated
+        relation inverted, say) that leaves the block's values noisier than the problem
+        itself; a Newton step on all relations together, started at the solution, removes
+        that noise. The unpolished solution is kept if the step does not converge.
+        """
+        names = self.variables
+        values = {n: scope[n] for n in names}
+        residuals = self._all_residuals(env, values)
+        if all(math.isfinite(r) and abs(r) <= POLISH_ABOVE for r in residuals):
+            return scope
+        polished = solve_tears(lambda trial: self._all_residuals(env, trial), names, values,
+                               starts=0)
+        return {**env, **polished[0]} if polished else scope
 
     def _all_residuals(self, env: dict, values: dict) -> list[float]:
         scope = dict(env)
@@ -102,6 +119,9 @@ class TornBranch:
             except (ArithmeticError, ValueError, TypeError):
                 out.append(math.nan)
         return out
+
+
+POLISH_ABOVE = 1e-13  # block residual above which a torn solution is refined on all relations
 
 
 def tear(relations, variables, branches: list[Branch], constants: dict,
