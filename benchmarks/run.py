@@ -286,7 +286,7 @@ def bench_round_trips(examples: int = 10_000) -> dict:
 
     warnings.simplefilter("ignore", RuntimeWarning)
     models = {t: topic_model(t) for t in TOPIC_MODULES}
-    counts = collections.Counter()
+    counts, declined = collections.Counter(), collections.Counter()
     failures = []
     start = time.perf_counter()
     for i in range(examples):
@@ -306,8 +306,12 @@ def bench_round_trips(examples: int = 10_000) -> dict:
             else:
                 counts["round trip WRONG"] += 1
                 failures.append((topic, i, outcome.worst_name))
-        except (Skip, ChalkError):
+        except Skip as exc:
             counts["round trip declined"] += 1
+            declined[exc.reason] += 1
+        except ChalkError as exc:
+            counts["round trip declined"] += 1
+            declined[type(exc).__name__] += 1
         try:
             consistency(state, i, model)
             counts["perturbation caught"] += 1
@@ -319,6 +323,8 @@ def bench_round_trips(examples: int = 10_000) -> dict:
     elapsed = time.perf_counter() - start
     for key, value in sorted(counts.items()):
         print(f"  {key}: {value:,}")
+    for reason, value in declined.most_common():
+        print(f"    declined, {reason}: {value:,}")
     for failure in failures[:20]:
         print(f"  failure: {failure}")
     print(f"{examples:,} examples in {elapsed:.0f} s ({elapsed / examples * 1e3:.0f} ms each)")

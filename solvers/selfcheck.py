@@ -40,7 +40,14 @@ EPS = np.finfo(float).eps
 
 
 class Skip(Exception):
-    """The draw is not usable (no physical state, or several): not a failure."""
+    """The draw is not usable (no physical state, or several): not a failure.
+
+    ``reason`` names the kind (the chalk error behind it, when there is one).
+    """
+
+    def __init__(self, message: str, reason: str = "other"):
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -235,7 +242,7 @@ def round_trip(state: dict[str, float], seed: int, model=None) -> Outcome:
     try:
         s = solve(unknowns, given, ["none"], model=model)
     except (AmbiguousSolution, DegenerateError) as exc:
-        raise Skip(f"not determined by these pins: {exc}") from None
+        raise Skip(f"not determined by these pins: {exc}", reason=type(exc).__name__) from None
     allowance = _allowances(model, pins, unknowns, state, s)
     worst, worst_name = 0.0, ""
     for name in unknowns:
