@@ -30,13 +30,21 @@ class _UsageProblem(Exception):
     pass
 
 
-def _add_question(parser):
-    parser.add_argument("targets", nargs="+", metavar="TARGET", help="quantities to determine")
+def add_pin_options(parser, json: bool = True,
+                    given_help: str = "a known quantity, e.g. \"hbm_bandwidth=3.35 TB/s\" "
+                                      "(repeatable)") -> None:
+    """The -g/--given and -p/--preset options every command shares (and --json)."""
     parser.add_argument("-g", "--given", action="append", default=[], metavar='"NAME=VALUE UNIT"',
-                        help="a known quantity, e.g. \"hbm_bandwidth=3.35 TB/s\" (repeatable)")
+                        help=given_help)
     parser.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
                         help="apply a preset (conventions, accelerator, model); repeatable")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    if json:
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_question(parser):
+    parser.add_argument("targets", nargs="+", metavar="TARGET", help="quantities to determine")
+    add_pin_options(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,12 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 "allow, stating the assumptions each needed.")
     imply.add_argument("sheet", metavar="PRICE_SHEET",
                        help="a shipped sheet id (chalk list sheets) or a YAML file")
-    imply.add_argument("-g", "--given", action="append", default=[], metavar='"NAME=VALUE UNIT"',
-                       help="an assumption to use instead of the defaults (repeatable)")
-    imply.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
-                       help="apply a preset (conventions, accelerator, model); repeatable")
+    add_pin_options(imply, given_help="an assumption to use instead of the defaults "
+                                      "(repeatable)")
     imply.add_argument("--brief", action="store_true", help="results only, no derivations")
-    imply.add_argument("--json", action="store_true", help="print one JSON object")
 
     sweep = commands.add_parser("sweep", help="a target against one pin over a grid",
                                 description="Evaluate TARGETs over a grid of one pin, with "
@@ -82,24 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the swept pin, e.g. 'batch_size=1..4096 sequence'")
     sweep.add_argument("--steps", type=int, default=21, help="grid points (default 21)")
     sweep.add_argument("--log", action="store_true", help="space the grid logarithmically")
-    sweep.add_argument("-g", "--given", action="append", default=[], metavar='"NAME=VALUE UNIT"',
-                       help="a known quantity (repeatable)")
-    sweep.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
-                       help="apply a preset; repeatable")
+    add_pin_options(sweep, json=False)
     sweep.add_argument("--regime", choices=["compute-bound", "memory-bound"])
     form = sweep.add_mutually_exclusive_group()
     form.add_argument("--csv", action="store_true", help="print CSV")
     form.add_argument("--json", action="store_true", help="print one JSON object")
 
+    from solvers.plots import PLOTS  # the registry, so the help lists every figure
+
     plot = commands.add_parser("plot", help="draw one of the lecture's figures",
-                               description="Draw a figure from the engine: " + ", ".join(
-                                   ["step_time_vs_batch", "cost_vs_batch", "cost_vs_context",
-                                    "tier_cost_vs_hold", "pipeline_schedule"]))
+                               description="Draw a figure from the engine: "
+                               + ", ".join(PLOTS))
     plot.add_argument("name", metavar="NAME")
-    plot.add_argument("-g", "--given", action="append", default=[], metavar='"NAME=VALUE UNIT"',
-                      help="a known quantity (repeatable)")
-    plot.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
-                      help="apply a preset; repeatable")
+    add_pin_options(plot, json=False)
     plot.add_argument("--sheet", help="price sheet drawn over cost_vs_context")
     plot.add_argument("--out", required=True, metavar="FILE", help="PNG or SVG file to write")
     plot.add_argument("--svg", action="store_true", help="write SVG (also chosen by .svg)")
@@ -202,8 +202,6 @@ def _run(args) -> str:
     from solvers.listing import listing
 
     return listing(args.what, args.filter, args.json)
-
-
 
 
 def _report(args) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pint
+
 from solvers.pins import parse_given
 from symbolic.errors import ChalkError, UsageError
 from symbolic.parsing import parse_number, parse_value
@@ -15,12 +17,7 @@ def add_parser(commands, parser_class) -> None:
     kinds = optimize.add_subparsers(dest="kind", metavar="KIND", parser_class=parser_class,
                                     required=True)
 
-    def common(p):
-        p.add_argument("-g", "--given", action="append", default=[],
-                       metavar='"NAME=VALUE UNIT"', help="a known quantity (repeatable)")
-        p.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
-                       help="apply a preset; repeatable")
-        p.add_argument("--json", action="store_true", help="print one JSON object")
+    from solvers.cli import add_pin_options as common
 
     c = kinds.add_parser("crossover", help="where two quantities are equal as a third varies")
     c.add_argument("first")
@@ -68,7 +65,7 @@ def _base(text: str, unit: str, what: str) -> float:
         raise UsageError(f"{what} needs a unit, e.g. '{parsed.magnitude:g} {unit}'")
     try:
         return float((parsed.magnitude * parsed.unit).to(unit).magnitude)
-    except Exception:  # pint's DimensionalityError: report it as a usage mistake
+    except pint.DimensionalityError:
         raise UsageError(f"{what} must be in {unit}, not {parsed.unit}") from None
 
 

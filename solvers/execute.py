@@ -28,7 +28,7 @@ from symbolic.evaluate import compile_expr
 from symbolic.model import Model
 from symbolic.printing import plain
 from symbolic.relations import Relation
-from symbolic.units import format_quantity
+from symbolic.units import format_quantity, format_seconds
 
 GUARD_RTOL = 1e-9
 
@@ -47,6 +47,7 @@ class _CompiledStep:
     relations: tuple[Relation, ...]
     candidates: list = field(default_factory=list)
     regime_args: list = field(default_factory=list)
+    regime_low_wins: bool = False  # the forward regime is a min(): the smallest argument wins
     equation: tuple | None = None
     block_branches: list = field(default_factory=list)
     note: str = ""
@@ -130,6 +131,7 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> _CompiledStep
         ):
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
+            compiled.regime_low_wins = _regime_node_is_min(relation)
         return compiled
     # A simultaneous block: one smooth system per combination of regimes.
     unknown_symbols = {s for r in relations for s in r.symbols if s.name in step.variables}
@@ -214,8 +216,7 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
             continue
         if cc.candidate.expr is None:
             left, right = (float(side(env)) for side in cc.value)
-            if numeric.relative_residual(left, right) == 0 or abs(
-                    numeric.relative_residual(left, right)) < GUARD_RTOL:
+            if abs(numeric.relative_residual(left, right)) < GUARD_RTOL:
                 unbounded.append(cc.candidate)
             continue
         with np.errstate(all="ignore"):
@@ -254,8 +255,9 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
     if not survivors and overflowed and not relation.has_regimes():
         # The closed form is exact but overflows in floating point: search instead.
         if cstep.equation is None:
-            cstep.equation = (compile_expr(relation.lhs, dict(_constants(model))),
-                              compile_expr(relation.rhs, dict(_constants(model))))
+            constants = model.constant_values()
+            cstep.equation = (compile_expr(relation.lhs, constants),
+                              compile_expr(relation.rhs, constants))
         record = _run_numeric(model, cstep, env)
         return StepRecord(record.relations, record.variables, None, record.method,
                           record.inputs, None,
@@ -279,8 +281,9 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
     active = candidate.regime
     if cstep.regime_args:
         args = [(label, float(fn(env))) for label, fn in cstep.regime_args]
-        active, top = max(args, key=lambda item: item[1])
-        others = ", ".join(f"{label.split('-')[0]} {_show_time(v)}" for label, v in args)
+        pick = min if cstep.regime_low_wins else max
+        active, _ = pick(args, key=lambda item: item[1])
+        others = ", ".join(f"{label.split('-')[0]} {format_seconds(v)}" for label, v in args)
         note_parts.append(f"{active} ({others})")
         if regime and regime != active and regime in {label for label, _ in args}:
             note_parts.append(f"the numbers put this step {active}, not {regime}")
@@ -300,14 +303,11 @@ def _monomial(expr) -> bool:
     return True
 
 
-def _constants(model: Model) -> dict:
-    return model.constant_values()
-
-
-def _show_time(seconds: float) -> str:
-    from symbolic.units import parse_unit_cached
-
-    return format_quantity(seconds, parse_unit_cached("s"))
+def _regime_node_is_min(relation) -> bool:
+    """Whether the max/min whose arguments name the regimes is a min."""
+    first = relation.regimes[0][1]
+    nodes = relation.lhs.atoms(sympy.Max, sympy.Min) | relation.rhs.atoms(sympy.Max, sympy.Min)
+    return any(isinstance(n, sympy.Min) and first in n.args for n in nodes)
 
 
 def _dedupe(survivors):

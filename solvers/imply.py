@@ -17,7 +17,7 @@ from knowledge.price_sheets import PriceSheet, price_sheet
 from solvers.api import Solution, _presets, solve
 from solvers.pins import parse_given, resolve_pins
 from symbolic.errors import ChalkError
-from symbolic.units import format_quantity, parse_unit_cached
+from symbolic.units import format_seconds, parse_unit_cached
 
 DEFAULT_ACTIVE = ("active_params", "100e9 param",
                   "assumed: the lecture's guess for a frontier model (1:31:27-1:31:38)")
@@ -243,8 +243,8 @@ def _cache_deductions(sheet: PriceSheet, run, kv_pin, pinned) -> list[Deduction]
             lines = [f"storage is priced at {price:.3g} USD per GB of KV per hour"]
             if hold is not None:
                 match = min(tiers, key=lambda t: abs(math.log(t.drain_time_s / hold)))
-                lines.append(f"hold time {_show_time(hold)} is closest to the drain time of "
-                             f"{match.name} ({match.kind}, {_show_time(match.drain_time_s)}), "
+                lines.append(f"hold time {format_seconds(hold)} is closest to the drain time of "
+                             f"{match.name} ({match.kind}, {format_seconds(match.drain_time_s)}), "
                              "the tier where holding and reading back cost the same")
                 lines.append(f"that tier costs {match.cost_per_gb_hour:.3g} USD/GB/hour: the "
                              f"price is {price / match.cost_per_gb_hour:.3g} times its cost")
@@ -259,7 +259,3 @@ def _cache_deductions(sheet: PriceSheet, run, kv_pin, pinned) -> list[Deduction]
                        targets_for["cache_storage_price" in pins],
                        {**pins, **kv_pin}, explain=explain))
     return out
-
-
-def _show_time(seconds: float) -> str:
-    return format_quantity(seconds, parse_unit_cached("s"))

@@ -24,6 +24,16 @@ def relative_residual(lhs: float, rhs: float) -> float:
     return 0.0 if scale == 0 else (lhs - rhs) / scale
 
 
+def residual_at(lhs: Side, rhs: Side, scope: Mapping[str, float]) -> float:
+    """The relative residual of ``lhs = rhs`` at ``scope``; NaN where a side is undefined."""
+    try:
+        with np.errstate(all="ignore"):
+            value = relative_residual(float(lhs(scope)), float(rhs(scope)))
+    except (ArithmeticError, ValueError, TypeError):
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
 ROOT_ACCEPT = 1e-6  # |relative residual| at a refined sign change that counts as a root
 
 
@@ -141,12 +151,7 @@ def roots_1d(equation: tuple[Side, Side], name: str, env: Mapping[str, float],
 
     def f(log_x):
         scope[name] = math.exp(log_x)
-        try:
-            with np.errstate(all="ignore"):
-                value = relative_residual(float(lhs(scope)), float(rhs(scope)))
-        except (ArithmeticError, ValueError):
-            return math.nan
-        return value if math.isfinite(value) else math.nan
+        return residual_at(lhs, rhs, scope)
 
     return roots_scalar(f, low, high, points)
 

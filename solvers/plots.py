@@ -195,13 +195,14 @@ def pipeline_schedule(given=(), presets=(), training: bool = True):
     return fig
 
 
-def render(fig, fmt: str = "png") -> bytes:
-    """The figure as PNG or SVG bytes."""
+def render(fig, fmt: str = "png", close: bool = True) -> bytes:
+    """The figure as PNG or SVG bytes (closed afterwards unless ``close`` is false)."""
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format=fmt, bbox_inches="tight")
-    plt.close(fig)
+    if close:
+        plt.close(fig)
     return buffer.getvalue()
 
 

@@ -80,8 +80,7 @@ def _run(spec: DeductionFile, entry: Entry) -> Section:
 
         options = {"sheet": entry.options["sheet"]} if "sheet" in entry.options else {}
         figure = plot(entry.options["name"], pins, presets, **options)
-        section.svg = render(figure, "svg").decode("utf-8")
-        figure = plot(entry.options["name"], pins, presets, **options)
+        section.svg = render(figure, "svg", close=False).decode("utf-8")
         section.png = render(figure, "png")
     return section
 
@@ -201,21 +200,22 @@ def _md_question(section: Section) -> list[str]:
 
 
 def _md_sweep(table) -> list[str]:
-    header = [f"{table.over} [{table.over_unit}]"] + [f"{t} [{table.units[t]}]"
-                                                      for t in table.targets]
+    header, rows = sweep_rows(table)
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    marks = {i: f"{q}: {a} → {b}" for i, q, a, b in table.changes}
-    for i in _rows_to_show(len(table.xs), marks):
-        cells = [f"{table.xs[i]:.4g}"] + [f"{table.ys[t][i]:.4g}" for t in table.targets]
-        line = "| " + " | ".join(cells) + " |"
-        if i in marks:
-            line += f" ← {marks[i]}"
-        out.append(line)
+    for cells, mark in rows:
+        out.append("| " + " | ".join(cells) + " |" + (f" ← {mark}" if mark else ""))
     return out + [""]
 
 
-def _rows_to_show(count: int, marks, limit: int = 25) -> list[int]:
-    if count <= limit:
-        return list(range(count))
-    step = max(1, count // limit)
-    return sorted(set(range(0, count, step)) | {count - 1} | set(marks))
+def sweep_rows(table, limit: int = 25) -> tuple[list[str], list[tuple[list[str], str]]]:
+    """A sweep's column headers and up to about ``limit`` rows (cells, regime-change mark),
+    keeping every row where a regime changes."""
+    header = [f"{table.over} [{table.over_unit}]"] + [f"{t} [{table.units[t]}]"
+                                                      for t in table.targets]
+    marks = {i: f"{q}: {a} → {b}" for i, q, a, b in table.changes}
+    count = len(table.xs)
+    shown = range(count) if count <= limit else sorted(
+        set(range(0, count, max(1, count // limit))) | {count - 1} | set(marks))
+    rows = [([f"{table.xs[i]:.4g}"] + [f"{table.ys[t][i]:.4g}" for t in table.targets],
+             marks.get(i, "")) for i in shown]
+    return header, rows

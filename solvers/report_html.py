@@ -10,7 +10,7 @@ import html
 
 import sympy
 
-from solvers.report import VERSION, Report, Section, answer_lines, step_parts
+from solvers.report import VERSION, Report, Section, answer_lines, step_parts, sweep_rows
 from symbolic.printing import mathml
 
 CSS = """
@@ -106,15 +106,10 @@ def _question(section: Section) -> list[str]:
 
 
 def _sweep(table) -> list[str]:
-    from solvers.report import _rows_to_show
-
-    header = [f"{table.over} [{table.over_unit}]"] + [f"{t} [{table.units[t]}]"
-                                                      for t in table.targets]
+    header, rows = sweep_rows(table)
     out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "<th></th></tr>"]
-    marks = {i: f"{q}: {a} → {b}" for i, q, a, b in table.changes}
-    for i in _rows_to_show(len(table.xs), marks):
-        cells = [f"{table.xs[i]:.4g}"] + [f"{table.ys[t][i]:.4g}" for t in table.targets]
+    for cells, mark in rows:
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells)
-                   + f"<td>{_e(marks.get(i, ''))}</td></tr>")
+                   + f"<td>{_e(mark)}</td></tr>")
     out.append("</table>")
     return out

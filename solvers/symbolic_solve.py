@@ -146,7 +146,7 @@ def _solve_monomial(lhs, rhs, x):
     if exponent is None or not exponent.is_Number or exponent == 0:
         return None
     others = [(base, e) for base, e in powers.items() if base != x]
-    if any(x in base.free_symbols or x in sympy.sympify(e).free_symbols for base, e in others):
+    if any(x in base.free_symbols or x in getattr(e, "free_symbols", ()) for base, e in others):
         return None
     return sympy.Mul(*[base ** (-e / exponent) for base, e in others])
 

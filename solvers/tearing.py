@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from solvers.numeric import relative_residual, roots_scalar, solve_tears
+from solvers.numeric import residual_at, roots_scalar, solve_tears
 from solvers.symbolic_solve import Branch, _NoClosedForm, solve_equation
 from symbolic.errors import DegenerateError
 from symbolic.evaluate import compile_expr
@@ -51,15 +51,7 @@ class TornBranch:
 
     def residual(self, env: dict, tear_values: dict) -> list[float]:
         scope = self.complete(env, tear_values)
-        out = []
-        for lhs, rhs in self.residuals:
-            try:
-                with np.errstate(all="ignore"):
-                    value = relative_residual(float(lhs(scope)), float(rhs(scope)))
-            except (ArithmeticError, ValueError, TypeError):
-                value = math.nan
-            out.append(value)
-        return out
+        return [residual_at(lhs, rhs, scope) for lhs, rhs in self.residuals]
 
     def solve(self, env: dict, guesses: dict) -> list[dict]:
         """Every solution found: one tear is scanned exhaustively, more use multi-start."""
@@ -70,8 +62,7 @@ class TornBranch:
             name = self.tears[0]
 
             def f(log_x):
-                value = self.residual(env, {name: math.exp(log_x)})[0]
-                return value if math.isfinite(value) else math.nan
+                return self.residual(env, {name: math.exp(log_x)})[0]
 
             roots = roots_scalar(f)
             if not roots:
@@ -109,16 +100,8 @@ class TornBranch:
         return {**env, **polished[0]} if polished else scope
 
     def _all_residuals(self, env: dict, values: dict) -> list[float]:
-        scope = dict(env)
-        scope.update(values)
-        out = []
-        for lhs, rhs in self.all_equations:
-            try:
-                with np.errstate(all="ignore"):
-                    out.append(relative_residual(float(lhs(scope)), float(rhs(scope))))
-            except (ArithmeticError, ValueError, TypeError):
-                out.append(math.nan)
-        return out
+        scope = {**env, **values}
+        return [residual_at(lhs, rhs, scope) for lhs, rhs in self.all_equations]
 
 
 POLISH_ABOVE = 1e-13  # block residual above which a torn solution is refined on all relations
@@ -163,13 +146,12 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
                      + sub.out_degree(n)))
     order = list(nx.lexicographical_topological_sort(graph))
     sequence = [(matched[n], compile_expr(forms[n], constants)) for n in order]
-    residuals = [(compile_expr(b.lhs, constants), compile_expr(b.rhs, constants))
-                 for n, b in zip(names, branches, strict=True) if n in torn]
+    everything = [(compile_expr(b.lhs, constants), compile_expr(b.rhs, constants))
+                  for b in branches]
+    residuals = [sides for n, sides in zip(names, everything, strict=True) if n in torn]
     guards = [(compile_expr(a, constants), compile_expr(c, constants))
               for b in branches for a, c in b.guards]
     labels = tuple(b.regime for b in branches if b.regime)
-    everything = [(compile_expr(b.lhs, constants), compile_expr(b.rhs, constants))
-                  for b in branches]
     return TornBranch([matched[n] for n in names if n in torn], sequence, residuals, guards,
                       labels, everything, list(variables))
 
@@ -185,7 +167,7 @@ def degenerate_directions(branch: TornBranch, env: dict, scope: dict, names: lis
         up, down = dict(scope), dict(scope)
         up[name] = scope[name] * math.exp(step)
         down[name] = scope[name] * math.exp(-step)
-        columns.append([(_rel(lhs, rhs, up) - _rel(lhs, rhs, down)) / (2 * step)
+        columns.append([(residual_at(lhs, rhs, up) - residual_at(lhs, rhs, down)) / (2 * step)
                         for lhs, rhs in equations])
     jacobian = np.array(columns).T
     if not np.all(np.isfinite(jacobian)):
@@ -197,10 +179,3 @@ def degenerate_directions(branch: TornBranch, env: dict, scope: dict, names: lis
         return [n for n, w in zip(names, weight, strict=True) if w > 0.05 * weight.max()]
     return []
 
-
-def _rel(lhs, rhs, scope) -> float:
-    try:
-        with np.errstate(all="ignore"):
-            return relative_residual(float(lhs(scope)), float(rhs(scope)))
-    except (ArithmeticError, ValueError, TypeError):
-        return math.nan

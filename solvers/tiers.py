@@ -9,6 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from symbolic.errors import UnderdeterminedError
+from symbolic.units import format_seconds
 
 
 @dataclass(frozen=True)
@@ -59,22 +60,16 @@ class TierCosts:
         lines = [f"KV bytes per token: {self.kv_bytes_per_token:,.0f}"]
         lines.append("cheapest option changes at:")
         for t, before, after in self.crossovers:
-            lines.append(f"  hold {_time(t)}: {before} -> {after}")
+            lines.append(f"  hold {format_seconds(t)}: {before} -> {after}")
         for mark in marks:
             i = int(np.argmin(np.abs(np.log(self.hold_times / mark))))
-            lines.append(f"at {_time(mark)} the cheapest is {self.cheapest[i]}")
+            lines.append(f"at {format_seconds(mark)} the cheapest is {self.cheapest[i]}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return {"kv_bytes_per_token": self.kv_bytes_per_token,
                 "crossovers": [{"hold_time_s": t, "from": a, "to": b}
                                for t, a, b in self.crossovers]}
-
-
-def _time(seconds: float) -> str:
-    from symbolic.units import format_quantity, parse_unit_cached
-
-    return format_quantity(seconds, parse_unit_cached("s"))
 
 
 def tier_costs(kv_bytes_per_token: str, tiers: list[str] | None = None,

@@ -19,6 +19,7 @@ import numpy as np
 from solvers.execute import CompiledPlan
 from solvers.pins import Pin
 from solvers.vectorised import evaluate
+from symbolic.uncertain import Z90
 
 DEFAULT_SAMPLES = 100_000
 SENSITIVITY_SAMPLES = 20_000
@@ -116,9 +117,9 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
     return propagation
 
 
-def _linear(compiled, nominal, uncertain, targets, regime, step=1e-4):
-    """First-order interval from log-space derivatives at the nominal point."""
-    names = list(uncertain)
+def _log_derivatives(compiled, nominal, names, regime, step=1e-4):
+    """Every quantity at the nominal point and d ln(quantity) / d ln(pin) for each of
+    ``names`` (central differences, one vectorised evaluation); NaN where undefined."""
     size = 1 + 2 * len(names)
     trial = {k: np.full(size, v) for k, v in nominal.items()}
     for i, name in enumerate(names):
@@ -126,18 +127,28 @@ def _linear(compiled, nominal, uncertain, targets, regime, step=1e-4):
         trial[name][2 + 2 * i] *= math.exp(-step)
     values = evaluate(compiled, trial, regime, size).values
     out = {}
+    with np.errstate(all="ignore"):
+        for target, v in values.items():
+            up, down = v[1::2], v[2::2]
+            ok = np.isfinite(up) & np.isfinite(down) & (up > 0) & (down > 0)
+            slopes = np.where(ok, (np.log(np.where(ok, up, 1.0))
+                                   - np.log(np.where(ok, down, 1.0))) / (2 * step), np.nan)
+            out[target] = (v[0], dict(zip(names, slopes.tolist(), strict=True)))
+    return out
+
+
+def _linear(compiled, nominal, uncertain, targets, regime):
+    """First-order interval from log-space derivatives at the nominal point."""
+    derivatives = _log_derivatives(compiled, nominal, list(uncertain), regime)
+    out = {}
     for target in targets:
-        v = values[target]
-        if not np.all(np.isfinite(v)) or np.any(v <= 0):
+        centre, slopes = derivatives[target]
+        if not (np.isfinite(centre) and centre > 0) or not all(
+                math.isfinite(e) for e in slopes.values()):
             continue
-        variance = 0.0
-        for i, name in enumerate(names):
-            elasticity = (math.log(v[1 + 2 * i]) - math.log(v[2 + 2 * i])) / (2 * step)
-            variance += (elasticity * uncertain[name].log_sd) ** 2
-        sd = math.sqrt(variance)
-        centre = math.log(v[0])
-        out[target] = (math.exp(centre - 1.6448536269514722 * sd),
-                       math.exp(centre + 1.6448536269514722 * sd))
+        sd = math.sqrt(sum((slopes[n] * uncertain[n].log_sd) ** 2 for n in uncertain))
+        out[target] = (math.exp(math.log(centre) - Z90 * sd),
+                       math.exp(math.log(centre) + Z90 * sd))
     return out
 
 
@@ -148,17 +159,7 @@ def elasticities(compiled: CompiledPlan, pins: Mapping[str, Pin], target: str,
     An elasticity e means doubling the pin multiplies the answer by 2**e. Sorted by |e|.
     """
     names = [n for n, p in pins.items() if p.value > 0]
-    size = 1 + 2 * len(names)
-    trial = {n: np.full(size, p.value) for n, p in pins.items()}
-    for i, name in enumerate(names):
-        trial[name][1 + 2 * i] *= math.exp(step)
-        trial[name][2 + 2 * i] *= math.exp(-step)
-    values = evaluate(compiled, trial, None, size).values[target]
-    out = []
-    for i, name in enumerate(names):
-        up, down = values[1 + 2 * i], values[2 + 2 * i]
-        if up > 0 and down > 0 and np.isfinite(up) and np.isfinite(down):
-            e = (math.log(up) - math.log(down)) / (2 * step)
-            if abs(e) > 1e-6:
-                out.append((name, e))
+    nominal = {n: p.value for n, p in pins.items()}
+    _, slopes = _log_derivatives(compiled, nominal, names, None, step)[target]
+    out = [(n, e) for n, e in slopes.items() if math.isfinite(e) and abs(e) > 1e-6]
     return sorted(out, key=lambda item: -abs(item[1]))

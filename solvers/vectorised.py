@@ -155,7 +155,8 @@ def _regime_labels(cstep, env, size, result, name):
     stacked = np.vstack([np.broadcast_to(np.asarray(fn(env), dtype=float), (size,))
                          for _, fn in cstep.regime_args])
     labels = np.array([label for label, _ in cstep.regime_args], dtype=object)
-    result.regimes[name] = labels[np.argmax(stacked, axis=0)]
+    winner = np.argmin if cstep.regime_low_wins else np.argmax
+    result.regimes[name] = labels[winner(stacked, axis=0)]
 
 
 def _scalar_fallback(model, cstep, env, regime, size, result):

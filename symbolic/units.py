@@ -196,6 +196,11 @@ def format_quantity(value: float, unit: pint.Unit, digits: int = 4) -> str:
     return f"{format_number(value, digits)} {text}".rstrip()
 
 
+def format_seconds(seconds: float, digits: int = 4) -> str:
+    """A duration in seconds with a readable unit (``14.4 ms``, ``5 minute``)."""
+    return format_quantity(seconds, ureg.second, digits)
+
+
 _TIME_DIM = ureg.get_dimensionality("second")
 _BYTE_DIM = ureg.get_dimensionality("byte")
 _RATE_LADDERS = {
