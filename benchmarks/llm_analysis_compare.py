@@ -2,9 +2,12 @@
 
 Both tools get the same inputs: llm-analysis's own Llama-2-70B and A100 SXM 80GB configs,
 bf16 weights, activations and KV cache, tensor parallelism 8, peak FLOP/s and bandwidth.
-Printed: each tool's step time, their ratio, each tool's assumptions, an aligned comparison
-(llm-analysis without TP communication, chalk counting KV load + store as llm-analysis
-does), and the medians of repeated computations with the speed ratio from the same run.
+chalk answers with ``step_time_with_comm``: the lecture's roofline step plus the tensor-parallel
+all-reduces, given llm-analysis's own NVLink bandwidth and per-all-reduce latency.
+Printed: each tool's step time and their ratio over a range of batches, each tool's
+assumptions, the differences item by item at two batches, an aligned comparison (chalk
+counting KV load + store as llm-analysis does) and the roofline part alone, and the medians
+of repeated computations with the speed ratio from the same run.
 
 llm-analysis is for this benchmark only (``pip install llm-analysis``); it is not a chalk
 dependency, and without it the benchmark prints one line and returns.
@@ -59,15 +62,25 @@ def _chalk_pins(gpu, model_cfg, params: float, batch: int, kv_factor: int = 1) -
         # llm-analysis sizes the cache at prompt + generated tokens
         "context_length": f"{PROMPT + NEW_TOKENS} token",
         "batch_size": f"{batch} sequence",
+        # tensor-parallel all-reduces: llm-analysis's own NVLink figures for this GPU
+        "n_layers": model_cfg.num_layers,
+        "d_model": model_cfg.hidden_dim,
+        "activation_bytes": "2 byte",
+        "scale_up_bandwidth": f"{gpu.intra_node_bandwidth_in_GB_per_sec}e9 byte/s",
+        "allreduce_latency": f"{gpu.intra_node_min_message_latency} s",
     }
 
 
 CHALK_ASSUMPTIONS = (
-    "step = max(t_compute, t_memory): compute and HBM traffic overlap perfectly (roofline)",
+    "step_time_with_comm = step_time + t_tp_comm: the all-reduces follow the roofline part",
+    "step_time = max(t_compute, t_memory): compute and HBM traffic overlap perfectly",
     "t_compute = batch x 2 FLOP x active_params / (8 x peak FLOP/s); attention FLOPs left out",
     "t_memory = (all weights + batch x context x KV bytes/token) / (8 x peak HBM bandwidth)",
-    "weights and KV cache spread evenly over the 8 chips; KV read once per step",
-    "no TP communication, no activations, no layernorm or embedding special cases",
+    "weights (embedding included) and KV cache spread evenly over the 8 chips; KV read once",
+    "writing the step's new KV entries (1/context of the cache read) is left out",
+    "t_tp_comm = 2 x n_layers x (latency + 2 (p-1)/p x batch x d_model x 2 B / NVLink B/s):",
+    "two all-reduces per layer (Megatron-LM), ring all-reduce, latency + bytes/bandwidth",
+    "no activations, layernorms or logits special cases",
 )
 LA_ASSUMPTIONS = (
     "per layer: attention and MLP each max(compute, weight + activation reads), then summed",
@@ -79,6 +92,7 @@ LA_ASSUMPTIONS = (
     "KV cache sized at prompt + generated tokens; efficiencies 1.0 (0.2.2's default too)",
     "its Llama-2-70B config: 2-matrix MLP of width 32768, tied embedding",
 )
+SWEEP = (1, 4, 8, 16, 32, 64)
 
 
 def bench_llm_analysis(repeats: int = 50) -> dict:
@@ -101,6 +115,10 @@ def bench_llm_analysis(repeats: int = 50) -> dict:
         la_logger.setLevel(level)
 
 
+def _within(ratio: float) -> str:
+    return "within" if abs(ratio - 1) <= 0.10 else "NOT within"
+
+
 def _compare(la, chalk, repeats: int) -> dict:
     from importlib.metadata import version
 
@@ -117,44 +135,30 @@ def _compare(la, chalk, repeats: int) -> dict:
     print(f"  KV 2 x {model_cfg.num_layers} layers x {model_cfg.num_key_value_heads} KV heads "
           f"x {head_dim} x {KV_BYTES} B = "
           f"{2 * model_cfg.num_layers * model_cfg.num_key_value_heads * head_dim * KV_BYTES:,} "
-          f"byte/token, context {PROMPT + NEW_TOKENS} tokens")
+          f"byte/token, context {PROMPT + NEW_TOKENS} tokens,")
+    print(f"  NVLink {gpu.intra_node_bandwidth_in_GB_per_sec:g} GB/s per direction, "
+          f"{gpu.intra_node_min_message_latency * 1e6:g} µs per all-reduce, "
+          f"d_model {model_cfg.hidden_dim}, bf16 activations")
 
-    figures: dict = {"params": params, "batches": {}}
+    figures: dict = {"params": params, "batches": {}, "sweep": {}}
+    print("same inputs, each tool's own assumptions (chalk: step_time_with_comm):")
+    print(f"  {'batch':>5}  {'chalk ms':>9}  {'of which comm':>13}  {'llm-analysis ms':>15}  "
+          f"{'of which comm':>13}  {'llm-a/chalk':>11}")
+    for batch in SWEEP:
+        summary, _ = _la_run(la, gpu, batch)
+        c = chalk.solve("step_time_with_comm",
+                        given=_chalk_pins(gpu, model_cfg, params, batch))
+        c_ms, la_ms = c.value("step_time_with_comm", "ms"), summary["decode_latency"] * 1e3
+        ratio = la_ms / c_ms
+        figures["sweep"][batch] = ratio
+        print(f"  {batch:>5}  {c_ms:>9.3f}  {c.value('t_tp_comm', 'ms'):>13.3f}  "
+              f"{la_ms:>15.3f}  {summary['decode_latency_fwd_tp_comm'] * 1e3:>13.3f}  "
+              f"{ratio:>11.3f}  {_within(ratio)} 10%")
     embed_extra = (model_cfg.vocab_size * model_cfg.hidden_dim * 2 * (1 - 1 / TP)
                    / (gpu.hbm_bandwidth_in_GB_per_sec * 1e9))
     for batch in BATCHES:
-        summary, _ = _la_run(la, gpu, batch)
-        aligned, _ = _la_run(la, gpu, batch, no_comm=True)
-        c = chalk.solve("step_time", given=_chalk_pins(gpu, model_cfg, params, batch))
-        c2 = chalk.solve("step_time", given=_chalk_pins(gpu, model_cfg, params, batch, 2))
-        real = chalk.solve("step_time", given=_chalk_pins(gpu, model_cfg, REAL_PARAMS, batch))
-        la_ms, la2_ms = summary["decode_latency"] * 1e3, aligned["decode_latency"] * 1e3
-        c_ms, c2_ms = c.value("step_time", "ms"), c2.value("step_time", "ms")
-        regime = "memory-bound" if c.value("t_memory", "s") >= c.value("t_compute", "s") \
-            else "compute-bound"
-        comm_ms = summary["decode_latency_fwd_tp_comm"] * 1e3
-        extra_kv_ms = c2_ms - c_ms
-        print(f"batch {batch}: chalk {c_ms:.3f} ms ({regime}), llm-analysis {la_ms:.3f} ms, "
-              f"llm-analysis/chalk = {la_ms / c_ms:.3f} "
-              f"({'within' if abs(la_ms / c_ms - 1) <= 0.10 else 'NOT within'} 10%)")
-        print(f"  llm-analysis extras: TP all-reduces {comm_ms:.3f} ms, KV store "
-              f"{extra_kv_ms:.3f} ms, unsharded embedding read {embed_extra * 1e3:.3f} ms")
-        print(f"  aligned (llm-analysis without TP communication; chalk KV bytes doubled for "
-              f"load + store): chalk {c2_ms:.3f} ms, llm-analysis {la2_ms:.3f} ms, "
-              f"ratio {la2_ms / c2_ms:.3f}")
-        residual = la2_ms - c2_ms
-        print(f"  aligned residual {residual:.3f} ms: {embed_extra * 1e3:.3f} ms unsharded "
-              f"embedding, {residual - embed_extra * 1e3:.3f} ms activations, layernorms, "
-              f"logits")
-        print(f"  aside: the released model has {REAL_PARAMS:,} params (llm-analysis counts "
-              f"{1 - params / REAL_PARAMS:.0%} fewer); chalk with them: "
-              f"{real.value('step_time', 'ms'):.3f} ms")
-        figures["batches"][batch] = {
-            "chalk_ms": c_ms, "llm_analysis_ms": la_ms, "ratio": la_ms / c_ms,
-            "aligned_chalk_ms": c2_ms, "aligned_llm_analysis_ms": la2_ms,
-            "aligned_ratio": la2_ms / c2_ms, "tp_comm_ms": comm_ms,
-            "real_params_chalk_ms": real.value("step_time", "ms"),
-        }
+        figures["batches"][batch] = _itemise(la, chalk, gpu, model_cfg, params, batch,
+                                             embed_extra)
     print("chalk assumes:")
     for line in CHALK_ASSUMPTIONS:
         print(f"  - {line}")
@@ -166,11 +170,51 @@ def _compare(la, chalk, repeats: int) -> dict:
     return figures
 
 
+def _itemise(la, chalk, gpu, model_cfg, params, batch: int, embed_extra: float) -> dict:
+    """Where the two tools differ at one batch, each difference measured on its own."""
+    summary, _ = _la_run(la, gpu, batch)
+    no_comm, _ = _la_run(la, gpu, batch, no_comm=True)
+    target = "step_time_with_comm"
+    c = chalk.solve(target, given=_chalk_pins(gpu, model_cfg, params, batch))
+    c2 = chalk.solve(target, given=_chalk_pins(gpu, model_cfg, params, batch, 2))
+    real = chalk.solve(target, given=_chalk_pins(gpu, model_cfg, REAL_PARAMS, batch))
+    la_ms, c_ms, c2_ms = (summary["decode_latency"] * 1e3, c.value(target, "ms"),
+                          c2.value(target, "ms"))
+    regime = ("memory-bound" if c.value("t_memory", "s") >= c.value("t_compute", "s")
+              else "compute-bound")
+    kv_store_ms = summary["kv_cache_latency"] / 2 * 1e3
+    comm_gap = c.value("t_tp_comm", "ms") - summary["decode_latency_fwd_tp_comm"] * 1e3
+    print(f"batch {batch}: chalk {c_ms:.3f} ms ({regime} + all-reduces), llm-analysis "
+          f"{la_ms:.3f} ms, llm-analysis/chalk = {la_ms / c_ms:.3f} "
+          f"({_within(la_ms / c_ms)} 10%)")
+    print(f"  llm-analysis counts on top: KV store of the whole cache {kv_store_ms:.3f} ms, "
+          f"unsharded embedding read {embed_extra * 1e3:.3f} ms; chalk's all-reduces take "
+          f"{comm_gap:.3f} ms longer (latency + bytes, not the max of the two)")
+    print(f"  aligned (chalk KV bytes doubled for load + store, as llm-analysis counts): "
+          f"chalk {c2_ms:.3f} ms, llm-analysis {la_ms:.3f} ms, ratio {la_ms / c2_ms:.3f}")
+    print(f"  roofline only (neither counts communication): chalk "
+          f"{c2.value('step_time', 'ms'):.3f} ms, llm-analysis "
+          f"{no_comm['decode_latency'] * 1e3:.3f} ms, ratio "
+          f"{no_comm['decode_latency'] / c2.value('step_time', 's'):.3f}")
+    print(f"  aside: the released model has {REAL_PARAMS:,} params (llm-analysis counts "
+          f"{1 - params / REAL_PARAMS:.0%} fewer); chalk with them: "
+          f"{real.value(target, 'ms'):.3f} ms")
+    return {
+        "chalk_ms": c_ms, "llm_analysis_ms": la_ms, "ratio": la_ms / c_ms,
+        "aligned_chalk_ms": c2_ms, "aligned_ratio": la_ms / c2_ms,
+        "roofline_ratio": no_comm["decode_latency"] / c2.value("step_time", "s"),
+        "chalk_tp_comm_ms": c.value("t_tp_comm", "ms"),
+        "llm_analysis_tp_comm_ms": summary["decode_latency_fwd_tp_comm"] * 1e3,
+        "kv_store_ms": kv_store_ms, "real_params_chalk_ms": real.value(target, "ms"),
+    }
+
+
 def _speed(la, chalk, gpu, model_cfg, params, repeats: int) -> dict:
     """Median time to compute one decode step time, new batch each call, interleaved."""
     def with_chalk(i):
         given = _chalk_pins(gpu, model_cfg, params, 16 + i % 17)
-        return chalk.solve("step_time", given=given).value("step_time", "s")
+        return chalk.solve("step_time_with_comm", given=given).value("step_time_with_comm",
+                                                                      "s")
 
     def with_llm_analysis(i):
         return _la_run(la, la.get_gpu_config_by_name(GPU), 16 + i % 17)[0]["decode_latency"]
@@ -183,7 +227,7 @@ def _speed(la, chalk, gpu, model_cfg, params, repeats: int) -> dict:
             fn(i)
             times.append(time.perf_counter() - start)
     c, h = statistics.median(chalk_t), statistics.median(la_t)
-    print(f"warm chalk.solve('step_time') with new text pins: median {c * 1e6:.0f} µs "
+    print(f"warm chalk.solve('step_time_with_comm') with new text pins: median {c * 1e6:.0f} µs "
           f"over {repeats} runs")
     print(f"llm-analysis LLMAnalysis(...) + inference(): median {h * 1e6:.0f} µs "
           f"(its logging silenced)")

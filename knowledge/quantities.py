@@ -30,6 +30,7 @@ kv_bytes_per_sequence kv_tokens_read sparse_context_crossover remat_cost_per_tok
 hold_cost_per_token retrieve_cost_per_token tier_cost_per_token tier_cost_per_byte_hour
 cache_storage_price cache_price_per_byte_hour step_time_fast t_compute_fast t_memory_fast
 cost_per_token_fast fast_batch_ratio pipeline_bubble_fraction loss inference_tokens
+tp_allreduce_bytes t_allreduce t_tp_comm step_time_with_comm
 """.split())
 
 
@@ -286,6 +287,18 @@ VARIABLES: tuple[Variable, ...] = (
     _v("t_memory_fast", "s", "HBM traffic time of a fast-tier step", SERVING, typical=0.01),
     _v("cost_per_token_fast", "USD/token", "cost per token of the fast tier", SERVING,
        typical=1e-6),
+    # Tensor-parallel communication
+    _v("allreduce_latency", "s", "fixed time of one all-reduce over the n_chips, whatever "
+       "its size (the small-message time; 0 on one chip)", PARALLELISM, allow_zero=True,
+       typical=1e-5),
+    _v("tp_allreduce_bytes", "byte", "bytes each chip sends in one ring all-reduce of a "
+       "step's activations (0 on one chip)", PARALLELISM, allow_zero=True, typical=1e6),
+    _v("t_allreduce", "s", "time of one all-reduce of a step's activations over the n_chips",
+       PARALLELISM, allow_zero=True, typical=1e-5),
+    _v("t_tp_comm", "s", "time of a decode step's tensor-parallel all-reduces (two per layer)",
+       PARALLELISM, allow_zero=True, typical=1e-3),
+    _v("step_time_with_comm", "s", "step_time plus the tensor-parallel all-reduces on the "
+       "critical path", SERVING, typical=0.02),
 )
 
 BY_NAME = {v.name: v for v in VARIABLES}
