@@ -23,7 +23,7 @@ from solvers.conditioning import check as conditioning_check
 from solvers.plan import Plan, Step, make_plan
 from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
 from solvers.tearing import degenerate_directions, tear
-from symbolic.errors import AmbiguousSolution, DegenerateError, NoSolution
+from symbolic.errors import AmbiguousSolution, DegenerateError, NoSolution, SearchFailed
 from symbolic.evaluate import compile_expr
 from symbolic.model import Model
 from symbolic.printing import plain
@@ -190,6 +190,34 @@ def _physical(model: Model, name: str, value) -> bool:
     return math.isfinite(value) and model.variables[name].admits(value)
 
 
+def _flat_with_physical_members(model: Model, branch, env, scope, names, guesses
+                                ) -> list[str]:
+    """The flat quantities of a non-physical block solution whose family of solutions
+    also holds physical ones; empty otherwise.
+
+    Multi-start on a block the pins fix only up to a combination can wander along the
+    flat direction to a non-physical end (1e59 FLOP/token, say). Saying "no physical
+    solution" there would be false: the flat tears are put back at their typical values,
+    the others re-solved, and a physical solution found that way shows the family.
+    """
+    flat = degenerate_directions(branch, env, scope, names)
+    held = {t: guesses[t] for t in branch.tears if t in flat}
+    if not held:
+        return []
+    free = [t for t in branch.tears if t not in held]
+    if free:
+        trials = numeric.solve_tears(
+            lambda values: branch.residual(env, {**held, **values}), free, guesses)
+    else:
+        trials = [{}] if all(abs(r) < 1e-10 for r in branch.residual(env, held)) else []
+    for values in trials:
+        member = branch.complete(env, {**held, **values})
+        if all(_physical(model, n, member[n]) for n in names) and _guards_hold(
+                branch.guards, member):
+            return flat
+    return []
+
+
 def _guards_hold(guards, env) -> bool:
     for a, b in guards:
         left, right = float(a(env)), float(b(env))
@@ -337,7 +365,7 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
     names = list(cstep.step.variables)
     guesses = {n: (model.variables[n].typical or 1.0) * model.variables[n].to_base
                for n in names}
-    found = []
+    found, unphysical = [], []
     tears = set()
     for branch in cstep.block_branches:
         labels = branch.labels
@@ -352,14 +380,27 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
                 flat = degenerate_directions(branch, env, scope, names)
                 if flat:
                     raise DegenerateError(flat)
+            else:
+                unphysical.append((branch, scope))
+    if not found:
+        for branch, scope in unphysical:
+            flat = _flat_with_physical_members(model, branch, env, scope, names, guesses)
+            if flat:
+                raise DegenerateError(flat)
     distinct = []
     for solution, labels in found:
         if not any(all(abs(solution[n] - s[n]) <= 1e-7 * abs(s[n]) for n in names)
                    for s, _ in distinct):
             distinct.append((solution, labels))
     if not distinct:
-        raise NoSolution(", ".join(names), "the simultaneous relations "
-                         f"{', '.join(cstep.step.relations)} have no physical solution")
+        relations = ", ".join(cstep.step.relations)
+        if len(tears) > 1:  # multi-start proves nothing: say so, and how to narrow it
+            raise SearchFailed(", ".join(names), f"no start of the numeric search on the "
+                               f"simultaneous relations {relations} reached one, but one may "
+                               f"exist; pin one of {', '.join(sorted(tears))} to solve the "
+                               "rest directly")
+        raise NoSolution(", ".join(names), f"the simultaneous relations {relations} have "
+                         "no physical solution")
     if len(distinct) > 1:
         options = [", ".join(f"{n} = {_show(model, n, s[n])}" for n in names)
                    + (f" ({', '.join(lab)})" if lab else "") for s, lab in distinct[:3]]

@@ -38,22 +38,25 @@ ROOT_ACCEPT = 1e-6  # |relative residual| at a refined sign change that counts a
 
 
 def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 1e30,
-                 points: int = 481) -> list[float]:
+                 points: int = 481, why_undefined: Callable[[float], object] | None = None
+                 ) -> list[float]:
     """Every root of ``f(ln x)`` for x in ``[low, high]``: sign changes on a grid, refined by
-    brentq; a sign change across a pole is not a root."""
+    brentq; a sign change across a pole is not a root.
+
+    ``why_undefined(ln x)`` names what puts ``f`` off its domain (NaN) at a point. Where two
+    neighbouring grid points are undefined for different reasons, the domain may have an
+    island between them narrower than the grid step; it is searched for by bisection.
+    """
     from scipy.optimize import brentq
 
-    grid = np.linspace(math.log(low), math.log(high), points)
+    grid = list(np.linspace(math.log(low), math.log(high), points))
     values = [f(g) for g in grid]
-    roots = []
+    if why_undefined is not None:
+        grid, values = _with_islands(f, why_undefined, grid, values)
+    grid, values, edges = _with_edges(f, grid, values)
+    # the residual can vanish at a domain edge itself (a quantity diverging there, say)
+    roots = [math.exp(x) for x, fx in edges if math.isfinite(fx) and abs(fx) < 1e-8]
     for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
-        if math.isnan(fa) != math.isnan(fb):
-            # The domain ends inside this interval: move the NaN end to the domain's edge,
-            # where a root can sit (a quantity that diverges at the edge, say).
-            a, fa, b, fb = _to_domain_edge(f, a, fa, b, fb)
-            for x, fx in ((a, fa), (b, fb)):
-                if math.isfinite(fx) and abs(fx) < 1e-8:
-                    roots.append(math.exp(x))  # the residual vanishes at the edge itself
         if math.isnan(fa) or math.isnan(fb):
             continue
         if fa == 0:
@@ -102,6 +105,66 @@ def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 
     return sorted(crossing + extra)
 
 
+def _with_islands(f, why_undefined, grid: list, values: list, depth: int = 48,
+                  samples: int = 33) -> tuple[list, list]:
+    """The grid with points added inside domain islands that fell between two grid points."""
+    new_grid, new_values = [grid[0]], [values[0]]
+    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
+        if math.isnan(fa) and math.isnan(fb):
+            inside = _find_island(f, why_undefined, a, b, depth)
+            if inside is not None:
+                left, _, _, _ = _to_domain_edge(f, a, math.nan, inside, f(inside))
+                _, _, right, _ = _to_domain_edge(f, inside, f(inside), b, math.nan)
+                for x in np.linspace(left, right, samples):
+                    new_grid.append(float(x))
+                    new_values.append(f(x))
+        new_grid.append(b)
+        new_values.append(fb)
+    return new_grid, new_values
+
+
+def _with_edges(f, grid: list, values: list, halvings: int = 44
+                ) -> tuple[list, list, list]:
+    """The grid with each domain edge located and approached geometrically.
+
+    A saturating relation crowds its features against the edge of the domain (a root
+    1e-5 inside it, say), far below the grid step, so points at halving distances from
+    each edge are added; the edges themselves are returned as (ln x, f) pairs.
+    """
+    new_grid, new_values, edges = [grid[0]], [values[0]], []
+    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
+        if math.isnan(fa) != math.isnan(fb):
+            a2, fa2, b2, fb2 = _to_domain_edge(f, a, fa, b, fb)
+            edge, inner = (a2, b2) if math.isnan(fa) else (b2, a2)
+            edges.append((edge, f(edge)))
+            steps = [edge + (inner - edge) * 0.5 ** k for k in range(halvings, 0, -1)]
+            points = [edge, *steps] if math.isnan(fa) else [*reversed(steps), edge]
+            for x in points:
+                new_grid.append(x)
+                new_values.append(f(x))
+        new_grid.append(b)
+        new_values.append(fb)
+    return new_grid, new_values, edges
+
+
+def _find_island(f, why_undefined, a: float, b: float, depth: int) -> float | None:
+    """A point of ``(a, b)`` where ``f`` is defined, if bisecting between the reasons the
+    ends are undefined finds one; ``None`` when the reasons agree or no point turns up."""
+    reason_a, reason_b = why_undefined(a), why_undefined(b)
+    if reason_a == reason_b or depth == 0:
+        return None
+    middle = 0.5 * (a + b)
+    if not math.isnan(f(middle)):
+        return middle
+    reason = why_undefined(middle)
+    found = None
+    if reason != reason_a:
+        found = _find_island(f, why_undefined, a, middle, depth - 1)
+    if found is None and reason != reason_b:
+        found = _find_island(f, why_undefined, middle, b, depth - 1)
+    return found
+
+
 def _to_domain_edge(f, a, fa, b, fb, steps: int = 60):
     """Shrink [a, b] so that both ends are finite, by bisecting towards the domain edge."""
     inside, outside = (b, a) if math.isnan(fa) else (a, b)
@@ -131,9 +194,12 @@ def solve_tears(residuals: Callable[[dict], list[float]], names: Sequence[str],
     centre = np.array([math.log(guesses.get(n, 1.0)) for n in names])
     rng = np.random.default_rng(seed)
     points = [centre] + [centre + rng.normal(0.0, 3.0, size=len(names)) for _ in range(starts)]
+    # more equations than unknowns (a degenerate block with a tear held): least squares
+    square = len(wrapped(centre)) == len(names)
+    method, options = ("hybr", {"xtol": 1e-14}) if square else ("lm", {"xtol": 1e-14})
     found = []
     for start in points:
-        result = root(wrapped, start, method="hybr", options={"xtol": 1e-14})
+        result = root(wrapped, start, method=method, options=options)
         if np.any(np.abs(result.x) > 700):
             continue  # ran off to 0 or infinity
         if max(abs(v) for v in wrapped(result.x)) < 1e-10:

@@ -49,6 +49,14 @@ class TornBranch:
                 scope[name] = value if value > 0 else math.nan
         return scope
 
+    def first_undefined(self, env: dict, tear_values: dict) -> str:
+        """The first quantity the closed forms take off its domain ("" if none does)."""
+        scope = self.complete(env, tear_values)
+        for name, _ in self.sequence:
+            if math.isnan(scope[name]):
+                return name
+        return ""
+
     def residual(self, env: dict, tear_values: dict) -> list[float]:
         scope = self.complete(env, tear_values)
         return [residual_at(lhs, rhs, scope) for lhs, rhs in self.residuals]
@@ -64,7 +72,10 @@ class TornBranch:
             def f(log_x):
                 return self.residual(env, {name: math.exp(log_x)})[0]
 
-            roots = roots_scalar(f)
+            def why_undefined(log_x):
+                return self.first_undefined(env, {name: math.exp(log_x)})
+
+            roots = roots_scalar(f, why_undefined=why_undefined)
             if not roots:
                 # A residual that is zero wherever it is defined: any value of the tear
                 # satisfies the block, so the pins fix only a combination.

@@ -153,6 +153,14 @@ class NoSolution(ChalkError):
         super().__init__(f"no physical value of {name}: {reason}")
 
 
+class SearchFailed(NoSolution):
+    """A numeric search found no physical value, without proving that none exists."""
+
+    def __init__(self, name: str, reason: str):
+        self.name = name
+        ChalkError.__init__(self, f"found no physical value of {name}: {reason}")
+
+
 class AmbiguousSolution(ChalkError):
     """Several physical values fit; the user must say which regime or root is meant."""
 

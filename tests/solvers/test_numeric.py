@@ -54,3 +54,39 @@ def test_flat_crossing_is_bracketed_not_polished():
     roots = roots_scalar(f)
     assert len(roots) == 1
     assert roots[0] == pytest.approx(1.16986403884e11, rel=1e-12)
+
+
+def test_domain_island_narrower_than_the_grid_step_is_searched():
+    # Regression (moe round trip, seed 361): the closed forms behind a tear were defined
+    # only on a window 0.18 wide in ln x, narrower than the 0.29 grid step, so the scan
+    # saw NaN everywhere and reported no solution. The ends are undefined for different
+    # reasons (below: one quantity negative, above: another), which the scan now uses.
+    lo, hi, root = math.log(2.63e11), math.log(3.16e11), 3.0e11
+
+    def f(y):
+        if y <= lo or y >= hi:
+            return math.nan
+        return math.tanh(y - math.log(root))
+
+    def why(y):
+        return "" if lo < y < hi else ("n_experts" if y <= lo else "dense_params")
+
+    assert roots_scalar(f, why_undefined=why) == [pytest.approx(root, rel=1e-9)]
+    # without the reasons the island stays invisible: the test above is not vacuous
+    assert roots_scalar(f) == []
+
+
+def test_roots_crowded_against_a_domain_edge_are_found():
+    # Regression (moe round trip, seed 1113): a saturated relation put two roots within
+    # 1% of the domain edge at x = 294.003, both between the edge and the next grid point,
+    # where the residual has the same sign; the scan found neither.
+    edge = 294.003
+
+    def f(y):
+        x = math.exp(y)
+        if x <= edge:
+            return math.nan
+        return math.tanh((x - 294.0078) * (x - 296.0) / (x - edge) ** 2)
+
+    roots = roots_scalar(f)
+    assert roots == [pytest.approx(294.0078, rel=1e-9), pytest.approx(296.0, rel=1e-9)]

@@ -131,3 +131,52 @@ def test_torn_block_is_polished_past_a_cancellation_in_its_closed_forms():
     outcome = round_trip(state, 7995, model)
     assert outcome.worst <= 1, f"{outcome.worst_name} {outcome.worst:.3g} x its tolerance off"
     assert outcome.residual < 1e-12
+
+
+def test_a_narrow_domain_window_of_a_tear_is_not_called_unsolvable():
+    # Regression (NoSolution survey): moe seed 361 tears expert_params, whose closed forms
+    # are defined only between total - active and total params, a window narrower than the
+    # root scan's grid step. The block was reported as having no physical solution.
+    model = MODELS["moe"]
+    state = consistent_state(361, model)
+    outcome = round_trip(state, 361, model)
+    assert outcome.worst <= 1, f"{outcome.worst_name} {outcome.worst:.3g} x its tolerance off"
+
+
+def test_two_roots_against_a_domain_edge_are_reported_as_two():
+    # Regression (NoSolution survey): moe seed 1113 has experts_touched saturated; the
+    # drawn n_experts (294.008) and a second solution (295.6) both sit within 1% of the
+    # domain edge, between it and the next grid point, and neither was found.
+    model = MODELS["moe"]
+    state = consistent_state(1113, model)
+    with pytest.raises(Skip, match="several physical values"):
+        round_trip(state, 1113, model)
+
+
+def test_a_degenerate_block_is_not_called_unsolvable():
+    # Regression (NoSolution survey): batch seed 1216 pins fix flops_per_token only up to
+    # a combination in the memory-bound regime; multi-start wandered along that direction
+    # to 1e59 FLOP/token, which is not physical, and the block was reported as having no
+    # physical solution. It is degenerate, and must say so.
+    model = MODELS["batch"]
+    state = consistent_state(1216, model)
+    with pytest.raises(Skip, match="fix only a combination"):
+        round_trip(state, 1216, model)
+
+
+def test_a_failed_multi_start_search_does_not_claim_there_is_no_solution():
+    # moe seed 2473: a block with three tears that multi-start does not solve. The drawn
+    # state is a solution, so "no physical solution" would be false; the message must say
+    # the search failed and which quantity to pin (or the block must come back exact).
+    from symbolic.errors import NoSolution, SearchFailed
+
+    model = MODELS["moe"]
+    state = consistent_state(2473, model)
+    try:
+        outcome = round_trip(state, 2473, model)
+    except SearchFailed as exc:
+        assert "one may exist; pin one of" in str(exc)
+    except NoSolution as exc:
+        pytest.fail(f"claimed no solution for a consistent state: {exc}")
+    else:
+        assert outcome.worst <= 1
