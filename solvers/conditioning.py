@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from symbolic.errors import NoSolution
+from symbolic.errors import IllConditioned
 
 REFUSE = 1e9
 WARN = 1e5
@@ -43,7 +43,7 @@ def elasticities(evaluator, env: dict, inputs, value: float) -> dict[str, float]
 
 
 def check(name: str, relation: str, evaluator, env: dict, inputs, value: float) -> str:
-    """A warning note, or "" ; raises NoSolution when no digit of the answer survives."""
+    """A warning note, or "" ; raises IllConditioned when no digit of the answer survives."""
     if value <= 0:
         return ""
     found = elasticities(evaluator, env, inputs, value)
@@ -51,7 +51,7 @@ def check(name: str, relation: str, evaluator, env: dict, inputs, value: float) 
         return ""
     worst_input, worst = max(found.items(), key=lambda item: abs(item[1]))
     if abs(worst) >= REFUSE:
-        raise NoSolution(name, f"relation {relation} barely depends on it here, so rounding in "
+        raise IllConditioned(name, f"relation {relation} barely depends on it here, so rounding in "
                          f"{worst_input} swamps it (elasticity {abs(worst):.2g}); pin {name} "
                          "or use values further from saturation")
     if abs(worst) >= WARN:

@@ -161,6 +161,14 @@ class SearchFailed(NoSolution):
         ChalkError.__init__(self, f"found no physical value of {name}: {reason}")
 
 
+class IllConditioned(NoSolution):
+    """The relation that would give a value barely depends on it: rounding leaves no digit."""
+
+    def __init__(self, name: str, reason: str):
+        self.name = name
+        ChalkError.__init__(self, f"cannot pin down {name}: {reason}")
+
+
 class AmbiguousSolution(ChalkError):
     """Several physical values fit; the user must say which regime or root is meant."""
 
