@@ -65,3 +65,24 @@ def test_scale_up_bandwidth_implied_by_the_comm_time():
                                            "t_tp_comm": "2 ms"})
     expected = _ring_bytes(64) / (2e-3 / 160 - 8e-6)
     assert s.value("scale_up_bandwidth", "byte/s") == pytest.approx(expected, rel=1e-9)
+
+
+def test_readme_example_llama_3_1_70b_on_eight_h100s():
+    # README: h100 + llama_3_1_70b + bf16 presets, TP 8, batch 16, 8k context, 10 us.
+    # Datasheet and config numbers: 989 TFLOP/s, 3.35 TB/s, NVLink 450 GB/s per direction;
+    # 70.55e9 params, 80 layers, 8 KV heads x 128, d_model 8192.
+    s = solve(["step_time_with_comm", "t_tp_comm"],
+              presets=["h100", "llama_3_1_70b", "bf16"],
+              given={"n_chips": "8 chip", "batch_size": "16 sequence",
+                     "context_length": "8k token", "allreduce_latency": "10 us"})
+    params = s.value("total_params", "param")
+    assert params == pytest.approx(70.55e9, rel=1e-3)
+    kv = 16 * 8000 * 2 * 80 * 8 * 128 * 2
+    memory = (params * 2 + kv) / (8 * 3.35e12)
+    compute = 16 * 2 * params / (8 * 989e12)
+    comm = 160 * (10e-6 + 2 * 7 / 8 * 16 * 8192 * 2 / 450e9)
+    assert s.value("t_tp_comm", "ms") == pytest.approx(comm * 1e3, rel=1e-9)
+    assert s.value("step_time_with_comm", "ms") == pytest.approx(
+        (max(memory, compute) + comm) * 1e3, rel=1e-9)
+    assert s.value("step_time_with_comm", "ms") == pytest.approx(8.59, abs=0.005)
+    assert s.value("t_tp_comm", "ms") == pytest.approx(1.76, abs=0.005)
