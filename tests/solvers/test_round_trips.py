@@ -110,15 +110,26 @@ def test_whole_knowledge_base_round_trip(seed):
     assert outcome.worst <= 1 or (outcome.multistart and outcome.residual < 1e-8)
 
 
-def test_root_just_inside_a_domain_edge_is_not_lost():
-    # Regression (10,000-case run): training seed 6331 has two solutions, the drawn one
-    # with active_params 1e-6 inside the edge where the loss fit's parameter term uses up
-    # the whole reducible loss. Its steep residual hid that root, so chalk answered with the
-    # other one (964.8e12 param) as if it were unique. Both must now be reported.
-    model = MODELS["training"]
-    state = consistent_state(6331, model)
-    with pytest.raises(Skip, match="several physical values"):
-        round_trip(state, 6331, model)
+# Regressions where the right answer is a refusal with a reason, each found by a run:
+# - training 6331 (10,000-case run): two solutions, the drawn one with active_params 1e-6
+#   inside the edge where the loss fit's parameter term uses up the whole reducible loss.
+#   Its steep residual hid that root, so the other (964.8e12 param) came back as unique.
+# - moe 1113 (NoSolution survey): experts_touched saturated; the drawn n_experts (294.008)
+#   and a second solution (295.6) sit within 1% of the domain edge, between it and the next
+#   grid point, and neither was found ("no physical solution").
+# - batch 1216 (NoSolution survey): the pins fix flops_per_token only up to a combination
+#   in the memory-bound regime; multi-start wandered along that direction to 1e59 FLOP/token,
+#   which is not physical, and the block was called unsolvable instead of degenerate.
+@pytest.mark.parametrize("topic, seed, reason", [
+    ("training", 6331, "several physical values"),
+    ("moe", 1113, "several physical values"),
+    ("batch", 1216, "fix only a combination"),
+])
+def test_refused_with_the_right_reason(topic, seed, reason):
+    model = MODELS[topic]
+    state = consistent_state(seed, model)
+    with pytest.raises(Skip, match=reason):
+        round_trip(state, seed, model)
 
 
 def test_torn_block_is_polished_past_a_cancellation_in_its_closed_forms():
@@ -141,27 +152,6 @@ def test_a_narrow_domain_window_of_a_tear_is_not_called_unsolvable():
     state = consistent_state(361, model)
     outcome = round_trip(state, 361, model)
     assert outcome.worst <= 1, f"{outcome.worst_name} {outcome.worst:.3g} x its tolerance off"
-
-
-def test_two_roots_against_a_domain_edge_are_reported_as_two():
-    # Regression (NoSolution survey): moe seed 1113 has experts_touched saturated; the
-    # drawn n_experts (294.008) and a second solution (295.6) both sit within 1% of the
-    # domain edge, between it and the next grid point, and neither was found.
-    model = MODELS["moe"]
-    state = consistent_state(1113, model)
-    with pytest.raises(Skip, match="several physical values"):
-        round_trip(state, 1113, model)
-
-
-def test_a_degenerate_block_is_not_called_unsolvable():
-    # Regression (NoSolution survey): batch seed 1216 pins fix flops_per_token only up to
-    # a combination in the memory-bound regime; multi-start wandered along that direction
-    # to 1e59 FLOP/token, which is not physical, and the block was reported as having no
-    # physical solution. It is degenerate, and must say so.
-    model = MODELS["batch"]
-    state = consistent_state(1216, model)
-    with pytest.raises(Skip, match="fix only a combination"):
-        round_trip(state, 1216, model)
 
 
 def test_a_failed_multi_start_search_does_not_claim_there_is_no_solution():
