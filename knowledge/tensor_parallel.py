@@ -39,7 +39,8 @@ ALPHA_BETA = paper("Hockney 1994, 'The communication challenge for MPP', Paralle
 RELATIONS = (
     R("tp_allreduce_bytes",
       q.tp_allreduce_bytes * chips,
-      Integer(2) * (chips - 1) * step_tokens * q.d_model * q.activation_bytes,
+      # (chips - 1) multiplied in first: sympy would spread a bare 2 over the difference
+      step_tokens * (chips - 1) * Integer(2) * q.d_model * q.activation_bytes,
       "bytes each chip sends in a ring all-reduce of the step's activations: a "
       "reduce-scatter and an all-gather, each passing (n-1)/n of the message",
       RING,
