@@ -252,7 +252,9 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
         if isinstance(value, complex) or not _physical(model, name, value):
             if not np.isfinite(value):
                 overflowed = True
-            rejected.append(f"{plain(cc.candidate.expr)} gives {value!s:.10} (not physical)")
+            real = not isinstance(value, complex) and np.isfinite(value)
+            shown = _show(model, name, float(value)) if real else f"{value!s:.10}"
+            rejected.append(f"{plain(cc.candidate.expr)} gives {shown} (not physical)")
             continue
         value = float(value)
         trial = dict(env)
