@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from knowledge import load_model
 from solvers.conflicts import inconsistency
 from solvers.derivation import Derivation
-from solvers.execute import compile_plan, run
+from solvers.execute import MULTI_START, compile_plan, run
 from solvers.pins import Pin, resolve_pins
 from solvers.plan import Plan, make_plan
 from solvers.symbolic_solve import DEFAULT_TIMEOUT
@@ -372,8 +372,12 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
     for check in checks:
         if not check.ok(rtol):
             raise inconsistency(model, check, pins, plan)
+    notes = tuple(dropped) + tuple(
+        f"step {i} ({', '.join(r.variables)}) is one solution a multi-start search found; "
+        "others may exist: pin one of its quantities to make the answer unique"
+        for i, r in enumerate(records, 1) if r.method == MULTI_START)
     derivation = Derivation(model, conventions, pins, tuple(records), tuple(checks), values,
-                            tuple(dropped), plan.unused_pins, rtol)
+                            notes, plan.unused_pins, rtol)
     propagation = None
     if any(p.spread is not None for p in pins.values()):
         if samples < 100:

@@ -31,6 +31,7 @@ from symbolic.relations import Relation
 from symbolic.units import format_quantity, format_seconds
 
 GUARD_RTOL = 1e-9
+MULTI_START = "numeric block (multi-start)"  # a block whose answer is not proven unique
 
 
 @dataclass
@@ -419,7 +420,8 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
             f"their closed forms; {how}")
     if labels:
         note += "; regime: " + ", ".join(labels)
-    return StepRecord(cstep.step.relations, tuple(names), None, "numeric block",
+    method = "numeric block" if len(tears) == 1 else MULTI_START
+    return StepRecord(cstep.step.relations, tuple(names), None, method,
                       _inputs(cstep.relations, names, model), ", ".join(labels) or None, note)
 
 
