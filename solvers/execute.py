@@ -370,11 +370,13 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
                for n in names}
     found, unphysical = [], []
     tears = set()
+    multistart = False  # whether any regime's search was multi-start (proves nothing)
     for branch in cstep.block_branches:
         labels = branch.labels
         if regime and labels and regime not in labels and _labels_known(cstep, regime):
             continue
         tears.update(branch.tears)
+        multistart = multistart or len(branch.tears) > 1
         for scope in branch.solve(env, guesses):
             solution = {n: scope[n] for n in names}
             if all(_physical(model, n, solution[n]) for n in names) and _guards_hold(
@@ -397,7 +399,7 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
             distinct.append((solution, labels))
     if not distinct:
         relations = ", ".join(cstep.step.relations)
-        if len(tears) > 1:  # multi-start proves nothing: say so, and how to narrow it
+        if multistart:  # a failed multi-start proves nothing: say so, and how to narrow it
             raise SearchFailed(", ".join(names), f"no start of the numeric search on the "
                                f"simultaneous relations {relations} reached one, but one may "
                                f"exist; pin one of {', '.join(sorted(tears))} to solve the "
@@ -413,14 +415,14 @@ def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
                                 "pin another quantity or choose a --regime")
     solution, labels = distinct[0]
     env.update(solution)
-    how = ("every root of one torn quantity bracketed and refined (brentq)" if len(tears) == 1
+    how = ("every root of one torn quantity bracketed and refined (brentq)" if not multistart
            else "scipy.optimize.root from several starts, in log space; other solutions "
                 "may exist that no start reached")
     note = (f"solved together, guessing {', '.join(sorted(tears))} and solving the rest by "
             f"their closed forms; {how}")
     if labels:
         note += "; regime: " + ", ".join(labels)
-    method = "numeric block" if len(tears) == 1 else MULTI_START
+    method = MULTI_START if multistart else "numeric block"
     return StepRecord(cstep.step.relations, tuple(names), None, method,
                       _inputs(cstep.relations, names, model), ", ".join(labels) or None, note)
 

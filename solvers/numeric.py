@@ -134,7 +134,7 @@ def _with_edges(f, grid: list, values: list, halvings: int = 44
     new_grid, new_values, edges = [grid[0]], [values[0]], []
     for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
         if math.isnan(fa) != math.isnan(fb):
-            a2, fa2, b2, fb2 = _to_domain_edge(f, a, fa, b, fb)
+            a2, _, b2, _ = _to_domain_edge(f, a, fa, b, fb)
             edge, inner = (a2, b2) if math.isnan(fa) else (b2, a2)
             edges.append((edge, f(edge)))
             steps = [edge + (inner - edge) * 0.5 ** k for k in range(halvings, 0, -1)]
