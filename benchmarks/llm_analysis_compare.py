@@ -35,7 +35,7 @@ REAL_PARAMS = 68_976_648_192
 
 def _la_run(la, gpu, batch: int, *, no_comm: bool = False) -> tuple[dict, object]:
     """llm-analysis's inference summary for one decode step, at peak efficiency."""
-    if no_comm:  # align: chalk has no TP communication term
+    if no_comm:  # the roofline part alone: no TP communication
         gpu = dataclasses.replace(gpu, intra_node_min_message_latency=0.0,
                                   intra_node_bandwidth_in_GB_per_sec=float("inf"))
     analysis = la.LLMAnalysis(la.get_model_config_by_name(MODEL), gpu,
