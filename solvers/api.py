@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from knowledge import load_model
+from solvers.blocks import MULTI_START
 from solvers.conflicts import inconsistency
 from solvers.derivation import Derivation
-from solvers.execute import MULTI_START, compile_plan, run
+from solvers.execute import compile_plan, run
 from solvers.pins import Pin, resolve_pins
 from solvers.plan import Plan, make_plan
 from solvers.symbolic_solve import DEFAULT_TIMEOUT

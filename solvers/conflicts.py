@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from solvers.execute import CheckRecord
 from solvers.plan import Plan, upstream_pins
+from solvers.steps import CheckRecord
 from symbolic.errors import InconsistentPins
 from symbolic.model import Model
 from symbolic.units import format_gap, format_quantity

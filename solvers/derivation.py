@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from solvers.execute import CheckRecord, StepRecord
 from solvers.pins import Pin
+from solvers.steps import CheckRecord, StepRecord
 from symbolic.model import Model
 from symbolic.printing import latex, plain, substituted
 from symbolic.units import format_gap, format_quantity, format_unit

@@ -10,7 +10,6 @@ kept and why; several survivors are an error, never a silent guess.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -19,19 +18,26 @@ import numpy as np
 import sympy
 
 from solvers import numeric
+from solvers.blocks import run_block
 from solvers.conditioning import check as conditioning_check
 from solvers.plan import Plan, Step, make_plan
+from solvers.steps import (
+    GUARD_RTOL,
+    CheckRecord,
+    StepRecord,
+    guards_hold,
+    inputs_of,
+    physical,
+    show,
+)
 from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
-from solvers.tearing import degenerate_directions, tear
-from symbolic.errors import AmbiguousSolution, DegenerateError, NoSolution, SearchFailed
+from solvers.tearing import tear
+from symbolic.errors import AmbiguousSolution, NoSolution
 from symbolic.evaluate import compile_expr
 from symbolic.model import Model
 from symbolic.printing import plain
 from symbolic.relations import Relation
-from symbolic.units import format_quantity, format_seconds
-
-GUARD_RTOL = 1e-9
-MULTI_START = "numeric block (multi-start)"  # a block whose answer is not proven unique
+from symbolic.units import format_seconds
 
 
 @dataclass
@@ -52,32 +58,6 @@ class _CompiledStep:
     equation: tuple | None = None
     block_branches: list = field(default_factory=list)
     note: str = ""
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """One line of a derivation: what was solved, how, and from what."""
-
-    relations: tuple[str, ...]
-    variables: tuple[str, ...]
-    expression: sympy.Expr | None
-    method: str
-    inputs: tuple[str, ...]
-    regime: str | None = None
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class CheckRecord:
-    """A surplus relation evaluated on known values: a cross-check."""
-
-    relation: str
-    lhs: float
-    rhs: float
-    difference: float  # relative
-
-    def ok(self, rtol: float) -> bool:
-        return self.difference <= rtol
 
 
 @dataclass
@@ -160,7 +140,7 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
     records = []
     for cstep in compiled.steps:
         if cstep.kind == "block":
-            records.append(_run_block(model, cstep, env, regime))
+            records.append(run_block(model, cstep, env, regime))
         elif cstep.kind == "numeric":
             records.append(_run_numeric(model, cstep, env))
         else:
@@ -174,62 +154,6 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
         checks.append(CheckRecord(relation.name, left, right, difference))
     values = {k: v for k, v in env.items() if k in model.variables}
     return values, records, checks
-
-
-def _inputs(relations, solved, model) -> tuple[str, ...]:
-    names = set()
-    for r in relations:
-        names |= model.variables_in(r.name)
-    return tuple(sorted(names - set(solved)))
-
-
-def _physical(model: Model, name: str, value) -> bool:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return False
-    return math.isfinite(value) and model.variables[name].admits(value)
-
-
-def _flat_with_physical_members(model: Model, branch, env, scope, names, guesses
-                                ) -> list[str]:
-    """The flat quantities of a non-physical block solution whose family of solutions
-    also holds physical ones; empty otherwise.
-
-    Multi-start on a block the pins fix only up to a combination can wander along the
-    flat direction to a non-physical end (1e59 FLOP/token, say). Saying "no physical
-    solution" there would be false: the flat tears are put back at their typical values,
-    the others re-solved, and a physical solution found that way shows the family.
-    """
-    flat = degenerate_directions(branch, env, scope, names)
-    held = {t: guesses[t] for t in branch.tears if t in flat}
-    if not held:
-        return []
-    free = [t for t in branch.tears if t not in held]
-    if free:
-        trials = numeric.solve_tears(
-            lambda values: branch.residual(env, {**held, **values}), free, guesses)
-    else:
-        trials = [{}] if all(abs(r) < 1e-10 for r in branch.residual(env, held)) else []
-    for values in trials:
-        member = branch.complete(env, {**held, **values})
-        if all(_physical(model, n, member[n]) for n in names) and _guards_hold(
-                branch.guards, member):
-            return flat
-    return []
-
-
-def _guards_hold(guards, env) -> bool:
-    for a, b in guards:
-        left, right = float(a(env)), float(b(env))
-        if left < right - GUARD_RTOL * max(abs(left), abs(right)):
-            return False
-    return True
-
-
-def _show(model: Model, name: str, value: float) -> str:
-    v = model.variables[name]
-    return format_quantity(value / v.to_base, v.pint_unit)
 
 
 def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
@@ -250,18 +174,18 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
             continue
         with np.errstate(all="ignore"):
             value = cc.value(env)
-        if isinstance(value, complex) or not _physical(model, name, value):
+        if isinstance(value, complex) or not physical(model, name, value):
             if not np.isfinite(value):
                 overflowed = True
             real = not isinstance(value, complex) and np.isfinite(value)
-            shown = _show(model, name, float(value)) if real else f"{value!s:.10}"
+            shown = show(model, name, float(value)) if real else f"{value!s:.10}"
             rejected.append(f"{plain(cc.candidate.expr)} gives {shown} (not physical)")
             continue
         value = float(value)
         trial = dict(env)
         trial[name] = value
-        if not _guards_hold(cc.guards, trial):
-            rejected.append(f"{cc.candidate.regime or 'branch'} gives {_show(model, name, value)} "
+        if not guards_hold(cc.guards, trial):
+            rejected.append(f"{cc.candidate.regime or 'branch'} gives {show(model, name, value)} "
                             "but its inequalities fail")
             continue
         survivors.append((value, cc.candidate))
@@ -275,7 +199,7 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
         conditioning = conditioning_check(name, relation.name, chosen.value, env, inputs,
                                           survivors[0][0])
     if unbounded:
-        options = [f"{c.regime or 'a branch'}: {_show(model, name, v)}" for v, c in survivors]
+        options = [f"{c.regime or 'a branch'}: {show(model, name, v)}" for v, c in survivors]
         options += [f"{c.regime or 'a branch'}: any value its inequalities allow"
                     for c in unbounded]
         labels = [c.regime for _, c in survivors] + [c.regime for c in unbounded]
@@ -297,7 +221,7 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
         why = "; ".join(rejected) or "no closed form applies"
         raise NoSolution(name, f"relation {relation.name}: {why}")
     if len(survivors) > 1:
-        options = [f"{c.regime or plain(c.expr)}: {_show(model, name, v)}" for v, c in survivors]
+        options = [f"{c.regime or plain(c.expr)}: {show(model, name, v)}" for v, c in survivors]
         hint = ("choose one with --regime " + " or --regime ".join(
             c.regime for _, c in survivors)) if all(c.regime for _, c in survivors) \
             else "pin another quantity to tell them apart"
@@ -321,7 +245,7 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
     elif candidate.regime:
         note_parts.append(f"{candidate.regime} regime: its inequalities hold")
     return StepRecord((relation.name,), (name,), candidate.expr, candidate.method,
-                      _inputs(cstep.relations, (name,), model), active, "; ".join(note_parts))
+                      inputs_of(cstep.relations, (name,), model), active, "; ".join(note_parts))
 
 
 def _monomial(expr) -> bool:
@@ -352,80 +276,15 @@ def _dedupe(survivors):
 def _run_numeric(model: Model, cstep: _CompiledStep, env) -> StepRecord:
     relation = cstep.relations[0]
     name = cstep.step.variables[0]
-    roots = [r for r in numeric.roots_1d(cstep.equation, name, env) if _physical(model, name, r)]
+    roots = [r for r in numeric.roots_1d(cstep.equation, name, env) if physical(model, name, r)]
     if not roots:
         raise NoSolution(name, f"relation {relation.name} has no positive root")
     if len(roots) > 1:
-        raise AmbiguousSolution(name, [_show(model, name, r) for r in roots],
+        raise AmbiguousSolution(name, [show(model, name, r) for r in roots],
                                 "pin another quantity to tell them apart")
     env[name] = roots[0]
     note = (cstep.note + "; " if cstep.note else "") + "solved numerically (bracketing + brentq)"
     return StepRecord((relation.name,), (name,), None, "numeric (brentq)",
-                      _inputs(cstep.relations, (name,), model), None, note)
+                      inputs_of(cstep.relations, (name,), model), None, note)
 
 
-def _run_block(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
-    names = list(cstep.step.variables)
-    guesses = {n: (model.variables[n].typical or 1.0) * model.variables[n].to_base
-               for n in names}
-    found, unphysical = [], []
-    tears = set()
-    multistart = False  # whether any regime's search was multi-start (proves nothing)
-    for branch in cstep.block_branches:
-        labels = branch.labels
-        if regime and labels and regime not in labels and _labels_known(cstep, regime):
-            continue
-        tears.update(branch.tears)
-        multistart = multistart or len(branch.tears) > 1
-        for scope in branch.solve(env, guesses):
-            solution = {n: scope[n] for n in names}
-            if all(_physical(model, n, solution[n]) for n in names) and _guards_hold(
-                    branch.guards, scope):
-                found.append((solution, labels))
-                flat = degenerate_directions(branch, env, scope, names)
-                if flat:
-                    raise DegenerateError(flat)
-            else:
-                unphysical.append((branch, scope))
-    if not found:
-        for branch, scope in unphysical:
-            flat = _flat_with_physical_members(model, branch, env, scope, names, guesses)
-            if flat:
-                raise DegenerateError(flat)
-    distinct = []
-    for solution, labels in found:
-        if not any(all(abs(solution[n] - s[n]) <= 1e-7 * abs(s[n]) for n in names)
-                   for s, _ in distinct):
-            distinct.append((solution, labels))
-    if not distinct:
-        relations = ", ".join(cstep.step.relations)
-        if multistart:  # a failed multi-start proves nothing: say so, and how to narrow it
-            raise SearchFailed(", ".join(names), f"no start of the numeric search on the "
-                               f"simultaneous relations {relations} reached one, but one may "
-                               f"exist; pin one of {', '.join(sorted(tears))} to solve the "
-                               "rest directly")
-        raise NoSolution(", ".join(names), f"the simultaneous relations {relations} have "
-                         "no physical solution")
-    if len(distinct) > 1:
-        options = [", ".join(f"{n} = {_show(model, n, s[n])}" for n in names)
-                   + (f" ({', '.join(lab)})" if lab else "") for s, lab in distinct[:3]]
-        if len(distinct) > 3:
-            options.append(f"and {len(distinct) - 3} more")
-        raise AmbiguousSolution(", ".join(names), options,
-                                "pin another quantity or choose a --regime")
-    solution, labels = distinct[0]
-    env.update(solution)
-    how = ("every root of one torn quantity bracketed and refined (brentq)" if not multistart
-           else "scipy.optimize.root from several starts, in log space; other solutions "
-                "may exist that no start reached")
-    note = (f"solved together, guessing {', '.join(sorted(tears))} and solving the rest by "
-            f"their closed forms; {how}")
-    if labels:
-        note += "; regime: " + ", ".join(labels)
-    method = MULTI_START if multistart else "numeric block"
-    return StepRecord(cstep.step.relations, tuple(names), None, method,
-                      _inputs(cstep.relations, names, model), ", ".join(labels) or None, note)
-
-
-def _labels_known(cstep, regime) -> bool:
-    return any(regime == label for r in cstep.relations for label, _ in r.regimes)

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.execute import GUARD_RTOL, CompiledPlan, _run_block, _run_numeric
+from solvers.blocks import run_block
+from solvers.execute import CompiledPlan, _run_numeric
+from solvers.steps import GUARD_RTOL
 from symbolic.errors import ChalkError
 from symbolic.model import Model
 
@@ -170,7 +172,7 @@ def _scalar_fallback(model, cstep, env, regime, size, result):
             if cstep.kind == "numeric":
                 _run_numeric(model, cstep, scalar)
             else:
-                _run_block(model, cstep, scalar, regime)
+                run_block(model, cstep, scalar, regime)
         except ChalkError:
             for n in names:
                 result.failed[n] = result.failed.get(n, 0) + 1

@@ -4,7 +4,7 @@ import random
 import warnings
 
 from chalk import Q_, solve
-from solvers.execute import MULTI_START
+from solvers.blocks import MULTI_START
 from solvers.selfcheck import _matching, _max_residual, consistent_state, topic_model
 
 

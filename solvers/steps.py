@@ -1,0 +1,72 @@
+"""What every step of a plan produces, and the tests every value it keeps must pass.
+
+Shared by explicit steps (solvers.execute) and simultaneous blocks (solvers.blocks):
+the records a derivation is made of, whether a value is physical, whether a regime's
+inequalities hold, and how a value is shown in a message.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import sympy
+
+from symbolic.model import Model
+from symbolic.units import format_quantity
+
+GUARD_RTOL = 1e-9  # a regime inequality may fail by this much (relative) and still hold
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One line of a derivation: what was solved, how, and from what."""
+
+    relations: tuple[str, ...]
+    variables: tuple[str, ...]
+    expression: sympy.Expr | None
+    method: str
+    inputs: tuple[str, ...]
+    regime: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """A surplus relation evaluated on known values: a cross-check."""
+
+    relation: str
+    lhs: float
+    rhs: float
+    difference: float  # relative
+
+    def ok(self, rtol: float) -> bool:
+        return self.difference <= rtol
+
+
+def inputs_of(relations, solved, model) -> tuple[str, ...]:
+    names = set()
+    for r in relations:
+        names |= model.variables_in(r.name)
+    return tuple(sorted(names - set(solved)))
+
+
+def physical(model: Model, name: str, value) -> bool:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(value) and model.variables[name].admits(value)
+
+
+def guards_hold(guards, env) -> bool:
+    for a, b in guards:
+        left, right = float(a(env)), float(b(env))
+        if left < right - GUARD_RTOL * max(abs(left), abs(right)):
+            return False
+    return True
+
+
+def show(model: Model, name: str, value: float) -> str:
+    v = model.variables[name]
+    return format_quantity(value / v.to_base, v.pint_unit)
