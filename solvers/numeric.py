@@ -50,10 +50,7 @@ def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 
     from scipy.optimize import brentq
 
     grid = list(np.linspace(math.log(low), math.log(high), points))
-    values = [f(g) for g in grid]
-    if why_undefined is not None:
-        grid, values = _with_islands(f, why_undefined, grid, values)
-    grid, values, edges = _with_edges(f, grid, values)
+    grid, values, edges = _refined(f, grid, [f(g) for g in grid], why_undefined)
     # the residual can vanish at a domain edge itself (a quantity diverging there, say)
     roots = [math.exp(x) for x, fx in edges if math.isfinite(fx) and abs(fx) < 1e-8]
     for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
@@ -105,46 +102,43 @@ def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 
     return sorted(crossing + extra)
 
 
-def _with_islands(f, why_undefined, grid: list, values: list, depth: int = 48,
-                  samples: int = 33) -> tuple[list, list]:
-    """The grid with points added inside domain islands that fell between two grid points."""
-    new_grid, new_values = [grid[0]], [values[0]]
-    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
-        if math.isnan(fa) and math.isnan(fb):
-            inside = _find_island(f, why_undefined, a, b, depth)
-            if inside is not None:
-                left, _, _, _ = _to_domain_edge(f, a, math.nan, inside, f(inside))
-                _, _, right, _ = _to_domain_edge(f, inside, f(inside), b, math.nan)
-                for x in np.linspace(left, right, samples):
-                    new_grid.append(float(x))
-                    new_values.append(f(x))
-        new_grid.append(b)
-        new_values.append(fb)
-    return new_grid, new_values
-
-
-def _with_edges(f, grid: list, values: list, halvings: int = 44
-                ) -> tuple[list, list, list]:
-    """The grid with each domain edge located and approached geometrically.
+def _refined(f, grid: list, values: list, why_undefined=None, halvings: int = 44,
+             samples: int = 33) -> tuple[list, list, list]:
+    """The grid with points added where the domain of ``f`` ends between grid points.
 
     A saturating relation crowds its features against the edge of the domain (a root
-    1e-5 inside it, say), far below the grid step, so points at halving distances from
-    each edge are added; the edges themselves are returned as (ln x, f) pairs.
+    1e-5 inside it, say), far below the grid step, so each edge is located by bisection
+    and approached at halving distances. Between two undefined grid points a domain
+    island is looked for when ``why_undefined`` is given, and sampled if found. Returns
+    the new grid, its values and the edges as (ln x, f) pairs.
     """
     new_grid, new_values, edges = [grid[0]], [values[0]], []
     for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
+        added: list[float] = []
         if math.isnan(fa) != math.isnan(fb):
-            a2, _, b2, _ = _to_domain_edge(f, a, fa, b, fb)
-            edge, inner = (a2, b2) if math.isnan(fa) else (b2, a2)
-            edges.append((edge, f(edge)))
-            steps = [edge + (inner - edge) * 0.5 ** k for k in range(halvings, 0, -1)]
-            points = [edge, *steps] if math.isnan(fa) else [*reversed(steps), edge]
-            for x in points:
-                new_grid.append(x)
-                new_values.append(f(x))
+            inside, outside = (b, a) if math.isnan(fa) else (a, b)
+            edge = _domain_edge(f, inside, outside)
+            added = [edge, *_approach(edge, inside, halvings)]
+            edges.append(edge)
+        elif math.isnan(fa) and why_undefined is not None:
+            inside = _find_island(f, why_undefined, a, b, depth=48)
+            if inside is not None:
+                left, right = _domain_edge(f, inside, a), _domain_edge(f, inside, b)
+                middle = 0.5 * (left + right)
+                added = [*_approach(left, middle, halvings), *_approach(right, middle, halvings),
+                         *np.linspace(left, right, samples)]
+                edges.extend((left, right))
+        for x in sorted(float(x) for x in added):
+            new_grid.append(x)
+            new_values.append(f(x))
         new_grid.append(b)
         new_values.append(fb)
-    return new_grid, new_values, edges
+    return new_grid, new_values, [(x, f(x)) for x in edges]
+
+
+def _approach(edge: float, towards: float, halvings: int) -> list[float]:
+    """Points from ``edge`` towards ``towards`` at halving distances (closest first)."""
+    return [edge + (towards - edge) * 0.5 ** k for k in range(halvings, 0, -1)]
 
 
 def _find_island(f, why_undefined, a: float, b: float, depth: int) -> float | None:
@@ -165,19 +159,16 @@ def _find_island(f, why_undefined, a: float, b: float, depth: int) -> float | No
     return found
 
 
-def _to_domain_edge(f, a, fa, b, fb, steps: int = 60):
-    """Shrink [a, b] so that both ends are finite, by bisecting towards the domain edge."""
-    inside, outside = (b, a) if math.isnan(fa) else (a, b)
+def _domain_edge(f, inside: float, outside: float, steps: int = 60) -> float:
+    """The last point from ``inside`` (defined) towards ``outside`` (undefined) where ``f``
+    is still defined, by bisection."""
     for _ in range(steps):
         middle = 0.5 * (inside + outside)
         if math.isnan(f(middle)):
             outside = middle
         else:
             inside = middle
-    edge, f_edge = inside, f(inside)
-    if math.isnan(fa):
-        return edge, f_edge, b, fb
-    return a, fa, edge, f_edge
+    return inside
 
 
 def solve_tears(residuals: Callable[[dict], list[float]], names: Sequence[str],
