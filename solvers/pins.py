@@ -72,11 +72,7 @@ def read_value(variable: Variable, value) -> tuple[float, str]:
 
 
 def _read_value(variable: Variable, value) -> tuple[float, str]:
-    """Check ``value`` against ``variable``; return its base-unit magnitude and text.
-
-    ``value`` may be text (``"3.35 TB/s"``), a pint Quantity from chalk's
-    registry, or a plain number for a dimensionless quantity.
-    """
+    """:func:`read_value` without the cache for text."""
     name = variable.name
     if isinstance(value, bool):
         raise ParseError(str(value), f"{name} needs a number")
