@@ -45,9 +45,8 @@ RELATIONS = (
     ),
     Relation(
         "replica_hbm_bandwidth",
-        q.replica_hbm_bandwidth * q.hardware_intensity, q.replica_flops,
-        "the chips of one replica read their shares in parallel: n_chips x hbm_bandwidth, "
-        "written through the FLOP/byte ratio so each chip figure appears once",
+        q.replica_hbm_bandwidth, chips * q.hbm_bandwidth,
+        "the chips of one replica read their shares of weights and KV in parallel",
         lecture("1:17:28", "1:18:14"),
         ("weights and KV spread evenly over the chips",),
         topic=TOPIC,

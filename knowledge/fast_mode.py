@@ -4,21 +4,23 @@ A provider can sell faster output by running a smaller batch: the step gets
 shorter (less KV to read, fewer matmuls) but no shorter than reading the
 weights once, and each token carries a larger share of the weight reads, so it
 costs more. Paying k times the price for s times the speed pins where on the
-latency curve the two tiers run. (The fast tier's cost per token follows from
-the normal tier's through the price ratio; writing it out again from step time
-and batch would repeat a consequence of these relations and make the system
-singular.)
+latency curve the two tiers run. The fast tier's cost per token is written out
+as the normal tier's is, so fast_batch_from_prices is a consequence of the
+others; the planner treats such a relation as a cross-check.
 """
 
 from __future__ import annotations
 
 from sympy import Max
 
-from knowledge.quantities import q
+from knowledge.quantities import BY_NAME, q
 from symbolic.relations import Relation as R
 from symbolic.relations import lecture
+from symbolic.variables import count
 
 TOPIC = "fast mode"
+
+chips = count(BY_NAME["n_chips"])
 
 RELATIONS = (
     R("t_compute_fast",
@@ -39,6 +41,14 @@ RELATIONS = (
       "output speed scales with 1/step time",
       lecture("1:08", "2:34"),
       ("same hardware and model for both tiers",),
+      topic=TOPIC),
+    R("cost_per_token_fast",
+      q.cost_per_token_fast,
+      q.step_time_fast * chips * q.chip_price / (q.batch_size_fast * q.decode_tokens_per_step),
+      "cost per token of the fast tier: chip rental for one of its steps over the tokens the "
+      "step produces",
+      lecture("12:58", "13:37"),
+      ("the chips are rented for the whole step",),
       topic=TOPIC),
     R("fast_batch_ratio",
       q.fast_batch_ratio * q.batch_size, q.batch_size_fast,

@@ -93,7 +93,7 @@ VARIABLES: tuple[Variable, ...] = (
     _v("n_active_experts", "1", "routed experts each token goes to", MODEL, typical=8),
     # Serving: one decode step
     _v("batch_size", "sequence", "sequences that each get new tokens in one step", SERVING,
-       aliases=("batch",), typical=2000),
+       aliases=("batch",), typical=64),
     _v("context_length", "token", "tokens of context each sequence attends to", SERVING,
        aliases=("context",), typical=1e5),
     _v("decode_tokens_per_step", "token/sequence",
@@ -198,7 +198,7 @@ VARIABLES: tuple[Variable, ...] = (
     _v("t_alltoall", "s", "time of a step's MoE all-to-all traffic on the scale-up network",
        MOE, typical=1e-3),
     _v("tokens_per_step", "token", "tokens a step produces: batch times tokens per sequence",
-       SERVING, typical=2000),
+       SERVING, typical=64),
     _v("experts_touched", "1", "expected distinct routed experts a step's tokens reach, per "
        "layer", MOE, typical=200),
     _v("expert_params", "param", "parameters in routed experts", MOE, typical=6e11),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from knowledge import load_model
 from solvers.blocks import MULTI_START
@@ -18,13 +18,13 @@ from solvers.conflicts import inconsistency
 from solvers.derivation import Derivation
 from solvers.execute import compile_plan, run
 from solvers.pins import Pin, resolve_pins
-from solvers.plan import Plan, make_plan
+from solvers.plan import Plan, analyse_pins, make_plan
 from solvers.symbolic_solve import DEFAULT_TIMEOUT
 from solvers.uncertainty import DEFAULT_SAMPLES, Propagation, propagate
-from symbolic.errors import UsageError
+from symbolic.errors import ChalkError, UsageError
 from symbolic.model import Model
 from symbolic.presets import Preset
-from symbolic.units import Q_, format_quantity
+from symbolic.units import Q_, format_gap, format_quantity
 
 DEFAULT_RTOL = 1e-2  # pins from public sources are rounded; 1% is agreement
 
@@ -39,17 +39,26 @@ class Solution:
     """
 
     def __init__(self, targets: Sequence[str], derivation: Derivation, plan: Plan,
-                 uncertainty: Propagation | None = None):
+                 uncertainty: Propagation | None = None, stated: Mapping | None = None,
+                 override: Mapping[str, float] | None = None):
         self.targets = tuple(targets)
         self.derivation = derivation
         self.plan = plan
         self.uncertainty = uncertainty
+        self.stated = dict(stated or {})  # target -> what a preset states, and the check
+        self._override = dict(override or {})  # target -> base value answered instead
 
     def __getitem__(self, name: str):
         model = self.derivation.model
         variable = model.variable(name)
         if variable.name not in self.derivation.values:
             raise KeyError(f"{name} was not determined by this solution")
+        if variable.name in self._override:
+            return Q_(self._override[variable.name] / variable.to_base, variable.pint_unit)
+        if not self.derivation.determined(variable.name):
+            raise KeyError(f"{name} is not fixed by the pins: it depends on "
+                           f"{', '.join(self.derivation.placeholders)}, which cancel from "
+                           f"{', '.join(self.targets)}")
         return Q_(self.derivation.declared(variable.name), variable.pint_unit)
 
     @property
@@ -90,6 +99,10 @@ class Solution:
         """
         body = self.derivation.to_dict()
         results = {t: self.derivation._json_value(t) for t in self.targets}
+        for t, entry in self.stated.items():
+            if t in self._override:
+                results[t]["value"] = self.value(t)
+            results[t]["stated"] = {k: v for k, v in entry.items() if v != ""}
         if self.uncertainty is not None:
             for t, summary in self.uncertainty.summaries.items():
                 scale = self.derivation.model.variables[t].to_base
@@ -116,7 +129,15 @@ class Solution:
         for t in self.targets:
             summary = (self.uncertainty.summaries.get(t) if self.uncertainty else None)
             if summary is None:
-                lines.append(f"{t} = {self.derivation.show(t)}")
+                entry = self.stated.get(t)
+                suffix = ""
+                if entry and entry["answer"] == "stated":
+                    suffix = f" (stated by {entry['origin']})"
+                elif entry:
+                    suffix = f" (derived; {entry['origin']} states it too)"
+                shown = format_quantity(self.value(t), self.derivation.model.variables[t]
+                                        .pint_unit)
+                lines.append(f"{t} = {shown}{suffix}")
             else:
                 lines.append(f"{t} = {self._show(t, summary.median)} (median; 90% interval "
                              f"{self._show(t, summary.low)} to {self._show(t, summary.high)})")
@@ -240,17 +261,49 @@ def _presets(presets) -> list[Preset]:
     return [p if isinstance(p, Preset) else preset(p) for p in presets]
 
 
-def _prepare(targets, given, presets, model=None):
+@dataclass(frozen=True)
+class Prepared:
+    """A question with its pins resolved and planned, before any number is computed.
+
+    Attributes
+    ----------
+    model : Model
+    targets : tuple of str
+        Canonical names of the quantities asked for.
+    pins : mapping of name to Pin
+        Every pin in force (conventions, presets, the user's), after lower layers
+        yielded to higher ones.
+    notes : tuple of str
+        What was set aside and why.
+    conventions : str
+        The counting conventions in force.
+    plan : Plan
+    stated : mapping of name to Pin
+        Targets a preset or the conventions state a value for (set aside from the pins).
+    """
+
+    model: Model
+    targets: tuple[str, ...]
+    pins: Mapping[str, Pin]
+    notes: tuple[str, ...]
+    conventions: str
+    plan: Plan
+    stated: Mapping[str, Pin]
+
+
+def prepare(targets, given: Given = (), presets=(), model: Model | None = None) -> Prepared:
+    """Resolve pins and plan a question (what :func:`solve` does before computing)."""
     model = model if model is not None else load_model()
     names = _targets(model, targets)
-    pins, dropped, conventions = resolve_pins(model, given, _presets(presets), names)
+    stated: dict[str, Pin] = {}
+    pins, dropped, conventions = resolve_pins(model, given, _presets(presets), names, stated)
     plan = make_plan(model, frozenset(pins), names)
     if plan.checks:
         pins, yielded = _yield_defaults(model, pins, names, plan)
         if yielded:
             dropped = dropped + yielded
             plan = make_plan(model, frozenset(pins), names)
-    return model, names, pins, dropped, conventions, plan
+    return Prepared(model, names, pins, tuple(dropped), conventions, plan, stated)
 
 
 _RANK = {"conventions": 0, "preset": 1, "given": 2}
@@ -272,9 +325,10 @@ def _yield_defaults(model, pins, names, plan):
         for name in sorted(n for n, p in pins.items() if _rank(p) == rank):
             without = {n: p for n, p in pins.items() if n != name}
             trial = make_plan(model, frozenset(without), names)
-            if name not in trial.partition.determined:
+            if not trial.determines(name):
                 continue
-            higher = _feeding_pins(model, trial, name, without)
+            higher = list(analyse_pins(model, frozenset(without), (name,)).pins_behind(
+                model, name))
             if higher and all(_rank(without[h]) > rank for h in higher):
                 default = pins[name].value
                 implied = _implied(model, without, name) if default else None
@@ -307,28 +361,17 @@ def _implied(model, pins, name) -> float | None:
     return values.get(name)
 
 
-def _feeding_pins(model, plan, name, pins) -> list[str]:
-    """Pins that determine ``name`` through the plan's matched relations."""
-    from solvers.plan import upstream_pins
-    from solvers.structure import solve_order
-
-    unknowns_of = {r: model.variables_in(r) - set(pins) for r in model.relations}
-    blocks = solve_order(plan.partition, unknowns_of)
-    solver_of = {v: relations for relations, variables in blocks for v in variables}
-    return upstream_pins(model, lambda v: solver_of.get(v, ()), [name], pins)
-
-
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
             model: Model | None = None) -> Explanation:
     """The plan and diagnosis for a question, without computing numbers."""
-    model, _, pins, dropped, conventions, plan = _prepare(targets, given, presets, model)
-    return Explanation(model, plan, pins, tuple(dropped), conventions)
+    q = prepare(targets, given, presets, model)
+    return Explanation(q.model, q.plan, q.pins, q.notes, q.conventions)
 
 
 def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
           regime: str | None = None, rtol: float = DEFAULT_RTOL,
           timeout: float = DEFAULT_TIMEOUT, model: Model | None = None,
-          samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Solution:
+          samples: int = DEFAULT_SAMPLES, seed: int = 0, prefer: str = "stated") -> Solution:
     """Solve for ``targets`` from pins and presets.
 
     Parameters
@@ -353,6 +396,11 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
     samples, seed : int
         Monte Carlo samples and random seed, used when a pin is a range or a
         distribution (``"100e9..300e9 param"``, ``"2 TB/s ±10%"``).
+    prefer : {"stated", "derived"}
+        For a target a preset or the conventions state a value for (``chip_flops``
+        with ``--preset h100``): answer with the statement (default) or with what the
+        other pins derive where they give a value. The other is shown beside it as a
+        cross-check, and a disagreement is named, not raised.
 
     Returns
     -------
@@ -365,7 +413,18 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         under-determined (with the pins that would complete it), inconsistent
         pins (with the relation and both values), no or several physical values.
     """
-    model, names, pins, dropped, conventions, plan = _prepare(targets, given, presets, model)
+    q = prepare(targets, given, presets, model)
+    options = dict(regime=regime, rtol=rtol, timeout=timeout, samples=samples, seed=seed)
+    if q.stated:
+        return _solve_stated(q, prefer, options)
+    return _solve_prepared(q, **options)
+
+
+def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT_TIMEOUT,
+                    samples=DEFAULT_SAMPLES, seed=0, notes=(), stated=None) -> Solution:
+    """Compute a prepared question."""
+    model, names, pins, dropped, conventions, plan = (q.model, q.targets, q.pins, q.notes,
+                                                      q.conventions, q.plan)
     if not plan.determined:
         raise plan.underdetermined_error()
     compiled = compile_plan(model, plan, timeout)
@@ -373,15 +432,85 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
     for check in checks:
         if not check.ok(rtol):
             raise inconsistency(model, check, pins, plan)
-    notes = tuple(dropped) + tuple(
+    notes = tuple(dropped) + tuple(notes) + tuple(
         f"step {i} ({', '.join(r.variables)}) is one solution a multi-start search found; "
         "others may exist: pin one of its quantities to make the answer unique"
         for i, r in enumerate(records, 1) if r.method == MULTI_START)
     derivation = Derivation(model, conventions, pins, tuple(records), tuple(checks), values,
-                            notes, plan.unused_pins, rtol)
+                            notes, plan.unused_pins, rtol, plan.placeholders,
+                            plan.provisional, names)
     propagation = None
     if any(p.spread is not None for p in pins.values()):
         if samples < 100:
             raise UsageError("use at least 100 samples for a range or distribution")
         propagation = propagate(compiled, pins, names, samples, seed, regime)
-    return Solution(names, derivation, plan, propagation)
+    return Solution(names, derivation, plan, propagation, stated or {})
+
+
+def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
+    """Targets that a preset or the conventions state a value for.
+
+    A stated target that the other pins also determine is solved for like any target,
+    and the statement becomes its cross-check (a disagreement is named, not raised);
+    one they do not determine is answered from the statement. The answer is the
+    statement unless ``prefer`` is ``"derived"``, or unless the statement is a lower
+    layer's default that the higher layers' data replace (as pins yield: a zero
+    conventions default for sliding-window KV gives way to a hybrid model's preset).
+    """
+    model, names = q.model, q.targets
+    derivable = {t for t in q.stated if q.plan.determines(t)}
+    pins = {**q.pins, **{t: p for t, p in q.stated.items() if t not in derivable}}
+    rest = tuple(t for t in names if t not in pins)
+    main = replace(q, pins=pins, stated={},
+                   plan=make_plan(model, frozenset(pins), rest or names))
+    failure = ""
+    try:
+        solution = _solve_prepared(main, **options)
+    except ChalkError as exc:
+        if not derivable:
+            raise
+        # the other pins would give a value but cannot be solved here: use the statements
+        failure = exc.message
+        pins = {**q.pins, **q.stated}
+        rest = tuple(t for t in names if t not in pins)
+        main = replace(q, pins=pins, stated={},
+                       plan=make_plan(model, frozenset(pins), rest or names))
+        solution = _solve_prepared(main, **options)
+    values = solution.derivation.values
+    info, notes, override = {}, [], {}
+    for t, pin in q.stated.items():
+        variable = model.variables[t]
+        stated_text = format_quantity(pin.value / variable.to_base, variable.pint_unit)
+        entry = {"stated": pin.value / variable.to_base, "origin": pin.origin,
+                 "source": pin.source, "date": pin.date}
+        if t in derivable and not failure:
+            derived = values[t]
+            shown = format_quantity(derived / variable.to_base, variable.pint_unit)
+            gap = abs(derived - pin.value) / max(abs(derived), abs(pin.value))
+            entry.update(derived=derived / variable.to_base, relative_difference=gap)
+            verdict = (f"they agree within {format_gap(gap)}" if gap <= options["rtol"]
+                       else f"they differ: {format_gap(gap)}")
+            behind = q.plan.analysis.pins_behind(model, t)
+            replaced = (behind and all(_rank(q.pins[b]) > _rank(pin) for b in behind)
+                        and (pin.value == 0 or gap <= YIELD_RTOL))
+            if prefer == "derived" or replaced:
+                entry["answer"] = "derived"
+                why = (f", set aside: {', '.join(behind)} determine it" if replaced
+                       and prefer != "derived" else "")
+                notes.append(f"{t}: the pins give {shown}; {pin.origin} states "
+                             f"{stated_text}{why}; {verdict}")
+            else:
+                entry["answer"] = "stated"
+                override[t] = pin.value
+                notes.append(f"{t}: {pin.origin} states {stated_text}; the other pins give "
+                             f"{shown}; {verdict}")
+        else:
+            entry["answer"] = "stated"
+            why = (f"the other pins would give it but cannot be solved ({failure})" if failure
+                   and t in derivable else "the other pins do not determine it, so there is "
+                   "nothing to check it against")
+            notes.append(f"{t}: {pin.origin} states {stated_text}; {why}")
+        info[t] = entry
+    derivation = replace(solution.derivation, notes=solution.derivation.notes + tuple(notes),
+                         targets=names)
+    return Solution(names, derivation, solution.plan, solution.uncertainty, info, override)

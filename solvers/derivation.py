@@ -31,6 +31,29 @@ class Derivation:
     notes: tuple[str, ...]
     unused_pins: tuple[str, ...]
     rtol: float
+    placeholders: tuple[str, ...] = ()  # quantities that cancel, held at arbitrary values
+    provisional: frozenset[str] = frozenset()  # computed from a placeholder: not answers
+    targets: tuple[str, ...] = ()
+
+    def determined(self, name: str) -> bool:
+        """Whether ``name``'s value is fixed by the pins (not an artefact of a placeholder)."""
+        return (name in self.values and name not in self.placeholders
+                and name not in self.provisional)
+
+    def cancel_lines(self) -> list[str]:
+        """What cancels, and the placeholder values the steps ran with."""
+        if not self.placeholders:
+            return []
+        held = ", ".join(f"{n} = {self.show(n)}" for n in self.placeholders)
+        names = ", ".join(self.placeholders)
+        verb = "cancels" if len(self.placeholders) == 1 else "cancel"
+        wanted = ", ".join(self.targets) or "the answer"
+        return [f"{names} {verb}: any value gives the same {wanted}; the steps below hold "
+                f"{held} (placeholder), and values marked † depend on it"]
+
+    def _shown(self, name: str) -> str:
+        return self.show(name) + (" †" if name in self.provisional
+                                  or name in self.placeholders else "")
 
     def show(self, name: str) -> str:
         """A quantity's value for people, e.g. ``14.4 ms``."""
@@ -50,16 +73,16 @@ class Derivation:
         lines = []
         if step.expression is not None:
             name = step.variables[0]
-            shown = {n: self.show(n) for n in step.inputs}
+            shown = {n: self._shown(n) for n in step.inputs}
             lines.append(f"{index}. {name} = {plain(step.expression)}")
             lines.append(f"     = {substituted(step.expression, shown)}")
-            lines.append(f"     = {self.show(name)}")
+            lines.append(f"     = {self._shown(name)}")
         else:
             lines.append(f"{index}. solve for {', '.join(step.variables)}:")
             for r in relations:
                 lines.append(f"     {r.equation}")
             for n in step.variables:
-                lines.append(f"     {n} = {self.show(n)}")
+                lines.append(f"     {n} = {self._shown(n)}")
         lines.append(f"     [{cite} | {step.method}]")
         if step.note:
             lines.append(f"     note: {step.note}")
@@ -87,6 +110,7 @@ class Derivation:
             lines.append(f"  {pin.name.ljust(width)}  {shown:<20} {_origin(pin)}")
         if self.unused_pins:
             lines.append(f"  (not needed: {', '.join(self.unused_pins)})")
+        lines.extend(self.cancel_lines())
         lines.append("")
         lines.append("derivation")
         if not self.steps:
@@ -121,6 +145,8 @@ class Derivation:
                                                    {n: self.show(n) for n in step.inputs})
             if step.regime:
                 entry["regime"] = step.regime
+            if any(n in self.provisional for n in step.variables):
+                entry["depends_on_placeholder"] = True
             if step.note:
                 entry["note"] = step.note
             steps.append(entry)
@@ -146,8 +172,11 @@ class Derivation:
             }
             for c in self.checks
         ]
-        return {"conventions": self.conventions, "pins": pins, "steps": steps, "checks": checks,
-                "notes": list(self.notes)}
+        out = {"conventions": self.conventions, "pins": pins, "steps": steps,
+               "checks": checks, "notes": list(self.notes)}
+        if self.placeholders:
+            out["cancels"] = {n: self._json_value(n) for n in self.placeholders}
+        return out
 
     def _json_value(self, name: str) -> dict:
         variable = self.model.variables[name]
@@ -160,6 +189,7 @@ class Derivation:
         for pin in self.used_pins():
             lines.append(f"| `{pin.name}` | {self.show(pin.name)} | {_origin(pin)} |")
         lines.append("")
+        lines.extend(f"*{line}*" for line in self.cancel_lines())
         for index, step in enumerate(self.steps, 1):
             relations = [self.model.relations[r] for r in step.relations]
             cite = "; ".join(str(r.source) for r in relations)

@@ -32,7 +32,7 @@ from solvers.steps import (
 )
 from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
 from solvers.tearing import tear
-from symbolic.errors import AmbiguousSolution, NoSolution
+from symbolic.errors import AmbiguousSolution, ChalkError, NoSolution
 from symbolic.evaluate import compile_expr
 from symbolic.model import Model
 from symbolic.printing import plain
@@ -124,16 +124,53 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> _CompiledStep
     return compiled
 
 
+def placeholder_values(compiled: CompiledPlan, factor: float = 1.0) -> dict[str, float]:
+    """Base-unit values for the plan's placeholders: each quantity's typical value times
+    ``factor``, kept inside its bounds. Any value gives the same answers."""
+    out = {}
+    for name in compiled.plan.placeholders:
+        variable = compiled.model.variables[name]
+        value = (variable.typical or 1.0) * factor
+        if variable.lower is not None:
+            value = max(value, variable.lower)
+        if variable.upper is not None:
+            value = min(value, variable.upper)
+        out[name] = value * variable.to_base
+    return out
+
+
 def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = None):
     """Evaluate a compiled plan on pin values (base units).
+
+    Quantities that cancel are held at placeholder values; if the steps have no
+    physical solution at one placeholder value (a sum whose parts must fit inside a
+    pinned total, say), other values are tried, since any feasible one gives the same
+    answers.
 
     Returns
     -------
     values : dict of name to float
-        Pins and every computed quantity.
+        Pins, placeholders and every computed quantity.
     records : list of StepRecord
     checks : list of CheckRecord
     """
+    if not compiled.plan.placeholders:
+        return _run(compiled, pins, regime)
+    first = None
+    for factor in PLACEHOLDER_FACTORS:
+        trial = dict(pins)
+        trial.update(placeholder_values(compiled, factor))
+        try:
+            return _run(compiled, trial, regime)
+        except ChalkError as exc:
+            first = first or exc
+    raise first
+
+
+PLACEHOLDER_FACTORS = (1.0, 1e-3, 1e3, 1e-6, 1e6)  # multiples of typical tried in turn
+
+
+def _run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None):
     model = compiled.model
     env: dict[str, float] = dict(compiled.constants)
     env.update(pins)

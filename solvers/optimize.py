@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.api import _prepare
+from solvers.api import prepare
 from solvers.execute import compile_plan
 from solvers.pins import parse_given, read_value
 from solvers.vectorised import evaluate
@@ -47,11 +47,10 @@ class _Curve:
         typical = f"{variable.typical or 1!r} {variable.unit}"
         extra = [(over, typical)] + [(t, f"{model.variable(t).typical or 1!r} "
                                          f"{model.variable(t).unit}") for t in tie]
-        model, names, pins, dropped, conventions, plan = _prepare(
-            list(targets), [*pairs, *extra], presets)
-        if not plan.determined:
-            raise plan.underdetermined_error()
-        return model, names, pins, plan
+        q = prepare(list(targets), [*pairs, *extra], presets)
+        if not q.plan.determined:
+            raise q.plan.underdetermined_error()
+        return q.model, q.targets, q.pins, q.plan
 
     def __call__(self, xs) -> dict[str, np.ndarray]:
         xs = np.atleast_1d(np.asarray(xs, dtype=float))

@@ -176,8 +176,15 @@ def resolve_pins(
     given: Iterable[str] | Mapping[str, object] = (),
     presets: Iterable[Preset] = (),
     targets: Iterable[str] = (),
+    stated: dict[str, Pin] | None = None,
 ) -> tuple[dict[str, Pin], list[str], str]:
     """Layer conventions, presets and user pins into one checked set.
+
+    Parameters
+    ----------
+    stated : dict, optional
+        If given, receives the preset or conventions value of each target (as a Pin):
+        what the preset states about a quantity that is asked for.
 
     Returns
     -------
@@ -205,8 +212,14 @@ def resolve_pins(
                 continue  # a default for a quantity this model does not have
             variable = model.variable(raw_name)
             if variable.name in targets:
-                dropped.append(f"{origin} value {item.text} of {variable.name} set aside: "
-                               "it is asked for")
+                if stated is not None:
+                    value, text = read_value(variable, item.text)
+                    stated[variable.name] = Pin(variable.name, value, text, origin,
+                                                item.source, item.date, item.note,
+                                                item.estimate)
+                else:
+                    dropped.append(f"{origin} value {item.text} of {variable.name} set "
+                                   "aside: it is asked for")
                 continue
             value, text = read_value(variable, item.text)
             previous = pins.get(variable.name)

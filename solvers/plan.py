@@ -1,31 +1,37 @@
-"""The solve plan: which relation determines which unknown, in which order.
+"""The solve plan: what the pins determine, which relation solves which unknown, in order.
 
-Planning is structural and happens before any number is computed: it says
-whether the pins determine the targets, which extra pins would, which
-relations become consistency checks, and which blocks must be solved together.
+Planning happens before any number is computed. Two analyses work together:
+
+* rank in log space (solvers.rank) decides what the pins determine, which
+  relations are cross-checks, what combination a degenerate pin set fixes, and
+  the smallest sets of extra pins;
+* Dulmage-Mendelsohn (solvers.structure) orders the work: which relation solves
+  for which quantity, and which must be solved together.
+
+A quantity that cancels (it appears on the way to a target, but the target does
+not depend on it) is given an arbitrary placeholder value so the steps can run;
+the derivation names it, and nothing that depends on it is reported as an answer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
-from itertools import combinations
 
-import networkx as nx
-
-from solvers.structure import (
-    Partition,
-    dulmage_mendelsohn,
-    incidence_graph,
-    solve_order,
-    var_node,
+from solvers.rank import (
+    RankAnalysis,
+    analyse,
+    combination,
+    completions,
+    identities,
+    spans,
 )
-from symbolic.errors import UnderdeterminedError
+from solvers.structure import dulmage_mendelsohn, incidence_graph, solve_order
+from symbolic.errors import DegenerateError, UnderdeterminedError
 from symbolic.model import Model
-
-MAX_COMPLETION_SIZE = 3
-MAX_CANDIDATES = 24
-MAX_COMPLETIONS = 6
+from symbolic.printing import monomial_text
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,27 @@ class Step:
 
 @dataclass(frozen=True)
 class Plan:
-    """What will be solved, in order, and what is missing or surplus."""
+    """What will be solved, in order, and what is missing, surplus or cancels.
+
+    Attributes
+    ----------
+    steps : tuple of Step
+        In solve order; only those the targets and the cross-checks need.
+    checks : tuple of str
+        Relations implied by the others that cross-check pins.
+    undetermined : tuple of str
+        Targets the pins do not fix.
+    completions : tuple of tuple of str
+        The smallest sets of extra pins that would fix them.
+    fixed : mapping of target to {quantity: exponent}
+        For an undetermined target, the product of powers the pins do fix.
+    placeholders : tuple of str
+        Quantities the steps need that cancel: they run at arbitrary values.
+    provisional : frozenset of str
+        Quantities the steps compute that depend on a placeholder (not answers).
+    analysis : RankAnalysis
+        The reduced log-space Jacobian behind all of this.
+    """
 
     targets: tuple[str, ...]
     pinned: frozenset[str]
@@ -51,17 +77,32 @@ class Plan:
     undetermined: tuple[str, ...]
     completions: tuple[tuple[str, ...], ...]
     unused_pins: tuple[str, ...]
-    partition: Partition
+    analysis: RankAnalysis
     from_inputs: tuple[str, ...] = ()  # a completion made only of input quantities
+    placeholders: tuple[str, ...] = ()
+    provisional: frozenset[str] = frozenset()
+    fixed: tuple[tuple[str, tuple[tuple[str, Fraction | float], ...]], ...] = ()
+    structurally_determined: frozenset[str] = frozenset()
 
     @property
     def determined(self) -> bool:
         return not self.undetermined
 
+    def determines(self, name: str) -> bool:
+        """Whether the pins fix ``name`` (a pin counts)."""
+        return self.analysis.is_determined(name)
+
     def underdetermined_error(self) -> UnderdeterminedError:
-        """The error to raise when the targets are not determined."""
+        """The error to raise when the targets are not determined: degenerate when the
+        structure says the pins suffice but they fix only a combination."""
+        fixed = {t: monomial_text(dict(combo)) for t, combo in self.fixed
+                 if combo and len(combo) > 1}
+        if self.undetermined and all(t in self.structurally_determined
+                                     for t in self.undetermined) and fixed:
+            return DegenerateError(list(self.undetermined), list(self.completions),
+                                   self.from_inputs, fixed)
         return UnderdeterminedError(list(self.undetermined), list(self.completions),
-                                    self.from_inputs)
+                                    self.from_inputs, fixed)
 
     @property
     def computed(self) -> tuple[str, ...]:
@@ -100,30 +141,94 @@ def upstream_pins(model: Model, follow, start, pins) -> list[str]:
     return sorted(found)
 
 
-def _relations_with_unknowns(model: Model, pinned: frozenset[str]):
-    return {r: model.variables_in(r) - pinned for r in model.relations}
+def analyse_pins(model: Model, pinned: frozenset[str], targets: tuple[str, ...] = (),
+                 leave_open: str = "near") -> RankAnalysis:
+    """The rank analysis of ``model`` with ``pinned`` known (cached).
+
+    Rows are taken in the structural solve order, each relation pivoting on its
+    structural match. What stays free (a basis of what the pins leave open) depends
+    on ``leave_open``: ``"near"`` keeps quantities close to the targets free, so that a
+    quantity that cancels is held at a placeholder right where it enters; ``"inputs"``
+    keeps input quantities free, so what is fixed is said in terms of inputs.
+    """
+    return _analysis(model, frozenset(pinned), tuple(targets), leave_open)[0]
+
+
+@lru_cache(maxsize=512)
+def _analysis(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
+              leave_open: str = "near"):
+    # Relations that follow from the others for any values take no part in the structure;
+    # they come last, reduce to zero, and are neither solved with nor checked.
+    consequences = identities(model)
+    unknowns_of = {r: model.variables_in(r) - pinned for r in model.relations
+                   if r not in consequences}
+    unknowns = {v for v in model.variables if v not in pinned and model.relations_of(v)}
+    partition = dulmage_mendelsohn(incidence_graph(unknowns_of, unknowns))
+    blocks = solve_order(partition, unknowns_of)
+    order = [r for relations, _ in blocks for r in relations]
+    order += sorted(partition.under_relations)
+    order += sorted(partition.unmatched_relations)
+    order += sorted(consequences)
+    determined = partition.determined
+    preferred = {r: v for r, v in partition.matched.items() if v in determined}
+    wanted = set(targets)
+    if leave_open == "near":
+        distance = _distances(model, unknowns_of, targets)
+
+        def preference(name):
+            # far quantities pivot first: the near ones are left free
+            return (name not in wanted, -distance.get(name, 10**6),
+                    not model.variables[name].derived, name)
+    else:
+        def preference(name):
+            # inputs pivot last: what is left open is said in inputs
+            return (name not in wanted, not model.variables[name].derived, name)
+
+    analysis = analyse(model, pinned, blocks, order, preferred, preference)
+    dependent = tuple((r, left) for r, left in analysis.dependent if r not in consequences)
+    return dataclasses.replace(analysis, dependent=dependent), determined
+
+
+def _distances(model: Model, unknowns_of, targets) -> dict[str, int]:
+    """Hops from the targets to each unknown through shared relations."""
+    distance = {t: 0 for t in targets}
+    frontier = list(targets)
+    while frontier:
+        following = []
+        for name in frontier:
+            for relation in model.relations_of(name):
+                for other in unknowns_of.get(relation, ()):
+                    if other not in distance:
+                        distance[other] = distance[name] + 1
+                        following.append(other)
+        frontier = following
+    return distance
 
 
 @lru_cache(maxsize=256)
 def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Plan:
-    unknowns_of = _relations_with_unknowns(model, pinned)
-    unknowns = set(model.variables) - pinned
-    graph = incidence_graph(unknowns_of, unknowns)
-    partition = dulmage_mendelsohn(graph)
+    analysis, structural = _analysis(model, pinned, targets, "near")
+    undetermined = tuple(t for t in targets if not analysis.is_determined(t))
+    explained = analysis
+    if undetermined:  # say what is fixed, and what to pin, in terms of inputs
+        explained = analyse_pins(model, pinned, targets, "inputs")
+    free = set(analysis.free)
+    checks = analysis.checks
+
+    # Solve with the independent relations only, the free quantities held at placeholder
+    # values: that system is square and (by rank) non-singular.
+    independent = set(analysis.solved_by.values())
+    solvable = set(analysis.rows)
+    unknowns_of = {r: model.variables_in(r) - pinned - free for r in independent}
+    partition = dulmage_mendelsohn(incidence_graph(unknowns_of, solvable))
     blocks = solve_order(partition, unknowns_of)
+    solver_block = {v: i for i, (_, variables) in enumerate(blocks) for v in variables}
 
-    undetermined = tuple(t for t in targets if t not in partition.determined)
-    checks_all = sorted(partition.unmatched_relations)
-
-    # Keep only the blocks the targets and the checks need.
-    solver_block = {}
-    for index, (_, variables) in enumerate(blocks):
-        for v in variables:
-            solver_block[v] = index
     needed: set[int] = set()
-    frontier = [solver_block[t] for t in targets if t in solver_block]
-    for relation in checks_all:
-        frontier += [solver_block[v] for v in unknowns_of[relation] if v in solver_block]
+    frontier = [solver_block[t] for t in targets
+                if t in solver_block and t not in undetermined]
+    for relation in checks:
+        frontier += [solver_block[v] for v in model.variables_in(relation) if v in solver_block]
     while frontier:
         index = frontier.pop()
         if index in needed:
@@ -136,40 +241,55 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Pla
                     frontier.append(solver_block[v])
     steps = tuple(Step(*blocks[i]) for i in sorted(needed))
 
-    used = set()
+    used: set[str] = set()
     for step in steps:
         for r in step.relations:
             used |= model.variables_in(r)
-    for r in checks_all:
+    for r in checks:
         used |= model.variables_in(r)
-    used |= _pins_near(model, pinned, undetermined, partition, blocks, solver_block)
+    used |= set(targets)  # a target that is pinned (a preset states it) is the answer
+    placeholders = tuple(sorted(used & free))
+    computed = {v for step in steps for v in step.variables}
+    provisional = frozenset(v for v in computed if v not in analysis.determined)
+    for t in undetermined:
+        used |= set(explained.pins_behind(model, t))
+        used |= _pins_near(model, explained, t)
     unused = tuple(sorted(p for p in pinned if p not in used))
-    completions = _completions(model, pinned, targets, undetermined, partition, unknowns_of)
-    from_inputs = _input_completion(model, pinned, undetermined, unknowns_of)
-    if from_inputs in completions:
+
+    candidates = {v for v in model.variables if v not in pinned and model.relations_of(v)}
+
+    def rank_key(extra):
+        return (sum(model.variables[v].derived for v in extra),
+                sum(len(model.relations_of(v)) for v in extra), extra)
+
+    found = completions(explained, undetermined, candidates, rank_key)
+    from_inputs = _input_completion(model, explained, pinned, undetermined)
+    if from_inputs in found:
         from_inputs = ()
-    return Plan(targets, pinned, steps, tuple(checks_all), undetermined, completions, unused,
-                partition, from_inputs)
+    fixed = tuple((t, tuple(sorted(_fixed_combination(explained, t, found).items())))
+                  for t in undetermined)
+    return Plan(targets, pinned, steps, checks, undetermined, found, unused, analysis,
+                from_inputs, placeholders, provisional, fixed, frozenset(structural))
 
 
-def _pins_near(model, pinned, undetermined, partition, blocks, solver_block) -> set[str]:
-    """Pins an under-determined target would use: reached through its relations, and
-    through the steps of any determined quantity met on the way."""
-
-    def follow(name):
-        if name in solver_block:  # determined: its own step's inputs
-            return blocks[solver_block[name]][0]
-        if name in partition.under_variables:
-            return model.relations_of(name)
-        return ()
-
-    return set(upstream_pins(model, follow, undetermined, pinned))
+def _fixed_combination(analysis: RankAnalysis, target: str, found) -> dict:
+    """The smallest product involving ``target`` that the pins fix: over the first
+    completion that determines it if there is one, else its reduced row."""
+    for extra in found:
+        combo = combination(analysis, target, extra)
+        if combo is not None:
+            return combo
+    return analysis.fixed_combination(target) or {}
 
 
-def _determines(unknowns_of, variables, extra, targets) -> bool:
-    reduced = {r: vs - extra for r, vs in unknowns_of.items()}
-    part = dulmage_mendelsohn(incidence_graph(reduced, variables - extra))
-    return all(t in part.determined or t in extra for t in targets)
+def _pins_near(model: Model, analysis: RankAnalysis, name: str) -> set[str]:
+    """Pins an undetermined target would use: those in the relations around it and its
+    open part."""
+    near: set[str] = set()
+    for quantity in [name, *analysis.open_part(name)]:
+        for relation in model.relations_of(quantity):
+            near |= model.variables_in(relation) & analysis.pinned
+    return near
 
 
 def _defining_relation(model: Model, name: str) -> str | None:
@@ -184,7 +304,7 @@ def _defining_relation(model: Model, name: str) -> str | None:
     return None
 
 
-def _input_completion(model, pinned, undetermined, unknowns_of):
+def _input_completion(model, analysis, pinned, undetermined):
     """Unfold each undetermined target through the relations that define it, down to input
     quantities: the 'from first principles' pins."""
     if not undetermined:
@@ -201,48 +321,6 @@ def _input_completion(model, pinned, undetermined, unknowns_of):
         else:
             stack.extend(model.variables_in(relation) - {name})
     leaves -= set(undetermined)
-    unknowns = set(model.variables) - set(pinned)
-    if not _determines(unknowns_of, unknowns, leaves, undetermined):
+    if not spans(analysis, leaves, undetermined):
         return ()
     return tuple(sorted(leaves))
-
-
-def _completions(model, pinned, targets, undetermined, partition, unknowns_of):
-    """Smallest sets of extra pins that would determine every target."""
-    if not undetermined:
-        return ()
-    # Candidates: under-determined unknowns connected to an undetermined target.
-    # Determined quantities in these relations count as known.
-    under_rels = {r: unknowns_of[r] & partition.under_variables
-                  for r in partition.under_relations}
-    sub = incidence_graph(under_rels, partition.under_variables)
-    reach = set()
-    for t in undetermined:
-        if var_node(t) in sub:
-            reach |= nx.node_connected_component(sub, var_node(t))
-    distance = {}
-    for t in undetermined:
-        if var_node(t) in sub:
-            for node, d in nx.single_source_shortest_path_length(sub, var_node(t)).items():
-                distance[node] = min(d, distance.get(node, d))
-    candidates = sorted(
-        (n[1] for n in reach if n[0] == "v" and n[1] not in targets),
-        key=lambda v: (distance.get(var_node(v), 99), len(model.relations_of(v)), v),
-    )[:MAX_CANDIDATES]
-    relations = {r for r in under_rels if ("r", r) in reach}
-    sub_unknowns = {r: under_rels[r] for r in relations}
-
-    found = []
-    for size in range(1, MAX_COMPLETION_SIZE + 1):
-        for extra in combinations(candidates, size):
-            extra_set = set(extra)
-            reduced = {r: vs - extra_set for r, vs in sub_unknowns.items()}
-            variables = {n[1] for n in reach if n[0] == "v"} - extra_set
-            part = dulmage_mendelsohn(incidence_graph(reduced, variables))
-            if all(t in part.determined or t not in variables for t in undetermined):
-                surplus = len(part.unmatched_relations)
-                found.append((surplus, sum(len(model.relations_of(v)) for v in extra), extra))
-        if found:
-            break
-    found.sort()
-    return tuple(tuple(sorted(extra)) for _, _, extra in found[:MAX_COMPLETIONS])

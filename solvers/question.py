@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.api import _prepare
+from solvers.api import prepare
 from solvers.execute import compile_plan
 from solvers.vectorised import evaluate
 from symbolic.errors import UsageError
@@ -31,7 +31,8 @@ class Question:
 
     def __init__(self, targets, given=(), presets=(), *, regime: str | None = None,
                  model=None):
-        model, names, pins, _, _, plan = _prepare(targets, given, presets, model)
+        q = prepare(targets, given, presets, model)
+        model, names, pins, plan = q.model, q.targets, q.pins, q.plan
         if not plan.determined:
             raise plan.underdetermined_error()
         self.model = model

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.api import _prepare
+from solvers.api import prepare
 from solvers.execute import compile_plan
 from solvers.vectorised import evaluate
 from symbolic.errors import ChalkError, UsageError
@@ -108,8 +108,8 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     if low >= high:
         raise UsageError(f"--over {variable.name}: empty range (the low end is not below the "
                          "high end)")
-    model, names, pins, _, _, plan = _prepare(
-        targets, [*parse_given(given), (over, start)], presets)
+    q = prepare(targets, [*parse_given(given), (over, start)], presets)
+    model, names, pins, plan = q.model, q.targets, q.pins, q.plan
     if not plan.determined:
         raise plan.underdetermined_error()
     if log and (low <= 0 or high <= 0):

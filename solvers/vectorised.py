@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.blocks import run_block
-from solvers.execute import CompiledPlan, _run_numeric
+from solvers.execute import CompiledPlan, _run_numeric, placeholder_values
 from solvers.steps import GUARD_RTOL
 from symbolic.errors import ChalkError
 from symbolic.model import Model
@@ -64,6 +64,7 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
     """
     model = compiled.model
     env: dict[str, object] = dict(compiled.constants)
+    env.update(placeholder_values(compiled))
     sizes = [1]
     for k, v in pins.items():
         # Fixed pins stay scalars (numpy broadcasts them); only varied pins are arrays.

@@ -89,14 +89,28 @@ class BoundsError(ChalkError):
 
 
 class UnderdeterminedError(ChalkError):
-    """The pins do not fix the asked-for quantities."""
+    """The pins do not fix the asked-for quantities.
+
+    ``fixed`` maps a target to the product involving it that the pins do fix (as
+    text), where that says more than "missing".
+    """
 
     def __init__(self, targets: list[str], completions: list[tuple[str, ...]],
-                 from_inputs: tuple[str, ...] = ()):
+                 from_inputs: tuple[str, ...] = (), fixed: dict[str, str] | None = None):
         self.targets = tuple(targets)
         self.completions = [tuple(c) for c in completions]
         self.from_inputs = tuple(from_inputs)
-        wanted = ", ".join(targets)
+        self.fixed = dict(fixed or {})
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        wanted = ", ".join(self.targets)
+        completions = self.completions
+        # Where two or more pins are missing, say which combination the pins already fix.
+        combo = next(iter(self.fixed.values()), "")
+        if (len(self.targets) == 1 and combo and completions and len(completions[0]) > 1
+                and combo.count("·") + combo.count("/") <= 3):
+            wanted += f" (the pins fix only {combo})"
         if len(completions) == 1:
             message = (f"not enough pins to determine {wanted}; also pin "
                        + ", ".join(completions[0]))
@@ -110,22 +124,32 @@ class UnderdeterminedError(ChalkError):
             )
         if self.from_inputs:
             message += "; or, from inputs, pin " + ", ".join(self.from_inputs)
-        super().__init__(message)
+        return message
 
 
 class DegenerateError(UnderdeterminedError):
-    """Pins that fix only a combination of some quantities: scaling them together leaves
-    every relation satisfied (found numerically at the solution)."""
+    """Pins that fix only a combination of some quantities, though there are as many as
+    the relations need: moving those quantities together leaves every relation holding.
+    """
 
-    def __init__(self, names: list[str]):
+    def __init__(self, names: list[str], completions: list[tuple[str, ...]] | None = None,
+                 from_inputs: tuple[str, ...] = (), fixed: dict[str, str] | None = None):
         self.names = tuple(names)
-        ChalkError.__init__(
-            self,
-            f"the pins fix only a combination of {', '.join(names)}: changing them together "
-            "leaves every relation satisfied; pin one of them")
-        self.targets = self.names
-        self.completions = [(n,) for n in names]
-        self.from_inputs = ()
+        super().__init__(list(names), completions if completions is not None
+                         else [(n,) for n in names], from_inputs, fixed)
+
+    def _compose(self) -> str:
+        if self.fixed:
+            combos = ", ".join(dict.fromkeys(self.fixed.values()))
+            options = " or ".join("{" + ", ".join(c) + "}" for c in self.completions[:6])
+            noun = "that combination" if len(set(self.fixed.values())) == 1 else \
+                "those combinations"
+            return (f"the pins fix only {combos}, not {', '.join(self.targets)} on "
+                    f"{'its' if len(self.targets) == 1 else 'their'} own: moving the "
+                    f"factors of {noun} together leaves every relation holding; also pin "
+                    + (options or "one of the factors"))
+        return (f"the pins fix only a combination of {', '.join(self.names)}: changing them "
+                "together leaves every relation satisfied; pin one of them")
 
 
 class InconsistentPins(ChalkError):

@@ -71,3 +71,25 @@ def mathml(expr: sympy.Expr) -> str:
             return element
 
     return _MathML({"mul_symbol": "dot"}).doprint(expr)
+
+
+def monomial_text(exponents: Mapping[str, object]) -> str:
+    """``{"chip_flops": 1, "n_chips": 1}`` as ``chip_flops·n_chips``; negative exponents
+    go below a slash, fractional ones are shown as powers (``x^(1/2)``)."""
+    from fractions import Fraction
+
+    def power(name, e):
+        e = Fraction(e).limit_denominator(1000)
+        if e == 1:
+            return name
+        shown = str(e.numerator) if e.denominator == 1 else f"({e})"
+        return f"{name}^{shown}"
+
+    items = sorted(exponents.items(), key=lambda item: (float(item[1]) < 0, item[0]))
+    top = [power(n, e) for n, e in items if float(e) > 0]
+    bottom = [power(n, -Fraction(e).limit_denominator(1000)) for n, e in items
+              if float(e) < 0]
+    text = "·".join(top) or "1"
+    if bottom:
+        text += "/" + (bottom[0] if len(bottom) == 1 else "(" + "·".join(bottom) + ")")
+    return text

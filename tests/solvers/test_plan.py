@@ -23,9 +23,14 @@ def test_missing_pins_are_named_smallest_first():
     p = plan({"flops_per_param", "decode_tokens_per_step", "hbm_bandwidth"},
              ["critical_batch_size"])
     assert not p.determined
-    # hardware_intensity can come from chip_flops now that the bandwidth is pinned
-    assert ("bytes_per_param", "chip_flops", "sparsity_factor") in p.completions
-    assert all(len(c) == 3 for c in p.completions)
+    # B* balances a sequence's matmul time against the weight read:
+    # B* = t_weight_fetch / t_compute_per_sequence (W/RB over d F/RF is HI bpp S/(d fpp)),
+    # so two pins suffice, fewer than the three inputs bytes_per_param, chip_flops and
+    # sparsity_factor the critical-batch relation itself names.
+    assert p.completions == (("t_compute_per_sequence", "t_weight_fetch"),)
+    assert dict(dict(p.fixed)["critical_batch_size"]) == {
+        "critical_batch_size": 1.0, "t_compute_per_sequence": 1.0, "t_weight_fetch": -1.0}
+    assert p.from_inputs == ("active_params", "bytes_per_param", "chip_flops", "total_params")
 
 
 def test_surplus_pins_become_checks():
