@@ -453,9 +453,10 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
     A stated target that the other pins also determine is solved for like any target,
     and the statement becomes its cross-check (a disagreement is named, not raised);
     one they do not determine is answered from the statement. The answer is the
-    statement unless ``prefer`` is ``"derived"``, or unless the statement is a lower
-    layer's default that the higher layers' data replace (as pins yield: a zero
-    conventions default for sliding-window KV gives way to a hybrid model's preset).
+    statement unless ``prefer`` is ``"derived"``, or unless everything that derives it
+    comes from higher layers than the statement (as pins yield: the conventions' zero
+    sliding-window KV gives way to a hybrid model's preset, a preset's figure to the
+    user's own numbers).
     """
     model, names = q.model, q.targets
     derivable = {t for t in q.stated if q.plan.determines(t)}
@@ -491,8 +492,7 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
             verdict = (f"they agree within {format_gap(gap)}" if gap <= options["rtol"]
                        else f"they differ: {format_gap(gap)}")
             behind = q.plan.analysis.pins_behind(model, t)
-            replaced = (behind and all(_rank(q.pins[b]) > _rank(pin) for b in behind)
-                        and (pin.value == 0 or gap <= YIELD_RTOL))
+            replaced = bool(behind) and all(_rank(q.pins[b]) > _rank(pin) for b in behind)
             if prefer == "derived" or replaced:
                 entry["answer"] = "derived"
                 why = (f", set aside: {', '.join(behind)} determine it" if replaced

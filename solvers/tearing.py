@@ -122,7 +122,7 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
          timeout: float) -> TornBranch:
     """Tear one regime combination of a block (``branches[i]`` is relation i's equation)."""
     names = [r.name for r in relations]
-    matched = dict(zip(names, variables, strict=True))
+    matched = _branch_matching(names, variables, branches)
     symbols = {s.name: s for r in relations for s in r.symbols}
     forms = {}
     for name, branch in zip(names, branches, strict=True):
@@ -165,6 +165,27 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
     labels = tuple(b.regime for b in branches if b.regime)
     return TornBranch([matched[n] for n in names if n in torn], sequence, residuals, guards,
                       labels, everything, list(variables))
+
+
+def _branch_matching(names, variables, branches) -> dict[str, str]:
+    """Which quantity each relation of one regime combination solves for.
+
+    A regime drops the losing arguments of a max/min, so the block's own matching may
+    pair a relation with a quantity its branch no longer contains; matching again on
+    the branch's equations lets it solve by closed forms where it can (no tear at all
+    when the regime makes the block triangular). Falls back to the block's matching if
+    the branch has no complete one.
+    """
+    from solvers.structure import incidence_graph, maximum_matching
+
+    wanted = set(variables)
+    incidence = {n: {s.name for s in (b.lhs - b.rhs).free_symbols} & wanted
+                 for n, b in zip(names, branches, strict=True)}
+    matching = maximum_matching(incidence_graph(incidence, wanted))
+    found = {r[1]: v[1] for r, v in matching.items() if r[0] == "r"}
+    if len(found) == len(names):
+        return found
+    return dict(zip(names, variables, strict=True))
 
 
 def degenerate_directions(branch: TornBranch, env: dict, scope: dict, names: list[str],

@@ -60,5 +60,22 @@ class RankOptions:
     max_completions: int = 6
 
 
+@dataclass(frozen=True)
+class ScanOptions:
+    """The one-dimensional scan of a torn quantity (complete over its plausible range).
+
+    points : grid points over the quantity's plausible range, evenly spaced in log.
+    bisections : halvings of each bracketed sign change (60 reach double precision
+        over any range a grid step spans).
+    accept : largest relative residual of any relation of the block at an accepted
+        solution.
+    """
+
+    points: int = 241
+    bisections: int = 60
+    accept: float = 1e-9
+
+
 REFERENCE = ReferenceOptions()
+SCAN = ScanOptions()
 RANK = RankOptions()

@@ -18,6 +18,7 @@ import numpy as np
 from solvers.blocks import run_block
 from solvers.execute import CompiledPlan, _run_numeric, placeholder_values
 from solvers.steps import GUARD_RTOL
+from solvers.tolerances import SCAN
 from symbolic.errors import ChalkError
 from symbolic.model import Model
 
@@ -81,6 +82,8 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
         for cstep in compiled.steps:
             if cstep.kind == "explicit":
                 _explicit(model, cstep, env, regime, size, result)
+            elif cstep.kind == "block" and all(len(b.tears) <= 1 for b in cstep.block_branches):
+                _block(model, cstep, env, regime, size, result)
             else:
                 _scalar_fallback(model, cstep, env, regime, size, result)
     names = model.variables if keep is None else keep
@@ -160,6 +163,106 @@ def _regime_labels(cstep, env, size, result, name):
     labels = np.array([label for label, _ in cstep.regime_args], dtype=object)
     winner = np.argmin if cstep.regime_low_wins else np.argmax
     result.regimes[name] = labels[winner(stacked, axis=0)]
+
+
+def _block(model, cstep, env, regime, size, result):
+    """A simultaneous block over every element at once.
+
+    Each regime combination is evaluated for all elements together: with no torn
+    quantity by its closed forms in sequence, with one by a scan of the torn quantity
+    over its plausible range (solvers.tolerances.SCAN) and bisection of each sign change.
+    An element keeps the solution of the regime whose inequalities hold there; none is a
+    failure, several distinct ones an ambiguity.
+    """
+    names = list(cstep.step.variables)
+    chosen = {n: np.full(size, np.nan) for n in names}
+    count = np.zeros(size, dtype=int)
+    labels = np.full(size, "", dtype=object)
+    for branch in cstep.block_branches:
+        if regime and branch.labels and regime not in branch.labels and any(
+                regime == label for r in cstep.relations for label, _ in r.regimes):
+            continue
+        for scope in _branch_solutions(model, branch, env, size):
+            ok = np.ones(size, dtype=bool)
+            for n in names:
+                ok &= _admits(model, n, np.broadcast_to(scope[n], (size,)))
+            ok &= _holds(branch.guards, scope, size)
+            for lhs, rhs in branch.all_equations:
+                left = np.broadcast_to(np.asarray(lhs(scope), dtype=float), (size,))
+                right = np.broadcast_to(np.asarray(rhs(scope), dtype=float), (size,))
+                scale = np.maximum(np.abs(left), np.abs(right))
+                ok &= np.abs(left - right) <= SCAN.accept * np.where(scale == 0, 1, scale)
+            values = {n: np.broadcast_to(np.asarray(scope[n], dtype=float), (size,))
+                      for n in names}
+            same = ok & (count > 0)
+            for n in names:
+                same &= np.isclose(values[n], chosen[n], rtol=1e-7, atol=0)
+            new = ok & ~same
+            first = new & (count == 0)
+            count += new
+            for n in names:
+                chosen[n] = np.where(first, values[n], chosen[n])
+            if branch.labels:
+                labels = np.where(first, ", ".join(branch.labels), labels)
+    ambiguous = count > 1
+    failed = count == 0
+    for n in names:
+        env[n] = np.where(ambiguous | failed, np.nan, chosen[n])
+        if failed.any():
+            result.failed[n] = int(failed.sum())
+        if ambiguous.any():
+            result.ambiguous[n] = int(ambiguous.sum())
+    if any(branch.labels for branch in cstep.block_branches):
+        result.regimes[names[0]] = labels
+
+
+def _branch_solutions(model, branch, env, size):
+    """Every solution of one regime combination, as scopes of arrays (NaN where an
+    element has no such solution)."""
+    if not branch.tears:
+        scope = dict(env)
+        for name, fn in branch.sequence:
+            scope[name] = np.asarray(fn(scope), dtype=float)
+        return [scope]
+    tear = branch.tears[0]
+    variable = model.variables[tear]
+    low, high = variable.plausible_range()
+    grid = np.linspace(np.log(low * variable.to_base), np.log(high * variable.to_base),
+                       SCAN.points)
+
+    def residual(log_x):
+        scope = dict(env)
+        scope[tear] = np.exp(log_x)
+        for name, fn in branch.sequence:
+            value = np.asarray(fn(scope), dtype=float)
+            scope[name] = np.where(value > 0, value, np.nan)
+        lhs, rhs = branch.residuals[0]
+        left = np.asarray(lhs(scope), dtype=float)
+        right = np.asarray(rhs(scope), dtype=float)
+        total = np.abs(left) + np.abs(right)
+        return np.broadcast_to((left - right) / np.where(total == 0, 1, total), (size,))
+
+    values = [residual(np.full(size, g)) for g in grid]
+    scopes = []
+    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
+        crossing = np.isfinite(fa) & np.isfinite(fb) & (np.sign(fa) != np.sign(fb))
+        if not crossing.any():
+            continue
+        lo, hi, flo = np.full(size, a), np.full(size, b), fa.copy()
+        for _ in range(SCAN.bisections):
+            middle = 0.5 * (lo + hi)
+            fm = residual(middle)
+            left = np.sign(fm) == np.sign(flo)
+            lo = np.where(left, middle, lo)
+            flo = np.where(left, fm, flo)
+            hi = np.where(left, hi, middle)
+        root = np.where(crossing, 0.5 * (lo + hi), np.nan)
+        scope = dict(env)
+        scope[tear] = np.exp(root)
+        for name, fn in branch.sequence:
+            scope[name] = np.asarray(fn(scope), dtype=float)
+        scopes.append(scope)
+    return scopes
 
 
 def _scalar_fallback(model, cstep, env, regime, size, result):

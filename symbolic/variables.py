@@ -82,6 +82,17 @@ class Variable:
         """A pint Quantity in the declared unit from a base-unit magnitude."""
         return Q_(base_value / self.to_base, self.pint_unit)
 
+    def plausible_range(self) -> tuple[float, float]:
+        """Where a numeric search looks for this quantity, in its declared unit: its
+        bounds where declared, otherwise twelve orders of magnitude either side of its
+        typical value."""
+        typical = self.typical or 1.0
+        low = self.lower if self.lower is not None else typical * 1e-12
+        high = self.upper if self.upper is not None else typical * 1e12
+        if self.lower is not None and self.lower <= 0:
+            low = typical * 1e-12
+        return low, high
+
     def requirement(self) -> str:
         """Words for the allowed range, used in error messages."""
         low = "zero or more" if self.allow_zero else "positive"

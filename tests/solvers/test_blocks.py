@@ -1,30 +1,42 @@
 """Simultaneous blocks: what the derivation says about the solution it found."""
 
-import random
-import warnings
 
-from chalk import Q_, solve
+from chalk import solve
 from solvers.blocks import MULTI_START
-from solvers.selfcheck import _matching, _max_residual, consistent_state, topic_model
+from symbolic.model import build_model
+from symbolic.relations import Relation, definition
+from symbolic.variables import Variable
+
+
+def _squares_model():
+    """x^2 + y^2 = p, y^2 + z^2 = q, z^2 + x^2 = r.
+
+    Solved for any one of its quantities each relation has two roots (plus and minus a
+    square root), so no closed form settles the block: all three relations are torn and
+    the block goes to the multi-start search. The squares are linear in each other, so
+    the positive solution is known by hand: x^2 = (p - q + r) / 2, y^2 = p - x^2,
+    z^2 = q - y^2.
+    """
+    names = ["x", "y", "z", "p", "q", "r"]
+    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in names]
+    x, y, z, p, q, r = (v.symbol for v in variables)
+    relations = [
+        Relation("sum_xy", p, x ** 2 + y ** 2, "synthetic", definition()),
+        Relation("sum_yz", q, y ** 2 + z ** 2, "synthetic", definition()),
+        Relation("sum_zx", r, z ** 2 + x ** 2, "synthetic", definition()),
+    ]
+    return build_model(variables, relations)
 
 
 def test_a_multi_start_answer_says_it_may_not_be_unique():
-    # Batch-section seed 9 (found by the round-trip run): 14 pins, among them
-    # context_crossover, latency_floor and tokens_per_second, leave a block with two or
-    # more tears, which only multi-start solves. The answer must hold every relation and
-    # the derivation must say, outside the step notes too, that others may exist.
-    model = topic_model("batch")
-    state = consistent_state(9, model)
-    solved_by = _matching(model, random.Random(9), prefer_natural=False)
-    unknowns = sorted(set(solved_by.values()))
-    given = {n: Q_(state[n], model.variables[n].pint_unit) for n in state
-             if n not in unknowns}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        s = solve(unknowns, given, ["none"], model=model)
+    model = _squares_model()
+    s = solve(["x", "y", "z"], {"p": 5, "q": 13, "r": 10}, ["none"], model=model)
+    # x^2 = (5 - 13 + 10) / 2 = 1, y^2 = 5 - 1 = 4, z^2 = 13 - 4 = 9
+    assert abs(s.value("x") - 1.0) < 1e-9
+    assert abs(s.value("y") - 2.0) < 1e-9
+    assert abs(s.value("z") - 3.0) < 1e-9
     blocks = [i for i, step in enumerate(s.derivation.steps, 1) if step.method == MULTI_START]
     assert blocks
-    assert _max_residual(model, s.derivation.values) < 1e-8
     notes = [n for n in s.derivation.notes if "multi-start" in n]
     assert len(notes) == len(blocks)
     assert all(note.startswith(f"step {i} (") for i, note in zip(blocks, notes, strict=True))
