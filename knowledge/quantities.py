@@ -280,7 +280,7 @@ VARIABLES: tuple[Variable, ...] = (
     _v("fast_price_ratio", "1", "price of the fast tier / price of the normal tier", PRICES,
        lower=1, typical=6),
     _v("fast_speedup", "1", "output speed of the fast tier / normal tier", PRICES, typical=2.5),
-    _v("batch_size_fast", "sequence", "batch of the fast tier", SERVING, typical=100),
+    _v("batch_size_fast", "sequence", "batch of the fast tier", SERVING, typical=8),
     _v("fast_batch_ratio", "1", "batch_size_fast / batch_size", SERVING, typical=0.1),
     _v("step_time_fast", "s", "step time of the fast tier", SERVING, typical=0.01),
     _v("t_compute_fast", "s", "matmul time of a fast-tier step", SERVING, typical=0.001),

@@ -19,9 +19,10 @@ from solvers.derivation import Derivation
 from solvers.execute import compile_plan, run
 from solvers.pins import Pin, resolve_pins
 from solvers.plan import Plan, analyse_pins, make_plan
+from solvers.rank import open_at
 from solvers.symbolic_solve import DEFAULT_TIMEOUT
 from solvers.uncertainty import DEFAULT_SAMPLES, Propagation, propagate
-from symbolic.errors import ChalkError, UsageError
+from symbolic.errors import AmbiguousSolution, ChalkError, UsageError
 from symbolic.model import Model
 from symbolic.presets import Preset
 from symbolic.units import Q_, format_gap, format_quantity
@@ -432,6 +433,7 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
     for check in checks:
         if not check.ok(rtol):
             raise inconsistency(model, check, pins, plan)
+    _check_fixed_at_solution(model, plan, values, records)
     notes = tuple(dropped) + tuple(notes) + tuple(
         f"step {i} ({', '.join(r.variables)}) is one solution a multi-start search found; "
         "others may exist: pin one of its quantities to make the answer unique"
@@ -445,6 +447,38 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
             raise UsageError("use at least 100 samples for a range or distribution")
         propagation = propagate(compiled, pins, names, samples, seed, regime)
     return Solution(names, derivation, plan, propagation, stated or {})
+
+
+def _check_fixed_at_solution(model: Model, plan: Plan, values, records) -> None:
+    """Refuse a target the pins do not fix where the solution actually is.
+
+    The plan decides with generic rows (a max() as a mixture of its regimes, sums at a
+    reference point); in the regime the numbers land in, or with placeholders held,
+    a target may still be free. Checked only when that can happen.
+    """
+    steps = plan.steps
+    risky = (plan.placeholders or plan.regime
+             or any(s.simultaneous or any(model.relations[r].has_regimes()
+                                          for r in s.relations) for s in steps))
+    if not risky:
+        return
+    relations = [r for s in steps for r in s.relations] + list(plan.checks)
+    unknowns = set(plan.computed) | set(plan.placeholders)
+    chosen = {}
+    for record in records:
+        for r in record.relations:
+            for label, _ in model.relations[r].regimes:
+                if record.regime and label in record.regime.split(", "):
+                    chosen[r] = label
+    left_open = open_at(model, relations, values, unknowns, plan.targets, chosen)
+    if not left_open:
+        return
+    regimes = sorted({r.regime for r in records if r.regime})
+    where = f" in the {', '.join(regimes)} regime the numbers put it in" if regimes else ""
+    name = left_open[0]
+    raise AmbiguousSolution(name, [f"any value the relations allow{where}"],
+                            "pin another quantity" + (" or choose another --regime"
+                                                      if regimes else ""))
 
 
 def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:

@@ -25,7 +25,7 @@ from solvers.rank import (
     analyse,
     combination,
     completions,
-    identities,
+    regime_rows,
     spans,
 )
 from solvers.structure import dulmage_mendelsohn, incidence_graph, solve_order
@@ -83,6 +83,7 @@ class Plan:
     provisional: frozenset[str] = frozenset()
     fixed: tuple[tuple[str, tuple[tuple[str, Fraction | float], ...]], ...] = ()
     structurally_determined: frozenset[str] = frozenset()
+    regime: tuple[str, ...] = ()  # the regimes planned in, when only some fix the targets
 
     @property
     def determined(self) -> bool:
@@ -107,6 +108,13 @@ class Plan:
     @property
     def computed(self) -> tuple[str, ...]:
         return tuple(v for step in self.steps for v in step.variables)
+
+
+def clear_caches() -> None:
+    """Forget every cached plan and analysis (for benchmarks that time planning)."""
+    _plan.cache_clear()
+    _analysis.cache_clear()
+    identities.cache_clear()
 
 
 def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Plan:
@@ -156,7 +164,7 @@ def analyse_pins(model: Model, pinned: frozenset[str], targets: tuple[str, ...] 
 
 @lru_cache(maxsize=512)
 def _analysis(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
-              leave_open: str = "near"):
+              leave_open: str = "near", regime: tuple[str, ...] = ()):
     # Relations that follow from the others for any values take no part in the structure;
     # they come last, reduce to zero, and are neither solved with nor checked.
     consequences = identities(model)
@@ -184,9 +192,37 @@ def _analysis(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
             # inputs pivot last: what is left open is said in inputs
             return (name not in wanted, not model.variables[name].derived, name)
 
-    analysis = analyse(model, pinned, blocks, order, preferred, preference)
+    rows = dict(regime_rows(model)).get(regime) if regime else None
+    analysis = analyse(model, pinned, blocks, order, preferred, preference, rows)
     dependent = tuple((r, left) for r, left in analysis.dependent if r not in consequences)
     return dataclasses.replace(analysis, dependent=dependent), determined
+
+
+@lru_cache(maxsize=16)
+def identities(model: Model) -> frozenset[str]:
+    """Relations that follow from the others whatever the values (cached per model).
+
+    With nothing pinned, a relation whose row reduces to zero is a consequence of the
+    rows before it for every value of every quantity: it can never check a pin or fix
+    anything the others do not. Rows are taken in the structural solve order, with any
+    relation that defines a quantity (a single quantity on its left, or named after one
+    it holds) before the others, so the relation called an identity is a consequence
+    rather than a definition.
+    """
+    def definition_first(name):
+        defines = model.relations[name].lhs.is_Symbol or name in model.variables_in(name)
+        return (not defines, name)
+
+    unknowns_of = {r: model.variables_in(r) for r in model.relations}
+    unknowns = {v for v in model.variables if model.relations_of(v)}
+    partition = dulmage_mendelsohn(incidence_graph(unknowns_of, unknowns))
+    blocks = solve_order(partition, unknowns_of)
+    order = [r for relations, _ in blocks for r in relations]
+    order += sorted(partition.under_relations, key=definition_first)
+    order += sorted(partition.unmatched_relations, key=definition_first)
+    preferred = {r: v for r, v in partition.matched.items() if v in partition.determined}
+    analysis = analyse(model, (), blocks, order, preferred)
+    return frozenset(r for r, _ in analysis.dependent)
 
 
 def _distances(model: Model, unknowns_of, targets) -> dict[str, int]:
@@ -208,6 +244,16 @@ def _distances(model: Model, unknowns_of, targets) -> dict[str, int]:
 @lru_cache(maxsize=256)
 def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Plan:
     analysis, structural = _analysis(model, pinned, targets, "near")
+    regime: tuple[str, ...] = ()
+    if not all(analysis.is_determined(t) for t in targets):
+        # A max() mixes its regimes; a target may still be fixed in one of them (by
+        # different relations in each). Plan in the first regime combination that fixes
+        # every target; the solution found is then checked in its actual regime.
+        for labels, _ in regime_rows(model):
+            trial, _ = _analysis(model, pinned, targets, "near", labels)
+            if all(trial.is_determined(t) for t in targets):
+                analysis, regime = trial, labels
+                break
     undetermined = tuple(t for t in targets if not analysis.is_determined(t))
     explained = analysis
     if undetermined:  # say what is fixed, and what to pin, in terms of inputs
@@ -269,7 +315,7 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Pla
     fixed = tuple((t, tuple(sorted(_fixed_combination(explained, t, found).items())))
                   for t in undetermined)
     return Plan(targets, pinned, steps, checks, undetermined, found, unused, analysis,
-                from_inputs, placeholders, provisional, fixed, frozenset(structural))
+                from_inputs, placeholders, provisional, fixed, frozenset(structural), regime)
 
 
 def _fixed_combination(analysis: RankAnalysis, target: str, found) -> dict:

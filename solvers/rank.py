@@ -67,29 +67,56 @@ def log_rows(model: Model) -> Mapping[str, LogRow]:
         If a relation that is not a product of powers has a side that is not
         positive at the reference point, so it cannot be linearised there.
     """
-    rows: dict[str, LogRow] = {}
-    point = None
-    for name, relation in model.relations.items():
-        exact = monomial_row(relation.lhs, relation.rhs)
-        if exact is not None:
-            entries = {k: v for k, v in exact.items() if k in model.variables}
-            rows[name] = LogRow(name, entries, True)
-            continue
-        if point is None:
-            from solvers.reference import reference_point
+    return {name: _log_row(model, name, relation.lhs, relation.rhs)
+            for name, relation in model.relations.items()}
 
-            point = reference_point(model)
-            constants = model.constant_values()
-        lhs = compile_log_gradient(relation.lhs, constants, surrogate=True)
-        rhs = compile_log_gradient(relation.rhs, constants, surrogate=True)
-        found = log_row(lhs, rhs, point.values)
-        if found is None:
-            raise KnowledgeError(f"relation {name} cannot be linearised: a side is not "
-                                 "positive at the model's reference point")
-        entries = {k: float(v) for k, v in found[1].items()
-                   if k in model.variables and v != 0.0}
-        rows[name] = LogRow(name, entries, False)
-    return rows
+
+@lru_cache(maxsize=16)
+def regime_rows(model: Model) -> tuple[tuple[tuple[str, ...], Mapping[str, LogRow]], ...]:
+    """The rows of every combination of max()/min() regimes (cached per model).
+
+    Each combination names its regimes and maps every relation with a max or min to
+    the row of the branch that holds in it (the losing argument dropped); other
+    relations keep their rows. Empty when the model has no max or min.
+    """
+    import itertools
+
+    from solvers.symbolic_solve import branches
+
+    options = []
+    for name, relation in sorted(model.relations.items()):
+        if not relation.has_regimes():
+            continue
+        choices = []
+        for branch in branches(relation, set(relation.symbols)):
+            label = f"{name}: {branch.regime}" if branch.regime else name
+            choices.append((label, name, _log_row(model, name, branch.lhs, branch.rhs)))
+        options.append(choices)
+    out = []
+    for combo in itertools.product(*options):
+        out.append((tuple(label for label, _, _ in combo),
+                    {name: row for _, name, row in combo}))
+    return tuple(out) if options else ()
+
+
+def _log_row(model: Model, name: str, lhs, rhs) -> LogRow:
+    """The row of ``lhs = rhs``: exact for products of powers, else at the reference point
+    (a max or min there as a mixture of its arguments)."""
+    exact = monomial_row(lhs, rhs)
+    if exact is not None:
+        return LogRow(name, {k: v for k, v in exact.items() if k in model.variables}, True)
+    from solvers.reference import reference_point
+
+    point = reference_point(model)
+    constants = model.constant_values()
+    found = log_row(compile_log_gradient(lhs, constants, surrogate=True),
+                    compile_log_gradient(rhs, constants, surrogate=True), point.values)
+    if found is None:
+        raise KnowledgeError(f"relation {name} cannot be linearised: a side is not "
+                             "positive at the model's reference point")
+    entries = {k: float(v) for k, v in found[1].items()
+               if k in model.variables and v != 0.0}
+    return LogRow(name, entries, False)
 
 
 @dataclass
@@ -240,29 +267,10 @@ class RankAnalysis:
         return {c: -v for c, v in self.open_part(name).items()}
 
 
-@lru_cache(maxsize=16)
-def identities(model: Model) -> frozenset[str]:
-    """Relations that follow from the others whatever the values (cached per model).
-
-    With nothing pinned, a relation whose row reduces to zero is a consequence of the
-    rows before it for every value of every quantity: it can never check a pin or fix
-    anything the others do not. Rows are taken in name order, except that a relation
-    that defines a quantity (a single quantity on its left, or named after one it
-    holds) goes first, so the relation called an identity is a consequence rather
-    than a definition.
-    """
-    def definition_first(name):
-        defines = model.relations[name].lhs.is_Symbol or name in model.variables_in(name)
-        return (not defines, name)
-
-    order = sorted(model.relations, key=definition_first)
-    analysis = analyse(model, (), (), order)
-    return frozenset(r for r, _ in analysis.dependent)
-
-
 def analyse(model: Model, pinned: Iterable[str], blocks: Sequence[tuple] = (),
             order: Sequence[str] = (), preferred: Mapping[str, str] | None = None,
-            preference: Callable[[str], object] | None = None) -> RankAnalysis:
+            preference: Callable[[str], object] | None = None,
+            regime: Mapping[str, LogRow] | None = None) -> RankAnalysis:
     """Reduce the log-space Jacobian of ``model`` with ``pinned`` quantities known.
 
     Parameters
@@ -283,9 +291,12 @@ def analyse(model: Model, pinned: Iterable[str], blocks: Sequence[tuple] = (),
     preference : callable, optional
         Sort key over quantities for choosing a pivot otherwise (lowest first); the
         quantities left free are the ones that sort last.
+    regime : mapping of relation to LogRow, optional
+        Rows that replace the mixtures of max()/min() relations: one combination of
+        regimes (see :func:`regime_rows`).
     """
     pinned = frozenset(pinned)
-    rows = log_rows(model)
+    rows = {**log_rows(model), **(regime or {})}
     settled: set[str] = set()
     settled_by: dict[str, tuple[str, ...]] = {}
     solved_by: dict[str, str] = {}
@@ -597,3 +608,67 @@ def _components(analysis: RankAnalysis) -> dict[str, set[str]]:
             continue
         out[name] = groups.get(find(name), set())
     return out
+
+
+@lru_cache(maxsize=4096)
+def _gradients(relation, regime: str | None = None) -> tuple:
+    """Value-and-gradient evaluators of a relation's two sides: in the regime named, or
+    else in whichever argument of a max/min is larger (smaller) where it is evaluated."""
+    from solvers.symbolic_solve import branches
+    from symbolic.variables import known_constant
+
+    constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
+                 if known_constant(s.name) is not None}
+    lhs, rhs = relation.lhs, relation.rhs
+    if regime is not None:
+        for branch in branches(relation, set(relation.symbols)):
+            if branch.regime == regime:
+                lhs, rhs = branch.lhs, branch.rhs
+                break
+    return (compile_log_gradient(lhs, constants), compile_log_gradient(rhs, constants))
+
+
+def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
+            unknowns: Iterable[str], targets: Iterable[str],
+            regimes: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Targets that ``relations`` leave open at a solution ``values`` (base units).
+
+    The relations' log-space Jacobian is taken at the solution itself, each max() or
+    min() in the regime the numbers put it in (or the one ``regimes`` names for it, as
+    at a balance point where both hold), over ``unknowns`` (what was computed, and any
+    placeholders); a target moved by a direction of its null space is not fixed there,
+    however the plan found it.
+    """
+    regimes = regimes or {}
+    names = sorted(unknowns)
+    if not names:
+        return ()
+    index = {n: i for i, n in enumerate(names)}
+    rows = []
+    for name in relations:
+        lhs, rhs = _gradients(model.relations[name], regimes.get(name))
+        try:
+            (a, ga), (b, gb) = lhs(values), rhs(values)
+        except (ArithmeticError, ValueError, KeyError):
+            continue
+        scale = abs(a) + abs(b)
+        if not scale or not np.isfinite(scale):
+            continue
+        row = np.zeros(len(names))
+        for n, d in ga.items():
+            if n in index:
+                row[index[n]] += d / scale
+        for n, d in gb.items():
+            if n in index:
+                row[index[n]] -= d / scale
+        rows.append(row)
+    if not rows:
+        return tuple(t for t in targets if t in index)
+    _, singular, vt = np.linalg.svd(np.array(rows))
+    largest = singular[0] if singular.size else 0.0
+    rank = int(np.sum(singular > RANK.rtol_at * largest)) if largest else 0
+    null = vt[rank:]
+    if not null.size:
+        return ()
+    return tuple(t for t in targets if t in index
+                 and float(np.max(np.abs(null[:, index[t]]))) > RANK.null_component)

@@ -43,14 +43,28 @@ class ReferencePoint:
 @lru_cache(maxsize=16)
 def reference_point(model: Model) -> ReferencePoint:
     """The model's reference point (cached per model)."""
+    return consistent_point(model, REFERENCE.seed, REFERENCE.spread)
+
+
+def consistent_point(model: Model, seed: int, spread: float,
+                     atol: float = REFERENCE.atol) -> ReferencePoint:
+    """A point where every relation holds to ``atol`` (in ``ln lhs - ln rhs``), found
+    from typical values nudged by ``exp(N(0, spread))`` drawn with ``seed``, starting
+    inside the declared bounds (which the search itself does not impose)."""
     names = sorted(v for v in model.variables if model.relations_of(v))
     index = {n: i for i, n in enumerate(names)}
     constants = model.constant_values()
     sides = [(compile_log_gradient(r.lhs, constants), compile_log_gradient(r.rhs, constants))
              for r in model.relations.values()]
-    rng = np.random.default_rng(REFERENCE.seed)
+    rng = np.random.default_rng(seed)
     y = np.array([math.log((model.variables[n].typical or 1.0) * model.variables[n].to_base)
-                  for n in names]) + rng.normal(0.0, REFERENCE.spread, len(names))
+                  for n in names]) + rng.normal(0.0, spread, len(names))
+    for i, n in enumerate(names):  # start inside each quantity's declared bounds
+        variable = model.variables[n]
+        if variable.lower is not None and variable.lower > 0:
+            y[i] = max(y[i], math.log(variable.lower * variable.to_base))
+        if variable.upper is not None:
+            y[i] = min(y[i], math.log(variable.upper * variable.to_base))
 
     def evaluate(point):
         if np.any(np.abs(point) > REFERENCE.max_log):
@@ -75,7 +89,7 @@ def reference_point(model: Model) -> ReferencePoint:
                   else REFERENCE.sparse_max_iterations)
     for _ in range(iterations):
         worst = float(np.max(np.abs(residual))) if residual.size else 0.0
-        if worst <= REFERENCE.atol:
+        if worst <= atol:
             break
         step = _gauss_newton_step(rows, residual, index, weights)
         scale = 1.0
@@ -90,7 +104,7 @@ def reference_point(model: Model) -> ReferencePoint:
         else:
             break
     worst = float(np.max(np.abs(residual))) if residual.size else 0.0
-    return ReferencePoint(_values(names, y), worst, worst <= REFERENCE.atol)
+    return ReferencePoint(_values(names, y), worst, worst <= atol)
 
 
 def _values(names, y) -> dict[str, float]:
@@ -98,14 +112,27 @@ def _values(names, y) -> dict[str, float]:
 
 
 def _row(lhs, rhs, env):
-    """Log residual and log-space row of one relation, or ``None`` off its domain."""
+    """Residual and log-space row of one relation, or ``None`` where it is undefined.
+
+    ``ln lhs - ln rhs`` where both sides are positive (exactly linear for products of
+    powers); elsewhere (a difference that has gone negative on the way) the relative
+    residual ``(lhs - rhs) / (|lhs| + |rhs|)``, which has the same zeros, so the search
+    can walk back into the region where the relation makes sense.
+    """
     try:
         found = log_row(lhs, rhs, env)
+        if found is not None:
+            return found if math.isfinite(found[0]) else None
+        (a, ga), (b, gb) = lhs(env), rhs(env)
     except (ArithmeticError, ValueError):
         return None
-    if found is None or not math.isfinite(found[0]):
+    scale = abs(a) + abs(b)
+    if not (math.isfinite(a) and math.isfinite(b)) or scale == 0:
         return None
-    return found
+    row = {k: d / scale for k, d in ga.items()}
+    for k, d in gb.items():
+        row[k] = row.get(k, 0.0) - d / scale
+    return (a - b) / scale, row
 
 
 def _gauss_newton_step(rows, residual, index, weights) -> np.ndarray:

@@ -2,8 +2,8 @@
 
 A consistent state is drawn (inputs at random in realistic ranges, everything
 else solved forwards); then a random *sufficient* set of pins is taken from it
-(a random maximum matching decides which relation solves for what, so outputs
-are pinned as often as inputs) and everything else is solved back. Each
+(the free columns of the log-space Jacobian reduced in a random pivot order, so
+outputs are pinned as often as inputs) and everything else is solved back. Each
 quantity must return to its drawn value within 1e-9 relative, or within what
 the problem's own conditioning allows in floating point (measured by nudging
 the pins). Surplus pins drawn from a consistent state must pass the
@@ -18,14 +18,12 @@ import math
 import random
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from knowledge import load_model
 from solvers.api import solve
 from solvers.execute import compile_plan
 from solvers.plan import make_plan
-from solvers.structure import maximum_matching
 from solvers.vectorised import evaluate
 from symbolic.errors import (
     AmbiguousSolution,
@@ -33,7 +31,7 @@ from symbolic.errors import (
     DegenerateError,
     InconsistentPins,
 )
-from symbolic.units import Q_
+from symbolic.units import Q_, format_quantity
 
 RTOL = 1e-9
 EPS = np.finfo(float).eps
@@ -60,33 +58,46 @@ class Outcome:
     residual: float = 0.0  # largest relative residual of any relation at the answer
 
 
-def _matching(model, rng: random.Random, prefer_natural: bool):
-    """A maximum matching of relations to variables, randomised (or natural-first)."""
-    graph = nx.Graph()
-    relations = list(model.relations)
-    rng.shuffle(relations)
-    for r in relations:
-        names = sorted(model.variables_in(r))
-        rng.shuffle(names)
-        graph.add_node(("r", r), bipartite=0)
-        for v in names:
-            graph.add_edge(("r", r), ("v", v))
-    initial = {}
-    if prefer_natural:  # each relation solves for the quantity it naturally produces
-        choices = {r: _natural_outputs(model, r) for r in sorted(relations)}
+def sufficient_pins(model, rng: random.Random, natural: bool = False) -> list[str]:
+    """A random set of quantities that, pinned, fixes every other quantity of ``model``.
+
+    The log-space Jacobian of the whole model is reduced with pivots chosen in a random
+    order; the columns left free are a basis of what the relations leave open, so
+    pinning exactly them determines the rest. With ``natural`` the derived quantities
+    pivot first and bounded ones (ratios of at least 1, shares of at most 1) last, so
+    the basis is made of inputs that can be drawn within their bounds.
+    """
+    from solvers.rank import analyse
+
+    names = sorted(v for v in model.variables if model.relations_of(v))
+    keys = {n: rng.random() for n in names}
+    order = sorted(model.relations)
+    rng.shuffle(order)
+
+    def bounded(name):
+        variable = model.variables[name]
+        return variable.lower is not None or variable.upper is not None
+
+    def preference(name):
+        if not natural:
+            return keys[name]
+        return (not model.variables[name].derived, bounded(name), keys[name])
+
+    preferred: dict[str, str] = {}
+    if natural:  # each relation computes the quantity it naturally produces
+        choices = {r: _natural_outputs(model, r) for r in sorted(model.relations)}
+        taken: set[str] = set()
         for level in range(4):  # strongest preferences first, across all relations
             for r, levels in choices.items():
-                if ("r", r) in initial:
+                if r in preferred:
                     continue
                 for v in levels[level]:
-                    if ("v", v) not in initial:
-                        initial[("r", r)] = ("v", v)
-                        initial[("v", v)] = ("r", r)
+                    if v not in taken:
+                        preferred[r] = v
+                        taken.add(v)
                         break
-    matching = maximum_matching(graph)
-    if prefer_natural:
-        matching = _improve(graph, initial, matching)
-    return {k[1]: v[1] for k, v in matching.items() if k[0] == "r"}
+        order = [r for r in order if r in preferred] + [r for r in order if r not in preferred]
+    return sorted(analyse(model, (), (), order, preferred, preference).free)
 
 
 def _natural_outputs(model, name: str) -> list[list[str]]:
@@ -103,7 +114,7 @@ def _natural_outputs(model, name: str) -> list[list[str]]:
         var = model.variables.get(v)
         return var is not None and v in names and var.lower is None and var.upper is None
 
-    levels = [[], [], [], []]
+    levels: list[list[str]] = [[], [], [], []]
     if relation.lhs.is_Symbol and ok(relation.lhs.name):
         levels[0].append(relation.lhs.name)
     for side in (relation.lhs, relation.rhs):
@@ -118,42 +129,6 @@ def _natural_outputs(model, name: str) -> list[list[str]]:
     if ok(name):
         levels[2].append(name)
     return levels
-
-
-def _improve(graph, initial, fallback):
-    """Grow ``initial`` to a maximum matching by augmenting paths (keeps its choices)."""
-    matching = dict(initial)
-    relations = [n for n in graph if n[0] == "r"]
-    for start in relations:
-        if start in matching:
-            continue
-        # breadth-first search for an augmenting path from this relation
-        parent, frontier, found = {start: None}, [start], None
-        while frontier and found is None:
-            nxt = []
-            for r in frontier:
-                for v in graph[r]:
-                    if v in parent:
-                        continue
-                    parent[v] = r
-                    mate = matching.get(v)
-                    if mate is None:
-                        found = v
-                        break
-                    parent[mate] = v
-                    nxt.append(mate)
-                if found is not None:
-                    break
-            frontier = nxt
-        node = found
-        while node is not None:
-            r = parent[node]
-            previous = matching.get(r)
-            matching[node], matching[r] = r, node
-            node = previous
-    if sum(1 for n in matching if n[0] == "r") < sum(1 for n in fallback if n[0] == "r"):
-        return fallback
-    return matching
 
 
 def _draw(variable, rng: random.Random, spread: float = 3.0) -> float:
@@ -181,25 +156,34 @@ def topic_model(topic_module: str):
 
 
 def consistent_state(seed: int, model=None) -> dict[str, float]:
-    """Inputs drawn at random, every other quantity solved forwards (declared units)."""
+    """A state where every relation holds (declared units), drawn at random.
+
+    Typical values are scattered by a factor of about e either way (seeded) and moved
+    onto the solution set by Gauss-Newton in log space, inputs staying close to where
+    they were drawn (solvers.reference). A draw that leaves a quantity outside its
+    bounds, or a relation so saturated that it amplifies rounding, is skipped.
+    """
+    from solvers.reference import consistent_point
+
     model = model or load_model()
-    rng = random.Random(seed)
-    solved_by = _matching(model, random.Random(0), prefer_natural=True)
-    outputs = set(solved_by.values())
-    inputs = sorted(v for v in model.variables if v not in outputs and model.relations_of(v))
-    given = {n: Q_(_draw(model.variables[n], rng), model.variables[n].pint_unit)
-             for n in inputs}
-    try:
-        s = solve(sorted(outputs), given, ["none"], model=model)
-    except ChalkError as exc:  # several physical states (ambiguous) included
-        raise Skip(f"no single physical state: {exc}") from None
-    state = {n: q.magnitude for n, q in ((n, given[n]) for n in inputs)}
-    state.update({n: s.value(n) for n in outputs})
+    point = consistent_point(model, seed, STATE_SPREAD, atol=STATE_ATOL)
+    if not point.converged:
+        raise Skip(f"no consistent state near this draw (residual {point.residual:.2g})")
+    state = {}
+    for name, base in point.values.items():
+        variable = model.variables[name]
+        if not variable.admits(base):
+            raise Skip(f"the draw puts {name} outside its bounds", reason="bounds")
+        state[name] = base / variable.to_base
     worst = _worst_conditioning(model, state)
     if worst > 1e8:
         raise Skip(f"the drawn state is ill-conditioned (a relation amplifies rounding "
                    f"{worst:.2g} times)")
     return state
+
+
+STATE_SPREAD = 1.0  # sd of ln(value / typical) of a drawn state, before projection
+STATE_ATOL = 1e-14  # a drawn state holds every relation nearly to rounding
 
 
 def _worst_conditioning(model, state: dict[str, float], step: float = 1e-6) -> float:
@@ -235,9 +219,12 @@ def _worst_conditioning(model, state: dict[str, float], step: float = 1e-6) -> f
 def round_trip(state: dict[str, float], seed: int, model=None) -> Outcome:
     """Pin a random sufficient set from ``state``, solve the rest, compare."""
     model = model or load_model()
-    solved_by = _matching(model, random.Random(seed), prefer_natural=False)
-    unknowns = sorted(set(solved_by.values()))
-    pins = sorted(v for v in state if v not in solved_by.values())
+    pins = sufficient_pins(model, random.Random(seed))
+    unknowns = sorted(v for v in state if v not in pins)
+    return _solve_back(model, state, pins, unknowns)
+
+
+def _solve_back(model, state, pins, unknowns) -> Outcome:
     given = {n: Q_(state[n], model.variables[n].pint_unit) for n in pins}
     try:
         s = solve(unknowns, given, ["none"], model=model)
@@ -252,8 +239,134 @@ def round_trip(state: dict[str, float], seed: int, model=None) -> Outcome:
         if ratio > worst:
             worst, worst_name = ratio, name
     multistart = any("from several starts" in step.note for step in s.derivation.steps)
-    return Outcome(pins, unknowns, worst, worst_name, multistart,
+    return Outcome(sorted(pins), unknowns, worst, worst_name, multistart,
                    _max_residual(model, s.derivation.values))
+
+
+@dataclass
+class ProbeResult:
+    """One probe: a target, a minimal set of pins that determines it, what chalk said."""
+
+    target: str
+    pins: list[str]
+    verdict: str  # "answered", "wrong", "genuine refusal", "refused"
+    detail: str = ""
+
+
+def probe(state: dict[str, float], seed: int, model=None) -> ProbeResult:
+    """Draw a minimal pin set that determines a random target at ``state`` in every
+    max() regime, and ask chalk for the target.
+
+    The pins start as every other quantity; each is dropped, in random order, when the
+    target stays determined without it. Determinedness is decided here independently of
+    chalk's planner: by the rank of the log-space Jacobian at ``state`` itself (central
+    differences, singular values), once per combination of max() regimes. An answer
+    must come back to the drawn value; a refusal is genuine only if it offers the drawn
+    value among several (two roots, or a regime to choose).
+    """
+    model = model or load_model()
+    rng = random.Random(seed)
+    names = sorted(state)
+    target = rng.choice(names)
+    jacobians = _state_jacobians(model, state, names)
+    pins = [n for n in names if n != target]
+    rng.shuffle(pins)
+    kept = set(pins)
+    for name in pins:
+        trial = kept - {name}
+        if all(_determines(j, names, trial, target) for j in jacobians):
+            kept = trial
+    chosen = sorted(kept)
+    given = {n: Q_(state[n], model.variables[n].pint_unit) for n in chosen}
+    try:
+        s = solve(target, given, ["none"], model=model)
+    except AmbiguousSolution as exc:
+        shown = show_value(model, target, state[target])
+        genuine = any(_mentions(option, model, target, state[target]) for option in exc.options)
+        return ProbeResult(target, chosen, "genuine refusal" if genuine else "refused",
+                           f"{type(exc).__name__}: {exc.message} (drawn {shown})")
+    except ChalkError as exc:
+        return ProbeResult(target, chosen, "refused", f"{type(exc).__name__}: {exc.message}")
+    got = s.value(target)
+    allowance = _allowances(model, chosen, [target], state, s)[target]
+    error = abs(got - state[target]) / abs(state[target])
+    if error <= allowance:
+        return ProbeResult(target, chosen, "answered")
+    return ProbeResult(target, chosen, "wrong", f"got {got!r}, drawn {state[target]!r}")
+
+
+def show_value(model, name: str, declared: float) -> str:
+    variable = model.variables[name]
+    return format_quantity(declared, variable.pint_unit)
+
+
+def _mentions(option: str, model, name: str, declared: float) -> bool:
+    """Whether an ambiguity's option text shows (to its printed digits) the drawn value."""
+    import re
+
+    from symbolic.parsing import parse_value
+
+    for match in re.finditer(r"=?\s*([-+0-9.,e]+\s*[^;,()]*)", option):
+        text = match.group(1).strip()
+        try:
+            parsed = parse_value(text)
+        except ChalkError:
+            continue
+        if parsed.unit is None:
+            continue
+        try:
+            value = Q_(parsed.magnitude, parsed.unit).to(model.variables[name].pint_unit)
+        except Exception:  # noqa: BLE001 - another quantity's unit in the text
+            continue
+        if abs(value.magnitude - declared) <= 2e-3 * abs(declared):
+            return True
+    return False
+
+
+def _state_jacobians(model, state, names) -> list[np.ndarray]:
+    """The log-space Jacobian of every relation at ``state`` (forward differentiation of
+    each relation's sides, exact to rounding), one matrix per combination of max()/min()
+    regimes: each regime's branch of a relation gives its own row."""
+    import itertools
+
+    from solvers.symbolic_solve import branches
+    from symbolic.logspace import compile_log_gradient
+
+    constants = model.constant_values()
+    base = {n: state[n] * model.variables[n].to_base for n in names}
+    index = {n: i for i, n in enumerate(names)}
+    per_relation = []
+    for relation in model.relations.values():
+        options = []
+        for branch in branches(relation, set(relation.symbols)):
+            lhs = compile_log_gradient(branch.lhs, constants)
+            rhs = compile_log_gradient(branch.rhs, constants)
+            (a, ga), (b, gb) = lhs(base), rhs(base)
+            scale = abs(a) + abs(b)
+            row = np.zeros(len(names))
+            for name, d in ga.items():
+                row[index[name]] += d / scale
+            for name, d in gb.items():
+                row[index[name]] -= d / scale
+            options.append(row)
+        per_relation.append(options)
+    return [np.array(rows) for rows in itertools.product(*per_relation)]
+
+
+def _determines(jacobian: np.ndarray, names, pinned, target) -> bool:
+    """Whether pinning ``pinned`` fixes ``target``: no null direction of the unpinned
+    columns moves it."""
+    columns = [i for i, n in enumerate(names) if n not in pinned]
+    sub = jacobian[:, columns]
+    _, singular, vt = np.linalg.svd(sub)
+    tol = PROBE_RTOL * (singular[0] if singular.size else 1.0)
+    rank = int(np.sum(singular > tol))
+    null = vt[rank:]
+    position = columns.index(names.index(target))
+    return not null.size or float(np.max(np.abs(null[:, position]))) < 1e-6
+
+
+PROBE_RTOL = 1e-10  # singular values below this share of the largest count as zero
 
 
 def _max_residual(model, values: dict) -> float:
@@ -303,10 +416,10 @@ def consistency(state: dict[str, float], seed: int, model=None) -> tuple[str, st
     """
     model = model or load_model()
     rng = random.Random(seed)
-    solved_by = _matching(model, rng, prefer_natural=False)
-    unknowns = sorted(set(solved_by.values()))
+    basis = sufficient_pins(model, rng)
+    unknowns = sorted(v for v in state if v not in basis)
     extra = rng.sample(unknowns, k=min(3, len(unknowns)))
-    pins = sorted(v for v in state if v not in solved_by.values()) + extra
+    pins = sorted(basis) + extra
     targets = [u for u in unknowns if u not in extra][:5] or [unknowns[0]]
     given = {n: Q_(state[n], model.variables[n].pint_unit) for n in pins}
     try:

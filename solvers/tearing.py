@@ -18,7 +18,6 @@ import numpy as np
 
 from solvers.numeric import residual_at, roots_scalar, solve_tears
 from solvers.symbolic_solve import Branch, _NoClosedForm, solve_equation
-from symbolic.errors import DegenerateError
 from symbolic.evaluate import compile_expr
 
 
@@ -78,11 +77,12 @@ class TornBranch:
             roots = roots_scalar(f, why_undefined=why_undefined)
             if not roots:
                 # A residual that is zero wherever it is defined: any value of the tear
-                # satisfies the block, so the pins fix only a combination.
+                # satisfies the block. Hold the tear at its guess; whether anything asked
+                # for depends on it is decided at the solution (solvers.rank.open_at).
                 probe = [f(g) for g in np.linspace(math.log(1e-30), math.log(1e30), 61)]
                 finite = [abs(v) for v in probe if math.isfinite(v)]
                 if finite and max(finite) < 1e-12:
-                    raise DegenerateError(list(self.variables))
+                    return [self.complete(env, {name: guesses[name]})]
             return [self._polish(env, self.complete(env, {name: r})) for r in roots]
         found = solve_tears(lambda values: self.residual(env, values), self.tears, guesses)
         if found:

@@ -35,7 +35,7 @@ class ReferenceOptions:
     derived_weight: float = 1e-6
     max_log: float = 600.0
     sparse_iterations: int = 200
-    sparse_max_iterations: int = 8
+    sparse_max_iterations: int = 4
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class RankOptions:
         into it. Exact rows (products of powers) are compared with zero exactly.
     pivot_threshold : a floating-point pivot must be at least this fraction of the
         largest eligible entry of its row (threshold partial pivoting).
+    rtol_at, null_component : at a solution, singular values below ``rtol_at`` times the
+        largest count as zero, and a target whose share of a null direction is above
+        ``null_component`` is not fixed there.
     exact_block_limit : blocks of products of powers up to this size are tested for
         singularity in exact fractions; larger ones in floating point at ``rtol``.
     max_completion_size : the largest set of extra pins suggested.
@@ -56,6 +59,8 @@ class RankOptions:
     rtol: float = 1e-9
     pivot_threshold: float = 1e-3
     exact_block_limit: int = 12
+    rtol_at: float = 1e-9
+    null_component: float = 1e-6
     max_completion_size: int = 3
     max_completions: int = 6
 
