@@ -213,6 +213,67 @@ def bench_planning(repeats: int = 5) -> dict:
     return {"plan_s": statistics.median(times), "build_s": built, "prepare_s": prepared}
 
 
+def bench_completions(repeats: int = 9) -> dict:
+    """Naming the smallest extra pins for under-determined questions, planned from scratch
+    each time (rank analysis and completions from its null space)."""
+    import chalk
+    from knowledge import load_model
+    from solvers import plan as planning
+    from symbolic.errors import UnderdeterminedError
+
+    questions = [
+        ("critical_batch_size", {"flops_per_param": "2 FLOP/param/token",
+                                 "hbm_bandwidth": "3.35 TB/s"}),
+        ("step_time", {"batch_size": "2000 sequence"}),
+        ("tokens_per_second", {}),
+        ("cost_per_token step_time", {}),
+        ("t_weight_fetch", {"total_params": "70e9 param", "bytes_per_param": "2 byte/param",
+                            "n_chips": "8 chip"}),
+    ]
+    model = load_model()
+    for targets, given in questions:  # warm the model-level caches (rows, identities)
+        chalk.explain(targets.split(), given)
+    out = {}
+    for targets, given in questions:
+        times = []
+        for _ in range(repeats):
+            planning.clear_caches()
+            planning.identities(model)  # once per model, not per question
+            start = time.perf_counter()
+            try:
+                chalk.solve(targets.split(), given)
+            except UnderdeterminedError as exc:
+                found = exc.completions
+            times.append(time.perf_counter() - start)
+        median = statistics.median(times)
+        out[targets] = median
+        print(f"{targets}: {len(found)} smallest completions (size "
+              f"{len(found[0]) if found else '-'}) in {median * 1e3:.1f} ms median over "
+              f"{repeats} (target <= 50 ms)")
+    return out
+
+
+def bench_range_through_max(repeats: int = 3) -> dict:
+    """Batch size from a ranged step time and context (through max(compute, memory)), at
+    the default sample count, in-process and as a command."""
+    import chalk
+
+    presets = ["h100", "llama_3_1_70b", "bf16"]
+    given = {"n_chips": "8 chip", "step_time": "20..50 ms", "context_length": "1k..32k token"}
+    chalk.solve("batch_size", given, presets, samples=1000)
+    solved = _median_call(lambda _: chalk.solve("batch_size", given, presets), repeats)
+    command = [sys.executable, "-m", "solvers.entry", "solve", "batch_size",
+               *[f"--preset={p}" for p in presets],
+               *[x for k, v in given.items() for x in ("--given", f"{k}={v}")]]
+    wall = _median_wall(command, repeats)
+    s = chalk.solve("batch_size", given, presets)
+    low, high = s.interval("batch_size", "sequence")
+    print(f"batch_size from step_time 20..50 ms and context 1k..32k token, 100,000 samples: "
+          f"median {solved:.2f} s in-process, {wall:.2f} s as a command (target < 2 s); "
+          f"90% interval {low.magnitude:,.0f} to {high.magnitude:,.0f} sequence")
+    return {"solve_s": solved, "command_s": wall}
+
+
 def bench_versus_sympy(timeout: float = 120.0) -> dict:
     """The lecture's system solved by the planner vs sympy.solve on all relations at once:
     the batch section alone, then the whole knowledge base."""
@@ -342,7 +403,9 @@ def bench_round_trips(examples: int = 10_000) -> dict:
 
 
 BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte_carlo,
-              "sweep": bench_sweep, "planning": bench_planning, "versus_sympy": bench_versus_sympy,
+              "sweep": bench_sweep, "planning": bench_planning,
+              "completions": bench_completions, "range_through_max": bench_range_through_max,
+              "versus_sympy": bench_versus_sympy,
               "llm_analysis": bench_llm_analysis, "round_trips": bench_round_trips}
 
 

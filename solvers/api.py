@@ -21,7 +21,7 @@ from solvers.pins import Pin, resolve_pins
 from solvers.plan import Plan, analyse_pins, make_plan
 from solvers.rank import open_at
 from solvers.symbolic_solve import DEFAULT_TIMEOUT
-from solvers.uncertainty import DEFAULT_SAMPLES, Propagation, propagate
+from solvers.uncertainty import Propagation, propagate
 from symbolic.errors import AmbiguousSolution, ChalkError, UsageError
 from symbolic.model import Model
 from symbolic.presets import Preset
@@ -372,7 +372,7 @@ def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
 def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
           regime: str | None = None, rtol: float = DEFAULT_RTOL,
           timeout: float = DEFAULT_TIMEOUT, model: Model | None = None,
-          samples: int = DEFAULT_SAMPLES, seed: int = 0, prefer: str = "stated") -> Solution:
+          samples: int | None = None, seed: int = 0, prefer: str = "stated") -> Solution:
     """Solve for ``targets`` from pins and presets.
 
     Parameters
@@ -396,7 +396,8 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         Another set of relations (default: the knowledge base).
     samples, seed : int
         Monte Carlo samples and random seed, used when a pin is a range or a
-        distribution (``"100e9..300e9 param"``, ``"2 TB/s ±10%"``).
+        distribution (``"100e9..300e9 param"``, ``"2 TB/s ±10%"``). By default 100,000
+        samples, fewer (and said) if a step with no closed form would take too long.
     prefer : {"stated", "derived"}
         For a target a preset or the conventions state a value for (``chip_flops``
         with ``--preset h100``): answer with the statement (default) or with what the
@@ -422,7 +423,7 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
 
 
 def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT_TIMEOUT,
-                    samples=DEFAULT_SAMPLES, seed=0, notes=(), stated=None) -> Solution:
+                    samples=None, seed=0, notes=(), stated=None) -> Solution:
     """Compute a prepared question."""
     model, names, pins, dropped, conventions, plan = (q.model, q.targets, q.pins, q.notes,
                                                       q.conventions, q.plan)
@@ -443,7 +444,7 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
                             plan.provisional, names)
     propagation = None
     if any(p.spread is not None for p in pins.values()):
-        if samples < 100:
+        if samples is not None and samples < 100:
             raise UsageError("use at least 100 samples for a range or distribution")
         propagation = propagate(compiled, pins, names, samples, seed, regime)
     return Solution(names, derivation, plan, propagation, stated or {})

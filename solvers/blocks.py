@@ -1,20 +1,24 @@
 """Simultaneous blocks: several relations solved together for several quantities.
 
-Each combination of regimes is torn (solvers.tearing) and solved; the physical
-solutions are kept. One solution is an answer, several are an ambiguity, a flat
-direction is a degenerate pin set, and none is "no solution" only when the search
-was exhaustive (a single torn quantity scanned over its whole range).
+Each combination of regimes is torn (solvers.tearing) and solved by its named
+strategy (solvers.strategies); the physical solutions are kept. One solution is an
+answer, several are an ambiguity, a flat direction is a degenerate pin set, and none
+is "no solution" only when every search was complete (closed forms, or a scan of a
+single torn quantity over its plausible range); otherwise the search failed.
 """
 
 from __future__ import annotations
 
 from solvers import numeric
 from solvers.steps import StepRecord, guards_hold, inputs_of, physical, show
+from solvers.strategies import search_range
 from solvers.tearing import degenerate_directions
+from solvers.tolerances import BLOCK, NEWTON
 from symbolic.errors import AmbiguousSolution, NoSolution, SearchFailed
 from symbolic.model import Model
 
 MULTI_START = "numeric block (multi-start)"  # a block whose answer is not proven unique
+COMPLETE = "numeric block"  # a block whose every search was complete
 
 
 def run_block(model: Model, cstep, env, regime) -> StepRecord:
@@ -28,72 +32,82 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
     names = list(cstep.step.variables)
     guesses = {n: (model.variables[n].typical or 1.0) * model.variables[n].to_base
                for n in names}
-    found, unphysical = [], []
+    ranges = {n: search_range(model.variables[n]) for n in names}
+    found, unphysical = [], []  # (values, branch, search) and (scope, branch, search)
     tears = set()
     flat: set[str] = set()
-    multistart = False  # whether any regime's search was multi-start (proves nothing)
+    complete = True  # whether every search was exhaustive (else "none" proves nothing)
     for branch in cstep.block_branches:
-        labels = branch.labels
-        if regime and labels and regime not in labels and _labels_known(cstep, regime):
+        if (regime and branch.labels and regime not in branch.labels
+                and _labels_known(cstep, regime)):
             continue
         tears.update(branch.tears)
-        multistart = multistart or len(branch.tears) > 1
-        for scope in branch.solve(env, guesses):
-            if _admissible(model, branch, names, scope):
-                found.append(({n: scope[n] for n in names}, labels))
+        search = branch.solve(env, guesses, ranges)
+        complete = complete and search.complete
+        for scope in search.solutions:
+            if _admissible(model, branch, names, scope, cstep.provisional):
+                found.append(({n: scope[n] for n in names}, branch, search))
                 flat.update(degenerate_directions(branch, env, scope, names))
             else:
-                unphysical.append((branch, scope))
+                unphysical.append((scope, branch, search))
     if not found:
-        for branch, scope in unphysical:
-            member = _physical_member(model, branch, env, scope, names, guesses)
+        for scope, branch, search in unphysical:
+            member = _physical_member(model, branch, env, scope, names, guesses,
+                                      cstep.provisional)
             if member is not None:
-                found.append((member[0], branch.labels))
+                found.append((member[0], branch, search))
                 flat.update(member[1])
                 break
     distinct = []
-    for solution, labels in found:
-        if not any(all(abs(solution[n] - s[n]) <= 1e-7 * abs(s[n]) for n in names)
-                   for s, _ in distinct):
-            distinct.append((solution, labels))
+    for solution, branch, search in found:
+        if not any(all(abs(solution[n] - s[n]) <= BLOCK.distinct_rtol * abs(s[n])
+                       for n in names) for s, _, _ in distinct):
+            distinct.append((solution, branch, search))
     if flat:  # points of one flat family are not different answers
         distinct = distinct[:1]
     if not distinct:
         relations = ", ".join(cstep.step.relations)
-        if multistart:  # a failed multi-start proves nothing: say so, and how to narrow it
+        if not complete:  # a failed multi-start proves nothing: say so, and how to narrow it
             raise SearchFailed(", ".join(names), f"no start of the numeric search on the "
                                f"simultaneous relations {relations} reached one, but one may "
                                f"exist; pin one of {', '.join(sorted(tears))} to solve the "
                                "rest directly")
+        scanned = (f" with {', '.join(sorted(tears))} in its plausible range" if len(tears) == 1
+                   else " with each torn quantity in its plausible range" if tears else "")
         raise NoSolution(", ".join(names), f"the simultaneous relations {relations} have "
-                         "no physical solution")
+                         f"no physical solution{scanned}")
     if len(distinct) > 1:
         options = [", ".join(f"{n} = {show(model, n, s[n])}" for n in names)
-                   + (f" ({', '.join(lab)})" if lab else "") for s, lab in distinct[:3]]
+                   + (f" ({', '.join(b.labels)})" if b.labels else "") for s, b, _ in distinct[:3]]
         if len(distinct) > 3:
             options.append(f"and {len(distinct) - 3} more")
         raise AmbiguousSolution(", ".join(names), options,
                                 "pin another quantity or choose a --regime")
-    solution, labels = distinct[0]
+    solution, branch, search = distinct[0]
     env.update(solution)
-    how = ("every root of one torn quantity bracketed and refined (brentq)" if not multistart
-           else "scipy.optimize.root from several starts, in log space; other solutions "
-                "may exist that no start reached")
-    note = (f"solved together, guessing {', '.join(sorted(tears))} and solving the rest by "
-            f"their closed forms; {how}")
+    if branch.tears:
+        note = (f"solved together, guessing {', '.join(sorted(branch.tears))} and solving the "
+                f"rest by their closed forms; {search.note}")
+    else:
+        note = f"solved together: {search.note}"
+    if search.complete and not complete:
+        note += ("; other regimes were searched by scipy.optimize.root from several starts, "
+                 "so other solutions may exist")
     if flat:
         note += (f"; the relations leave {', '.join(sorted(flat))} free along one direction "
                  "here, so one point of that family was kept")
-    if labels:
-        note += "; regime: " + ", ".join(labels)
-    method = MULTI_START if multistart else "numeric block"
+    if branch.labels:
+        note += "; regime: " + ", ".join(branch.labels)
+    method = COMPLETE if complete else MULTI_START
     return StepRecord(cstep.step.relations, tuple(names), None, method,
-                      inputs_of(cstep.relations, names, model), ", ".join(labels) or None, note)
+                      inputs_of(cstep.relations, names, model),
+                      ", ".join(branch.labels) or None, note)
 
 
-def _admissible(model: Model, branch, names, scope) -> bool:
-    """Every quantity of the block physical and the branch's regime inequalities held."""
-    return (all(physical(model, n, scope[n]) for n in names)
+def _admissible(model: Model, branch, names, scope, provisional=frozenset()) -> bool:
+    """Every quantity of the block physical (within its bounds unless provisional) and the
+    branch's regime inequalities held."""
+    return (all(physical(model, n, scope[n], n in provisional) for n in names)
             and guards_hold(branch.guards, scope))
 
 
@@ -101,7 +115,8 @@ def _labels_known(cstep, regime) -> bool:
     return any(regime == label for r in cstep.relations for label, _ in r.regimes)
 
 
-def _physical_member(model: Model, branch, env, scope, names, guesses):
+def _physical_member(model: Model, branch, env, scope, names, guesses,
+                     provisional=frozenset()):
     """A physical solution in the flat family of a non-physical one, with the flat
     quantities; ``None`` if there is none.
 
@@ -118,9 +133,10 @@ def _physical_member(model: Model, branch, env, scope, names, guesses):
         trials = numeric.solve_tears(
             lambda values: branch.residual(env, {**held, **values}), free, guesses)
     else:
-        trials = [{}] if all(abs(r) < 1e-10 for r in branch.residual(env, held)) else []
+        held_ok = all(abs(r) < NEWTON.accept for r in branch.residual(env, held))
+        trials = [{}] if held_ok else []
     for values in trials:
         complete = branch.complete(env, {**held, **values})
-        if _admissible(model, branch, names, complete):
+        if _admissible(model, branch, names, complete, provisional):
             return {n: complete[n] for n in names}, flat
     return None

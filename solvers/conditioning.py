@@ -5,7 +5,8 @@ the quantity it has stopped depending on (the experts a large batch touches,
 say) amplifies the last bits of the inputs into the whole answer. The
 elasticity of the answer to each input (d ln out / d ln in) measures that: a
 value above 1e9 means no digit of the answer survives, and the step is refused
-with an explanation; above 1e5 it is kept with a warning in the derivation.
+with an explanation; above 1e5 it is kept with a warning in the derivation (both
+declared in solvers.tolerances.CONDITIONING).
 """
 
 from __future__ import annotations
@@ -14,11 +15,8 @@ import math
 
 import numpy as np
 
+from solvers.tolerances import CONDITIONING
 from symbolic.errors import IllConditioned
-
-REFUSE = 1e9
-WARN = 1e5
-STEP = 1e-7
 
 
 def elasticities(evaluator, env: dict, inputs, value: float) -> dict[str, float]:
@@ -29,14 +27,14 @@ def elasticities(evaluator, env: dict, inputs, value: float) -> dict[str, float]
         if not isinstance(x, float) or x <= 0:
             continue
         trial = dict(env)
-        trial[name] = x * (1 + STEP)
+        trial[name] = x * (1 + CONDITIONING.step)
         try:
             with np.errstate(all="ignore"):
                 moved = float(evaluator(trial))
         except (ArithmeticError, ValueError, TypeError):
             continue
         if moved > 0 and math.isfinite(moved):
-            out[name] = (math.log(moved) - math.log(value)) / math.log1p(STEP)
+            out[name] = (math.log(moved) - math.log(value)) / math.log1p(CONDITIONING.step)
         else:
             out[name] = math.inf
     return out
@@ -50,11 +48,11 @@ def check(name: str, relation: str, evaluator, env: dict, inputs, value: float) 
     if not found:
         return ""
     worst_input, worst = max(found.items(), key=lambda item: abs(item[1]))
-    if abs(worst) >= REFUSE:
+    if abs(worst) >= CONDITIONING.refuse:
         raise IllConditioned(name, f"relation {relation} barely depends on it here, so rounding in "
                          f"{worst_input} swamps it (elasticity {abs(worst):.2g}); pin {name} "
                          "or use values further from saturation")
-    if abs(worst) >= WARN:
+    if abs(worst) >= CONDITIONING.warn:
         return (f"ill-conditioned: a relative change in {worst_input} moves {name} "
                 f"{abs(worst):.2g} times as much, so trailing digits are not meaningful")
     return ""

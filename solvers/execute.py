@@ -30,8 +30,10 @@ from solvers.steps import (
     physical,
     show,
 )
+from solvers.strategies import search_range
 from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
 from solvers.tearing import tear
+from solvers.tolerances import STEPS
 from symbolic.errors import AmbiguousSolution, ChalkError, NoSolution
 from symbolic.evaluate import compile_expr
 from symbolic.model import Model
@@ -58,6 +60,7 @@ class _CompiledStep:
     equation: tuple | None = None
     block_branches: list = field(default_factory=list)
     note: str = ""
+    provisional: frozenset = frozenset()  # its quantities that depend on a placeholder
 
 
 @dataclass
@@ -79,6 +82,8 @@ def _compiled(model: Model, pinned, targets, timeout) -> CompiledPlan:
     plan = make_plan(model, pinned, targets)
     constants = model.constant_values()
     steps = [_compile_step(model, step, constants, timeout) for step in plan.steps]
+    for compiled in steps:
+        compiled.provisional = frozenset(compiled.step.variables) & plan.provisional
     checks = []
     for name in plan.checks:
         relation = model.relations[name]
@@ -167,7 +172,7 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
     raise first
 
 
-PLACEHOLDER_FACTORS = (1.0, 1e-3, 1e3, 1e-6, 1e6)  # multiples of typical tried in turn
+PLACEHOLDER_FACTORS = STEPS.placeholder_factors  # multiples of typical tried in turn
 
 
 def _run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None):
@@ -211,7 +216,8 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
             continue
         with np.errstate(all="ignore"):
             value = cc.value(env)
-        if isinstance(value, complex) or not physical(model, name, value):
+        if isinstance(value, complex) or not physical(model, name, value,
+                                                      name in cstep.provisional):
             if not np.isfinite(value):
                 overflowed = True
             real = not isinstance(value, complex) and np.isfinite(value)
@@ -305,7 +311,8 @@ def _regime_node_is_min(relation) -> bool:
 def _dedupe(survivors):
     out = []
     for value, candidate in survivors:
-        if not any(abs(value - v) <= 1e-9 * max(abs(value), abs(v)) for v, _ in out):
+        if not any(abs(value - v) <= STEPS.distinct_rtol * max(abs(value), abs(v))
+                   for v, _ in out):
             out.append((value, candidate))
     return out
 
@@ -313,15 +320,18 @@ def _dedupe(survivors):
 def _run_numeric(model: Model, cstep: _CompiledStep, env) -> StepRecord:
     relation = cstep.relations[0]
     name = cstep.step.variables[0]
-    roots = [r for r in numeric.roots_1d(cstep.equation, name, env) if physical(model, name, r)]
+    low, high = search_range(model.variables[name])
+    roots = [r for r in numeric.roots_1d(cstep.equation, name, env, low, high)
+             if physical(model, name, r, name in cstep.provisional)]
     if not roots:
-        raise NoSolution(name, f"relation {relation.name} has no positive root")
+        raise NoSolution(name, f"relation {relation.name} has no positive root in the "
+                         f"plausible range of {name} ({show(model, name, low)} to "
+                         f"{show(model, name, high)})")
     if len(roots) > 1:
         raise AmbiguousSolution(name, [show(model, name, r) for r in roots],
                                 "pin another quantity to tell them apart")
     env[name] = roots[0]
-    note = (cstep.note + "; " if cstep.note else "") + "solved numerically (bracketing + brentq)"
+    note = (cstep.note + "; " if cstep.note else "") + (
+        "solved numerically (every sign change over its plausible range bracketed, brentq)")
     return StepRecord((relation.name,), (name,), None, "numeric (brentq)",
                       inputs_of(cstep.relations, (name,), model), None, note)
-
-

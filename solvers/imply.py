@@ -112,13 +112,14 @@ def imply(sheet: str | PriceSheet, given: Iterable[str] | Mapping[str, object] =
     def run(title, targets, pins, extra_presets=(), explain=None) -> Deduction:
         deduction = Deduction(title, tuple(targets))
         try:
+            # what the prices imply leads; a value a preset states is its cross-check
             solution = solve(list(targets), {**user, **pins},
-                             [*preset_objects, *extra_presets])
+                             [*preset_objects, *extra_presets], prefer="derived")
         except ChalkError as exc:
             deduction.skipped = exc.message
             return deduction
         deduction.solution = solution
-        deduction.lines = [f"{t} = {solution.derivation.show(t)}" for t in targets]
+        deduction.lines = [solution.headline()]
         if explain:
             deduction.lines.extend(explain(solution))
         return deduction

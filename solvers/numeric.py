@@ -4,7 +4,9 @@ Every quantity is positive, so unknowns are searched in log space, which makes
 the search scale-free (a byte count of 1e11 and a time of 1e-3 s are equally
 easy) and keeps iterates positive. Residuals are relative, ``(l - r)/(|l|+|r|)``.
 A search that does not converge raises; it never returns its last iterate.
-SciPy is imported here only, when a block actually needs it.
+SciPy is imported here only, when a block actually needs it. Every tolerance and
+grid size is declared in solvers.tolerances (SCAN for the scan, NEWTON for the
+multi-start search).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-Side = Callable[[Mapping[str, float]], float]
+from solvers.tolerances import NEWTON, SCAN
 
-TOLERANCE = 1e-12
+Side = Callable[[Mapping[str, float]], float]
 
 
 def relative_residual(lhs: float, rhs: float) -> float:
@@ -34,40 +36,33 @@ def residual_at(lhs: Side, rhs: Side, scope: Mapping[str, float]) -> float:
     return value if math.isfinite(value) else math.nan
 
 
-ROOT_ACCEPT = 1e-6  # |relative residual| at a refined sign change that counts as a root
-
-
-def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 1e30,
-                 points: int = 481, why_undefined: Callable[[float], object] | None = None
-                 ) -> list[float]:
+def roots_scalar(f: Callable[[float], float], low: float, high: float,
+                 points: int = SCAN.points, why_undefined: Callable[[float], object] | None = None,
+                 accept: float = SCAN.root_accept) -> list[float]:
     """Every root of ``f(ln x)`` for x in ``[low, high]``: sign changes on a grid, refined by
-    brentq; a sign change across a pole is not a root.
+    brentq and then to (nearly) the best double of x; a sign change across a pole is not a
+    root.
 
+    ``accept`` is the largest ``|f|`` left at a refined sign change that counts as a root.
     ``why_undefined(ln x)`` names what puts ``f`` off its domain (NaN) at a point. Where two
     neighbouring grid points are undefined for different reasons, the domain may have an
     island between them narrower than the grid step; it is searched for by bisection.
     """
-    from scipy.optimize import brentq
-
     grid = list(np.linspace(math.log(low), math.log(high), points))
     grid, values, edges = _refined(f, grid, [f(g) for g in grid], why_undefined)
     # the residual can vanish at a domain edge itself (a quantity diverging there, say)
-    roots = [math.exp(x) for x, fx in edges if math.isfinite(fx) and abs(fx) < 1e-8]
+    roots = [math.exp(x) for x, fx in edges if math.isfinite(fx) and abs(fx) < SCAN.edge_accept]
     for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
         if math.isnan(fa) or math.isnan(fb):
             continue
         if fa == 0:
             roots.append(math.exp(a))
         elif fa * fb < 0:
-            try:
-                root = brentq(f, a, b, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=200)
-            except (ValueError, RuntimeError):  # NaN inside the bracket, or no convergence
-                continue
+            refined = _bracketed_root(f, a, b, fa, fb)
             # A sign change across a pole leaves |f| near 1 (relative residuals are bounded
-            # by 1); a real root leaves only rounding, which a steep residual (a root just
-            # inside a domain edge) amplifies well past 1e-9, so the test is loose.
-            if abs(f(root)) < ROOT_ACCEPT:
-                roots.append(math.exp(root))
+            # by 1); a real root leaves only rounding, amplified by a steep residual.
+            if refined is not None and abs(refined[1]) < accept:
+                roots.append(math.exp(refined[0]))
     if values and values[-1] == 0:
         roots.append(math.exp(grid[-1]))
     # A residual can reach zero without crossing it: it touches zero (a saturating
@@ -80,30 +75,96 @@ def roots_scalar(f: Callable[[float], float], low: float = 1e-30, high: float = 
     touching = []
     for i in range(1, len(grid) - 1):
         if not (magnitude[i] <= magnitude[i - 1] and magnitude[i] <= magnitude[i + 1]
-                and magnitude[i] < 0.999):
+                and magnitude[i] < SCAN.touch_floor):
             continue
         if values[i - 1] * values[i] < 0 or values[i] * values[i + 1] < 0:
             # A crossing next to this point is bracketed above; polishing |f| instead
             # would stop wherever a flat residual first dips below the threshold.
             continue
-        if magnitude[i] < 1e-12:
+        if magnitude[i] < SCAN.touch_grid:
             touching.append(math.exp(grid[i]))
             continue
-        best = minimize_scalar(lambda x: abs(f(x)) if math.isfinite(f(x)) else math.inf,
-                               bounds=(grid[i - 1], grid[i + 1]), method="bounded",
-                               options={"xatol": 1e-14})
-        if best.fun < 1e-10:
+        # Polish towards zero on the signed residual, not |f|: if it passes zero, the
+        # residual crosses and crosses back between grid points (two roots, batch round
+        # trip seed 840), and each side of the point it reached brackets one.
+        sign = 1.0 if values[i] > 0 else -1.0
+        best = minimize_scalar(_signed, bounds=(grid[i - 1], grid[i + 1]), args=(f, sign),
+                               method="bounded", options={"xatol": SCAN.touch_xatol})
+        at_best = f(best.x)
+        if math.isfinite(at_best) and at_best * values[i] < 0:
+            for a, b, fa, fb in ((grid[i - 1], best.x, values[i - 1], at_best),
+                                 (best.x, grid[i + 1], at_best, values[i + 1])):
+                refined = _bracketed_root(f, a, b, fa, fb) if math.isfinite(fa + fb) else None
+                if refined is not None and abs(refined[1]) < accept:
+                    roots.append(math.exp(refined[0]))
+        elif abs(at_best) < SCAN.touch_accept:
             touching.append(math.exp(best.x))
-    crossing = _distinct(roots, rtol=1e-6)
+    crossing = _distinct(roots, rtol=SCAN.distinct_rtol)
     # A bracketed root is exact to the last bits; a polished minimum is not, so it is
     # kept only where no bracketed root lies.
-    extra = [t for t in _distinct(touching, rtol=1e-6)
-             if not any(_close(t, r, 1e-6) for r in crossing)]
+    extra = [t for t in _distinct(touching, rtol=SCAN.distinct_rtol)
+             if not any(_close(t, r, SCAN.distinct_rtol) for r in crossing)]
     return sorted(crossing + extra)
 
 
-def _refined(f, grid: list, values: list, why_undefined=None, halvings: int = 44,
-             samples: int = 33) -> tuple[list, list, list]:
+def _signed(x: float, f, sign: float) -> float:
+    """``sign * f(x)``, infinite where ``f`` is undefined (a minimiser steps back)."""
+    value = f(x)
+    return sign * value if math.isfinite(value) else math.inf
+
+
+def _bracketed_root(f, a: float, b: float, fa: float, fb: float
+                    ) -> tuple[float, float] | None:
+    """The root of ``f`` (on ln x) bracketed by ``[a, b]`` and ``f`` there, refined to
+    neighbouring doubles of x; ``None`` if brentq fails (NaN inside the bracket, or no
+    convergence).
+
+    brentq stops within ``xtol`` of ln x, which can be several doubles of x from the root;
+    next to a domain edge a steep residual is still large there (1e-6 where the best
+    double leaves 1e-8), so its answer is bisected further before it is judged.
+    """
+    from scipy.optimize import brentq
+
+    def value(log_x):
+        try:
+            return f(log_x)
+        except ArithmeticError:  # exactly on a pole, which brentq's tolerance stepped past
+            return math.nan
+
+    try:
+        root = brentq(f, a, b, xtol=SCAN.xtol, rtol=SCAN.rtol, maxiter=SCAN.maxiter)
+    except (ValueError, RuntimeError):
+        return None
+    candidates = [(root, value(root))]
+    # brentq's answer is within its tolerance of the root: bracket it tightly if that
+    # holds, else bisect the whole grid interval (a few dozen more evaluations).
+    width = 2 * (SCAN.xtol + SCAN.rtol * abs(root))
+    low, high = max(a, root - width), min(b, root + width)
+    f_low, f_high = value(low), value(high)
+    if not (math.isfinite(f_low) and math.isfinite(f_high) and f_low * f_high <= 0):
+        low, high, f_low, f_high = a, b, fa, fb
+    # Halve until no double of x lies strictly between the ends (bounded, in case ln x
+    # keeps resolving points that exp maps to the same x).
+    for _ in range(SCAN.refine_halvings):
+        middle = 0.5 * (low + high)
+        if (f_low == 0 or f_high == 0 or not low < middle < high
+                or math.exp(middle) in (math.exp(low), math.exp(high))):
+            break
+        f_middle = value(middle)
+        if not math.isfinite(f_middle):
+            break
+        if (f_middle < 0) == (f_low < 0):
+            low, f_low = middle, f_middle
+        else:
+            high, f_high = middle, f_middle
+    candidates += [(low, f_low), (high, f_high)]
+    candidates = [(x, fx) for x, fx in candidates if math.isfinite(fx)]
+    return min(candidates, key=lambda pair: abs(pair[1])) if candidates else None
+
+
+def _refined(f, grid: list, values: list, why_undefined=None,
+             halvings: int = SCAN.edge_halvings, samples: int = SCAN.island_samples
+             ) -> tuple[list, list, list]:
     """The grid with points added where the domain of ``f`` ends between grid points.
 
     A saturating relation crowds its features against the edge of the domain (a root
@@ -121,7 +182,7 @@ def _refined(f, grid: list, values: list, why_undefined=None, halvings: int = 44
             added = [edge, *_approach(edge, inside, halvings)]
             edges.append(edge)
         elif math.isnan(fa) and why_undefined is not None:
-            inside = _find_island(f, why_undefined, a, b, depth=48)
+            inside = _find_island(f, why_undefined, a, b, depth=SCAN.island_depth)
             if inside is not None:
                 left, right = _domain_edge(f, inside, a), _domain_edge(f, inside, b)
                 middle = 0.5 * (left + right)
@@ -159,7 +220,8 @@ def _find_island(f, why_undefined, a: float, b: float, depth: int) -> float | No
     return found
 
 
-def _domain_edge(f, inside: float, outside: float, steps: int = 60) -> float:
+def _domain_edge(f, inside: float, outside: float, steps: int = SCAN.edge_bisections
+                 ) -> float:
     """The last point from ``inside`` (defined) towards ``outside`` (undefined) where ``f``
     is still defined, by bisection."""
     for _ in range(steps):
@@ -172,28 +234,31 @@ def _domain_edge(f, inside: float, outside: float, steps: int = 60) -> float:
 
 
 def solve_tears(residuals: Callable[[dict], list[float]], names: Sequence[str],
-                guesses: Mapping[str, float], starts: int = 32, seed: int = 0
-                ) -> list[dict[str, float]]:
+                guesses: Mapping[str, float], starts: int = NEWTON.starts,
+                seed: int = NEWTON.seed) -> list[dict[str, float]]:
     """Distinct solutions of ``residuals(values) = 0`` over positive ``names``, multi-start."""
     from scipy.optimize import root
 
     def wrapped(y):
-        values = {n: math.exp(min(v, 700.0)) for n, v in zip(names, y, strict=True)}
+        values = {n: math.exp(min(v, NEWTON.max_log)) for n, v in zip(names, y, strict=True)}
         out = residuals(values)
+        # off the domain a relative residual is as large as it can be (1), not NaN, so
+        # the iteration can still step back
         return [v if math.isfinite(v) else 1.0 for v in out]
 
     centre = np.array([math.log(guesses.get(n, 1.0)) for n in names])
     rng = np.random.default_rng(seed)
-    points = [centre] + [centre + rng.normal(0.0, 3.0, size=len(names)) for _ in range(starts)]
+    points = [centre] + [centre + rng.normal(0.0, NEWTON.spread, size=len(names))
+                         for _ in range(starts)]
     # more equations than unknowns (a degenerate block with a tear held): least squares
     square = len(wrapped(centre)) == len(names)
-    method, options = ("hybr", {"xtol": 1e-14}) if square else ("lm", {"xtol": 1e-14})
+    method = "hybr" if square else "lm"
     found = []
     for start in points:
-        result = root(wrapped, start, method=method, options=options)
-        if np.any(np.abs(result.x) > 700):
+        result = root(wrapped, start, method=method, options={"xtol": NEWTON.xtol})
+        if np.any(np.abs(result.x) > NEWTON.max_log):
             continue  # ran off to 0 or infinity
-        if max(abs(v) for v in wrapped(result.x)) < 1e-10:
+        if max(abs(v) for v in wrapped(result.x)) < NEWTON.accept:
             values = {n: math.exp(v) for n, v in zip(names, result.x, strict=True)}
             if not any(all(_close(values[n], other[n]) for n in names) for other in found):
                 found.append(values)
@@ -201,8 +266,9 @@ def solve_tears(residuals: Callable[[dict], list[float]], names: Sequence[str],
 
 
 def roots_1d(equation: tuple[Side, Side], name: str, env: Mapping[str, float],
-             low: float = 1e-30, high: float = 1e30, points: int = 241) -> list[float]:
-    """Every sign change of the relative residual in ``[low, high]``, refined by brentq."""
+             low: float, high: float, points: int = SCAN.points) -> list[float]:
+    """Every root of the relative residual for ``name`` in ``[low, high]`` (base units, the
+    quantity's plausible range): sign changes refined by brentq, and touching zeros."""
     lhs, rhs = equation
     scope = dict(env)
 
@@ -213,11 +279,11 @@ def roots_1d(equation: tuple[Side, Side], name: str, env: Mapping[str, float],
     return roots_scalar(f, low, high, points)
 
 
-def _close(a: float, b: float, rtol: float = 1e-7) -> bool:
+def _close(a: float, b: float, rtol: float = NEWTON.distinct_rtol) -> bool:
     return abs(a - b) <= rtol * max(abs(a), abs(b))
 
 
-def _distinct(values: list[float], rtol: float = 1e-7) -> list[float]:
+def _distinct(values: list[float], rtol: float = NEWTON.distinct_rtol) -> list[float]:
     out: list[float] = []
     for v in sorted(values):
         if not out or not _close(v, out[-1], rtol):

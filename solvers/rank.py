@@ -37,7 +37,6 @@ from functools import lru_cache
 import numpy as np
 
 from solvers.tolerances import RANK
-from symbolic.errors import KnowledgeError
 from symbolic.logspace import compile_log_gradient, log_row, monomial_row
 from symbolic.model import Model
 
@@ -61,11 +60,8 @@ class LogRow:
 def log_rows(model: Model) -> Mapping[str, LogRow]:
     """Every relation's log-space row (cached per model).
 
-    Raises
-    ------
-    KnowledgeError
-        If a relation that is not a product of powers has a side that is not
-        positive at the reference point, so it cannot be linearised there.
+    A relation that is not a product of powers is linearised at the model's reference
+    point; where it cannot be (no usable point), it gets a generic row of its pattern.
     """
     return {name: _log_row(model, name, relation.lhs, relation.rhs)
             for name, relation in model.relations.items()}
@@ -109,14 +105,33 @@ def _log_row(model: Model, name: str, lhs, rhs) -> LogRow:
 
     point = reference_point(model)
     constants = model.constant_values()
-    found = log_row(compile_log_gradient(lhs, constants, surrogate=True),
-                    compile_log_gradient(rhs, constants, surrogate=True), point.values)
-    if found is None:
-        raise KnowledgeError(f"relation {name} cannot be linearised: a side is not "
-                             "positive at the model's reference point")
-    entries = {k: float(v) for k, v in found[1].items()
-               if k in model.variables and v != 0.0}
+    left = compile_log_gradient(lhs, constants, surrogate=True)
+    right = compile_log_gradient(rhs, constants, surrogate=True)
+    try:
+        found = log_row(left, right, point.values)
+        if found is None:  # a side not positive there: the relative residual's gradient
+            (a, ga), (b, gb) = left(point.values), right(point.values)
+            scale = abs(a) + abs(b)
+            gradient = {k: ga.get(k, 0.0) / scale - gb.get(k, 0.0) / scale
+                        for k in set(ga) | set(gb)} if scale else None
+        else:
+            gradient = found[1]
+    except (ArithmeticError, ValueError):
+        gradient = None
+    if gradient is None or not all(np.isfinite(v) for v in gradient.values()):
+        # No usable point (a model whose typical values put a relation off its domain):
+        # a generic row of the relation's pattern, so rank is still decided structurally.
+        gradient = {v: _generic_weight(name, v) for v in model.variables_in(name)}
+    entries = {k: float(v) for k, v in gradient.items() if k in model.variables and v != 0.0}
     return LogRow(name, entries, False)
+
+
+def _generic_weight(relation: str, name: str) -> float:
+    """A fixed, generic (irrational-looking) coefficient for one entry of a row."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{relation}/{name}".encode()).digest()
+    return 0.5 + int.from_bytes(digest[:8], "big") / 2**64
 
 
 @dataclass
@@ -437,9 +452,12 @@ def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iter
 
     Pinning a set ``E`` removes the null-space directions along which any member
     of ``E`` moves; the targets are then determined when their null-space vectors
-    lie in the span of ``E``'s. Sets are grown one member at a time by projecting
-    out the span of the members so far, so each size costs one small numpy
-    operation per smaller set rather than one plan per candidate set.
+    lie in the span of ``E``'s. Working modulo the targets' span makes the common
+    sizes direct: a single extra pin must move only along the targets (its image
+    there is zero); a pair must have parallel images. Larger sets are grown from
+    smaller ones taken among the candidates that sort first by ``key`` (at most
+    ``RANK.completion_pool`` of them), each growth one numpy operation over every
+    candidate.
     """
     max_size = RANK.max_completion_size if max_size is None else max_size
     open_targets = [t for t in targets if not analysis.is_determined(t)]
@@ -471,15 +489,30 @@ def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iter
             pool.append((name, v))
     if not pool:
         return ()
+    order = key or (lambda c: c)
+    pool.sort(key=lambda item: order((item[0],)))
     names = [n for n, _ in pool]
     vectors = np.array([v for _, v in pool])
-    needed = np.linalg.matrix_rank(target_matrix, tol=1e-9)
+    needed = int(np.linalg.matrix_rank(target_matrix, tol=1e-9))
     found: list[tuple[str, ...]] = []
     for size in range(max(needed, 1), max_size + 1):
-        for base in itertools.combinations(range(len(names)), size - 1):
-            found.extend(_completing(vectors, target_matrix, base, names))
+        if needed == 1 and size <= 2:
+            found.extend(_through_quotient(vectors, target_matrix, names, size))
+        else:
+            bases = itertools.combinations(range(min(len(names), RANK.completion_pool)),
+                                           size - 1)
+            for base in bases:
+                found.extend(_completing(vectors, target_matrix, base, names))
         if found:
             break
+    if not found and len(open_targets) > 1:
+        # Several targets: sets grown from the nearest candidates found none, so offer the
+        # smallest unions of each target's own smallest completions (each exact).
+        each = [completions(analysis, [t], candidates, key, max_size) for t in open_targets]
+        if all(each):
+            unions = {tuple(sorted(set().union(*combo))) for combo in itertools.product(*each)}
+            smallest = min(len(u) for u in unions)
+            found = [u for u in unions if len(u) == smallest and len(u) <= max_size]
     unique = sorted(set(found), key=key or (lambda c: c))
     return tuple(unique[:RANK.max_completions])
 
@@ -549,9 +582,36 @@ def spans(analysis: RankAnalysis, extra, targets) -> bool:
             == np.linalg.matrix_rank(e, tol=tol))
 
 
+def _through_quotient(vectors, targets, names, size) -> list[tuple[str, ...]]:
+    """Completions of one or two members of a single target, modulo the target's span:
+    one member whose vector lies along the target's; or two whose parts off the target
+    are parallel (so a combination of them is the target's) while they are not."""
+    direction = targets[0] / np.linalg.norm(targets[0])
+    off = vectors - np.outer(vectors @ direction, direction)
+    norms = np.linalg.norm(off, axis=1)
+    scale = np.maximum(1.0, np.linalg.norm(vectors, axis=1))
+    along = norms <= 1e-9 * scale
+    if size == 1:
+        return [(names[i],) for i in np.flatnonzero(along)]
+    found = []
+    units = off / np.where(along, 1.0, norms)[:, None]
+    candidates = np.flatnonzero(~along)
+    for position, i in enumerate(candidates):
+        rest = candidates[position + 1:]
+        if not rest.size:
+            break
+        parallel = np.abs(np.abs(units[rest] @ units[i]) - 1.0) <= 1e-9
+        for j in rest[parallel]:
+            # the two must not be parallel themselves (then neither reaches the target)
+            pair = vectors[[i, j]]
+            if np.linalg.matrix_rank(pair, tol=1e-9 * float(np.max(np.abs(pair)))) == 2:
+                found.append(tuple(sorted((names[i], names[j]))))
+    return found
+
+
 def _completing(vectors, targets, base, names) -> list[tuple[str, ...]]:
-    """Sets ``base + (j,)`` (j after base's last member) that span ``targets``, with
-    ``base`` independent and no smaller subset doing so."""
+    """Sets ``base + (j,)`` (any j outside base) that span ``targets``, with ``base``
+    independent and no smaller subset doing so."""
     if base:
         chosen = vectors[list(base)]
         q, r = np.linalg.qr(chosen.T)
@@ -574,9 +634,9 @@ def _completing(vectors, targets, base, names) -> list[tuple[str, ...]]:
     off = rest - np.outer(along, direction)
     ok = (np.abs(along) > 1e-9) & (np.linalg.norm(off, axis=1) <= 1e-9 * np.maximum(
         1.0, np.abs(along)))
-    start = base[-1] + 1 if base else 0
+    members = set(base)
     return [tuple(sorted([names[i] for i in base] + [names[j]]))
-            for j in range(start, len(names)) if ok[j]]
+            for j in range(len(names)) if ok[j] and j not in members]
 
 
 def _components(analysis: RankAnalysis) -> dict[str, set[str]]:

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import sympy
 
+from solvers.tolerances import STEPS
 from symbolic.model import Model
 from symbolic.units import format_quantity
 
-GUARD_RTOL = 1e-9  # a regime inequality may fail by this much (relative) and still hold
+GUARD_RTOL = STEPS.guard_rtol  # a regime inequality may fail by this much and still hold
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,22 @@ def inputs_of(relations, solved, model) -> tuple[str, ...]:
     return tuple(sorted(names - set(solved)))
 
 
-def physical(model: Model, name: str, value) -> bool:
+def physical(model: Model, name: str, value, provisional: bool = False) -> bool:
+    """Whether a value can be kept: finite and within the quantity's bounds.
+
+    A ``provisional`` quantity (one that depends on a placeholder, so its value is an
+    artefact of an arbitrary choice) need only be positive (or zero where allowed): its
+    declared bounds say nothing about it.
+    """
     try:
         value = float(value)
     except (TypeError, ValueError):
         return False
-    return math.isfinite(value) and model.variables[name].admits(value)
+    if not math.isfinite(value):
+        return False
+    if provisional:
+        return value > 0 or (value == 0 and model.variables[name].allow_zero)
+    return model.variables[name].admits(value, STEPS.bound_rtol)
 
 
 def guards_hold(guards, env) -> bool:

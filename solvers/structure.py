@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import networkx as nx
-import numpy as np
 
 
 def rel_node(name: str) -> tuple[str, str]:
@@ -40,35 +39,72 @@ def incidence_graph(unknowns_of: Mapping[str, Iterable[str]], unknowns: Iterable
 
 
 def maximum_matching(graph: nx.Graph) -> dict[tuple[str, str], tuple[str, str]]:
-    """A maximum matching as a symmetric node -> node dict.
+    """A maximum matching as a symmetric node -> node dict (Hopcroft-Karp).
 
-    The engine's one bipartite matching: Hopcroft-Karp as implemented by
-    ``scipy.sparse.csgraph.maximum_bipartite_matching``, run on the incidence matrix
-    with rows and columns in sorted order, so the matching (and every plan built on
-    it) is the same in every run, whatever the process's hash seed.
+    The engine's one bipartite matching. It runs over ordered adjacency lists rather
+    than networkx's set-based version, so the matching (and every plan built on it) is
+    the same in every run, whatever the process's hash seed; and it is plain Python, so
+    a cold ``chalk solve`` does not pay for importing scipy.sparse (about half a second).
     """
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import maximum_bipartite_matching
-
-    relations = sorted(n for n in graph if n[0] == "r")
-    variables = sorted(n for n in graph if n[0] == "v")
-    if not relations or not variables:
-        return {}
-    column = {v: j for j, v in enumerate(variables)}
-    rows, cols = [], []
-    for i, r in enumerate(relations):
-        for v in graph[r]:
-            rows.append(i)
-            cols.append(column[v])
-    incidence = csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)),
-                           shape=(len(relations), len(variables)))
-    incidence.sort_indices()
-    matched = maximum_bipartite_matching(incidence, perm_type="column")
+    relations = [n for n in graph if n[0] == "r"]
+    adjacency = {r: list(graph[r]) for r in relations}
+    mate_r: dict = {}
+    mate_v: dict = {}
+    infinity = float("inf")
+    while True:
+        # breadth-first layering from free relations
+        distance = {}
+        queue = deque()
+        for r in relations:
+            if r not in mate_r:
+                distance[r] = 0
+                queue.append(r)
+        found = infinity
+        while queue:
+            r = queue.popleft()
+            if distance[r] >= found:
+                continue
+            for v in adjacency[r]:
+                nxt = mate_v.get(v)
+                if nxt is None:
+                    found = min(found, distance[r] + 1)
+                elif nxt not in distance:
+                    distance[nxt] = distance[r] + 1
+                    queue.append(nxt)
+        if found == infinity:
+            break
+        # depth-first augmentation along the layers (iterative, no recursion limit)
+        for root in relations:
+            if root in mate_r:
+                continue
+            stack = [(root, iter(adjacency[root]))]
+            path = []
+            while stack:
+                r, edges = stack[-1]
+                advanced = False
+                for v in edges:
+                    nxt = mate_v.get(v)
+                    if nxt is None and distance[r] + 1 == found:
+                        path.append((r, v))
+                        for pr, pv in path:
+                            mate_r[pr], mate_v[pv] = pv, pr
+                        stack = []
+                        advanced = True
+                        break
+                    if nxt is not None and distance.get(nxt) == distance[r] + 1:
+                        path.append((r, v))
+                        stack.append((nxt, iter(adjacency[nxt])))
+                        advanced = True
+                        break
+                if not advanced and stack:
+                    stack.pop()
+                    distance[r] = infinity  # dead end for this phase
+                    if path:
+                        path.pop()
     matching = {}
-    for i, j in enumerate(matched):
-        if j >= 0:
-            matching[relations[i]] = variables[j]
-            matching[variables[j]] = relations[i]
+    for r, v in mate_r.items():
+        matching[r] = v
+        matching[v] = r
     return matching
 
 

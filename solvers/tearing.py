@@ -4,20 +4,26 @@ A block of n relations that must be solved together usually needs only one or
 two of its quantities guessed: with those "tears" known, the other relations
 can be solved one after another by their closed forms, and only the torn
 relations are left as residuals. Root-finding then runs in one or two
-dimensions instead of n. With one tear every root in range is bracketed on a
-grid, so several solutions are found (and reported), not just the nearest one.
+dimensions instead of n. How a torn combination is solved (closed forms, a scan
+of one tear, or Newton from several starts) is a named strategy
+(solvers.strategies); with one tear every root in range is bracketed on a grid,
+so several solutions are found (and reported), not just the nearest one.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
 
-from solvers.numeric import residual_at, roots_scalar, solve_tears
+from solvers import strategies
+from solvers.numeric import residual_at, solve_tears
+from solvers.strategies import Search
 from solvers.symbolic_solve import Branch, _NoClosedForm, solve_equation
+from solvers.tolerances import BLOCK
 from symbolic.evaluate import compile_expr
 
 
@@ -57,43 +63,32 @@ class TornBranch:
         return ""
 
     def residual(self, env: dict, tear_values: dict) -> list[float]:
+        """Relative residuals of the torn relations, the rest solved from the tears."""
         scope = self.complete(env, tear_values)
         return [residual_at(lhs, rhs, scope) for lhs, rhs in self.residuals]
 
-    def solve(self, env: dict, guesses: dict) -> list[dict]:
-        """Every solution found: one tear is scanned exhaustively, more use multi-start."""
-        if not self.tears:  # in this regime the block is no longer a cycle
-            scope = self.complete(env, {})
-            return [scope] if all(abs(r) < 1e-9 for r in self.residual(env, {})) else []
-        if len(self.tears) == 1:
+    @property
+    def strategy(self) -> str:
+        """The named strategy that solves this combination (solvers.strategies)."""
+        return strategies.strategy_for(self.tears)
+
+    def solve(self, env: dict, guesses: Mapping[str, float],
+              ranges: Mapping[str, tuple[float, float]]) -> Search:
+        """Every solution the combination's strategy finds.
+
+        ``guesses`` are starting values (base units) of the block's quantities, and
+        ``ranges`` the span a scan covers for each (base units, from
+        solvers.strategies.search_range).
+        """
+        strategy = self.strategy
+        if strategy == strategies.CLOSED_FORM:  # in this regime the block is no longer a cycle
+            return strategies.closed_form(self, env)
+        if strategy == strategies.SCAN_1D:
             name = self.tears[0]
+            return strategies.scan(self, env, name, ranges[name], guesses[name])
+        return strategies.newton_multi_start(self, env, guesses)
 
-            def f(log_x):
-                return self.residual(env, {name: math.exp(log_x)})[0]
-
-            def why_undefined(log_x):
-                return self.first_undefined(env, {name: math.exp(log_x)})
-
-            roots = roots_scalar(f, why_undefined=why_undefined)
-            if not roots:
-                # A residual that is zero wherever it is defined: any value of the tear
-                # satisfies the block. Hold the tear at its guess; whether anything asked
-                # for depends on it is decided at the solution (solvers.rank.open_at).
-                probe = [f(g) for g in np.linspace(math.log(1e-30), math.log(1e30), 61)]
-                finite = [abs(v) for v in probe if math.isfinite(v)]
-                if finite and max(finite) < 1e-12:
-                    return [self.complete(env, {name: guesses[name]})]
-            return [self._polish(env, self.complete(env, {name: r})) for r in roots]
-        found = solve_tears(lambda values: self.residual(env, values), self.tears, guesses)
-        if found:
-            return [self._polish(env, self.complete(env, values)) for values in found]
-        # Guesses far from the answer can push the closed forms off their domain (a
-        # difference going negative); then solve every relation of the block at once.
-        names = self.variables
-        full = solve_tears(lambda values: self._all_residuals(env, values), names, guesses)
-        return [{**env, **values} for values in full]
-
-    def _polish(self, env: dict, scope: dict) -> dict:
+    def polish(self, env: dict, scope: dict) -> dict:
         """Refine a solution on every relation of the block at once.
 
         The closed forms behind a tear can pass through a cancellation (a saturated
@@ -103,19 +98,19 @@ class TornBranch:
         """
         names = self.variables
         values = {n: scope[n] for n in names}
-        residuals = self._all_residuals(env, values)
-        if all(math.isfinite(r) and abs(r) <= POLISH_ABOVE for r in residuals):
+        residuals = self.all_residuals(env, values)
+        if all(math.isfinite(r) and abs(r) <= BLOCK.polish_above for r in residuals):
             return scope
-        polished = solve_tears(lambda trial: self._all_residuals(env, trial), names, values,
+        if not all(math.isfinite(v) and v > 0 for v in values.values()):
+            return scope  # off the domain: nothing to start from
+        polished = solve_tears(lambda trial: self.all_residuals(env, trial), names, values,
                                starts=0)
         return {**env, **polished[0]} if polished else scope
 
-    def _all_residuals(self, env: dict, values: dict) -> list[float]:
+    def all_residuals(self, env: dict, values: dict) -> list[float]:
+        """Relative residuals of every relation of the block at ``values``."""
         scope = {**env, **values}
         return [residual_at(lhs, rhs, scope) for lhs, rhs in self.all_equations]
-
-
-POLISH_ABOVE = 1e-13  # block residual above which a torn solution is refined on all relations
 
 
 def tear(relations, variables, branches: list[Branch], constants: dict,
@@ -189,7 +184,8 @@ def _branch_matching(names, variables, branches) -> dict[str, str]:
 
 
 def degenerate_directions(branch: TornBranch, env: dict, scope: dict, names: list[str],
-                          step: float = 1e-5, threshold: float = 1e-6) -> list[str]:
+                          step: float = BLOCK.flat_step, threshold: float = BLOCK.flat_rtol
+                          ) -> list[str]:
     """Quantities along which the block's equations are flat at a solution (a null
     direction of the log-space Jacobian of all its relations, by central differences);
     empty if it is regular."""
@@ -205,9 +201,11 @@ def degenerate_directions(branch: TornBranch, env: dict, scope: dict, names: lis
     if not np.all(np.isfinite(jacobian)):
         return []
     _, singular, vt = np.linalg.svd(jacobian)
-    if singular.size < len(names) or singular[-1] <= threshold * max(singular[0], 1e-300):
+    if (singular.size < len(names)
+            or singular[-1] <= threshold * max(singular[0], np.finfo(float).tiny)):
         null = vt[-1]
         weight = np.abs(null)
-        return [n for n, w in zip(names, weight, strict=True) if w > 0.05 * weight.max()]
+        return [n for n, w in zip(names, weight, strict=True)
+                if w > BLOCK.flat_share * weight.max()]
     return []
 

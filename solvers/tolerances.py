@@ -52,6 +52,8 @@ class RankOptions:
         ``null_component`` is not fixed there.
     exact_block_limit : blocks of products of powers up to this size are tested for
         singularity in exact fractions; larger ones in floating point at ``rtol``.
+    completion_pool : sets of three or more extra pins are grown from the candidates
+        that sort first (nearest inputs), at most this many.
     max_completion_size : the largest set of extra pins suggested.
     max_completions : how many of the smallest sets are listed.
     """
@@ -61,26 +63,177 @@ class RankOptions:
     exact_block_limit: int = 12
     rtol_at: float = 1e-9
     null_component: float = 1e-6
+    completion_pool: int = 30
     max_completion_size: int = 3
     max_completions: int = 6
 
 
 @dataclass(frozen=True)
 class ScanOptions:
-    """The one-dimensional scan of a torn quantity (complete over its plausible range).
+    """The one-dimensional scan (complete over the quantity's plausible range).
+
+    Used for the one torn quantity of a block, scalar (solvers.strategies) or over
+    Monte Carlo samples at once (solvers.vectorised), and for the one unknown of a
+    relation without a closed form (solvers.execute).
 
     points : grid points over the quantity's plausible range, evenly spaced in log.
     bisections : halvings of each bracketed sign change (60 reach double precision
         over any range a grid step spans).
     accept : largest relative residual of any relation of the block at an accepted
-        solution.
+        solution (a solution of the vectorised scan, or a loose candidate of the
+        scalar scan once refined on all the block's relations).
+    margin : the scan reaches this far (in ln x) past each end of the plausible range,
+        so that a root on a declared bound is bracketed rather than met at a grid end.
+    xtol, rtol, maxiter : brentq's settings on ln x; its answer is then bisected
+        further, down to neighbouring doubles of x.
+    refine_halvings : most halvings of that further bisection (from a whole grid step
+        down to neighbouring doubles takes about 55).
+    root_accept : largest relative residual at a refined sign change that counts as a
+        root. A sign change across a pole leaves about 1; a real root only rounding,
+        which a steep residual (a root just inside a domain edge) amplifies well past
+        1e-9, so the test is loose.
+    loose_accept : a sign change of a torn residual that leaves up to this is a
+        candidate, kept only if refining it on all the block's relations brings each
+        within ``accept`` (closed forms through a cancellation can leave 1e-4 at a
+        well-conditioned root).
+    edge_accept : largest residual at a domain edge itself that counts as a root (a
+        quantity diverging there, say).
+    touch_grid : a local minimum of the residual on the grid below this touches zero.
+    touch_floor : local minima above this are not polished (relative residuals are
+        bounded by 1, which is where a pole puts them).
+    touch_accept, touch_xatol : a polished local minimum below ``touch_accept`` touches
+        zero; the polish stops at ``touch_xatol`` in ln x.
+    distinct_rtol : roots closer than this (relative) are one.
+    edge_bisections : bisections locating where the residual's domain ends.
+    edge_halvings : points added towards each domain edge at halving distances, so
+        features crowded against it (a saturating relation) are not stepped over.
+    island_depth, island_samples : bisections looking for a domain island between two
+        grid points undefined for different reasons, and points sampled across one.
+    flat_points, flat_below : a scan that finds no root probes the residual at
+        ``flat_points`` points; below ``flat_below`` wherever defined it is zero, and
+        any value of the torn quantity solves the block.
     """
 
     points: int = 241
     bisections: int = 60
     accept: float = 1e-9
+    margin: float = 1e-6
+    xtol: float = 1e-14
+    rtol: float = 8.881784197001252e-16  # four times the double precision epsilon
+    maxiter: int = 200
+    refine_halvings: int = 120
+    root_accept: float = 1e-6
+    loose_accept: float = 1e-2
+    edge_accept: float = 1e-8
+    touch_grid: float = 1e-12
+    touch_floor: float = 0.999
+    touch_accept: float = 1e-10
+    touch_xatol: float = 1e-14
+    distinct_rtol: float = 1e-6
+    edge_bisections: int = 60
+    edge_halvings: int = 44
+    island_depth: int = 48
+    island_samples: int = 33
+    flat_points: int = 61
+    flat_below: float = 1e-12
+
+
+@dataclass(frozen=True)
+class ClosedFormOptions:
+    """A block that a regime makes triangular, solved by its closed forms in sequence.
+
+    accept : largest relative residual of any relation of the block at the solution
+        (the closed forms hold it by construction; this only catches a form evaluated
+        off its domain).
+    """
+
+    accept: float = 1e-9
+
+
+@dataclass(frozen=True)
+class NewtonOptions:
+    """Newton in log space from several starts (two or more torn quantities; not
+    proven complete).
+
+    starts : random starts besides the guesses (the typical values).
+    seed : seed of the random starts.
+    spread : standard deviation of the starts around the guesses, in ln x.
+    max_log : largest ``|ln x|`` (base units) of an iterate; beyond it the start ran off
+        towards 0 or infinity (and ``exp`` would overflow).
+    xtol : scipy.optimize.root's relative tolerance on the iterate.
+    accept : largest relative residual of any equation at an accepted solution.
+    distinct_rtol : solutions closer than this (relative, in every quantity) are one.
+    """
+
+    starts: int = 32
+    seed: int = 0
+    spread: float = 3.0
+    max_log: float = 700.0
+    xtol: float = 1e-14
+    accept: float = 1e-10
+    distinct_rtol: float = 1e-7
+
+
+@dataclass(frozen=True)
+class BlockOptions:
+    """What a simultaneous block does with the solutions its strategies return
+    (solvers.blocks, solvers.tearing).
+
+    polish_above : a torn solution whose block residual exceeds this is refined on all
+        the block's relations at once (Newton, started at the solution).
+    distinct_rtol : solutions closer than this (relative, in every quantity) are one.
+    flat_step : step in ln x of the central differences of the log-space Jacobian that
+        decides whether the block is flat at a solution.
+    flat_rtol : a singular value below this times the largest counts as zero (flat).
+    flat_share : a quantity is named free when its share of the flat direction is above
+        this fraction of the largest share.
+    """
+
+    polish_above: float = 1e-13
+    distinct_rtol: float = 1e-7
+    flat_step: float = 1e-5
+    flat_rtol: float = 1e-6
+    flat_share: float = 0.05
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """Explicit steps (solvers.execute, solvers.steps, solvers.vectorised).
+
+    guard_rtol : a regime inequality may fail by this much (relative) and still hold.
+    distinct_rtol : roots of one relation closer than this (relative) are one.
+    bound_rtol : a value may pass a declared bound by this much (relative) and still be
+        physical.
+    placeholder_factors : multiples of the typical value tried in turn for quantities
+        that cancel (any feasible value gives the same answers).
+    """
+
+    guard_rtol: float = 1e-9
+    distinct_rtol: float = 1e-9
+    bound_rtol: float = 1e-9
+    placeholder_factors: tuple[float, ...] = (1.0, 1e-3, 1e3, 1e-6, 1e6)
+
+
+@dataclass(frozen=True)
+class ConditioningOptions:
+    """How far a closed-form answer can be trusted (solvers.conditioning).
+
+    refuse : an elasticity of the answer to an input above this leaves no digit of it:
+        the step is refused.
+    warn : above this the step is kept with a warning in the derivation.
+    step : relative step of the one-sided difference that measures the elasticity.
+    """
+
+    refuse: float = 1e9
+    warn: float = 1e5
+    step: float = 1e-7
 
 
 REFERENCE = ReferenceOptions()
 SCAN = ScanOptions()
 RANK = RankOptions()
+CLOSED_FORM = ClosedFormOptions()
+NEWTON = NewtonOptions()
+BLOCK = BlockOptions()
+STEPS = StepOptions()
+CONDITIONING = ConditioningOptions()

@@ -11,6 +11,7 @@ says which pins drive each result's spread.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -23,6 +24,15 @@ from symbolic.uncertain import Z90
 
 DEFAULT_SAMPLES = 100_000
 SENSITIVITY_SAMPLES = 20_000
+UNCERTAINTY_BUDGET = 10.0  # seconds a range question may take before samples are lowered
+PILOT_SAMPLES = 20  # samples timed to estimate that
+MIN_SAMPLES = 1_000  # never lowered below this
+
+
+def _element_by_element(step) -> bool:
+    """Whether a compiled step has no vectorised path (solvers.vectorised)."""
+    return step.kind == "numeric" or (
+        step.kind == "block" and any(len(b.tears) > 1 for b in step.block_branches))
 
 
 @dataclass(frozen=True)
@@ -60,12 +70,34 @@ class Propagation:
 
 
 def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence[str],
-              samples: int = DEFAULT_SAMPLES, seed: int = 0,
+              samples: int | None = None, seed: int = 0,
               regime: str | None = None) -> Propagation:
-    """Sample the uncertain pins and summarise every target."""
-    rng = np.random.default_rng(seed)
+    """Sample the uncertain pins and summarise every target.
+
+    A plan with a step that has to be solved element by element (no closed form, or a
+    block torn at several quantities) is timed on a few samples first; if the whole run
+    would take longer than ``UNCERTAINTY_BUDGET`` seconds, the default sample count is
+    lowered to fit and the result says so, rather than running silently for minutes.
+    A sample count asked for explicitly is kept.
+    """
+    adaptive = samples is None
+    samples = DEFAULT_SAMPLES if samples is None else samples
     uncertain = {n: p.spread for n, p in pins.items() if p.spread is not None}
     nominal = {n: p.value for n, p in pins.items()}
+    requested = samples
+    if adaptive and any(_element_by_element(step) for step in compiled.steps):
+        pilot = min(PILOT_SAMPLES, samples)
+        trial = dict(nominal)
+        pilot_rng = np.random.default_rng(seed)
+        for name, spread in uncertain.items():
+            trial[name] = spread.sample(pilot_rng, pilot)
+        start = time.perf_counter()
+        evaluate(compiled, trial, regime, pilot)
+        per_sample = (time.perf_counter() - start) / pilot
+        # the one-at-a-time sensitivity runs evaluate up to SENSITIVITY_SAMPLES more each
+        affordable = int(UNCERTAINTY_BUDGET / max(per_sample, 1e-9) / (1 + len(uncertain)))
+        samples = max(MIN_SAMPLES, min(samples, affordable))
+    rng = np.random.default_rng(seed)
     drawn = dict(nominal)
     for name, spread in uncertain.items():
         drawn[name] = spread.sample(rng, samples)
@@ -78,6 +110,11 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
             mixed[name] = present
     propagation = Propagation({}, samples, seed,
                               {n: s.describe() for n, s in uncertain.items()}, mixed)
+    if samples < requested:
+        propagation.notes.append(
+            f"lowered the sample count from {requested:,} to {samples:,} to finish in about "
+            f"{UNCERTAINTY_BUDGET:g} s: a step is solved element by element; ask for "
+            "--samples to choose another")
     for name, count in result.failed.items():
         propagation.notes.append(f"{count:,} samples had no physical value of {name}")
     for name, count in result.ambiguous.items():
@@ -86,7 +123,7 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
         propagation.notes.append("solved element by element (no closed form): "
                                  + ", ".join(result.scalar_steps))
 
-    sens_size = min(samples, SENSITIVITY_SAMPLES)
+    sens_size = min(samples, SENSITIVITY_SAMPLES)  # never more than the main run
     one_at_a_time = {}
     for name, spread in uncertain.items():
         trial = dict(nominal)

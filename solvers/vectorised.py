@@ -17,8 +17,9 @@ import numpy as np
 
 from solvers.blocks import run_block
 from solvers.execute import CompiledPlan, _run_numeric, placeholder_values
-from solvers.steps import GUARD_RTOL
-from solvers.tolerances import SCAN
+from solvers.steps import physical
+from solvers.strategies import NEWTON_MULTI_START, search_range
+from solvers.tolerances import BLOCK, SCAN, STEPS
 from symbolic.errors import ChalkError
 from symbolic.model import Model
 
@@ -35,16 +36,19 @@ class VectorResult:
     raw: dict = field(default_factory=dict)  # every value as computed (scalars stay scalars)
 
 
-def _admits(model: Model, name: str, values: np.ndarray) -> np.ndarray:
+def _admits(model: Model, name: str, values: np.ndarray, provisional=False) -> np.ndarray:
+    """Elementwise :func:`solvers.steps.physical`."""
     v = model.variables[name]
     declared = values / v.to_base
     ok = np.isfinite(declared) & (declared >= 0)
     if not v.allow_zero:
         ok &= declared > 0
+    if provisional:
+        return ok
     if v.lower is not None:
-        ok &= declared >= v.lower * (1 - 1e-9)
+        ok &= declared >= v.lower * (1 - STEPS.bound_rtol)
     if v.upper is not None:
-        ok &= declared <= v.upper * (1 + 1e-9)
+        ok &= declared <= v.upper * (1 + STEPS.bound_rtol)
     return ok
 
 
@@ -53,7 +57,7 @@ def _holds(guards, env, size) -> np.ndarray:
     for a, b in guards:
         left = np.broadcast_to(np.asarray(a(env), dtype=float), size)
         right = np.broadcast_to(np.asarray(b(env), dtype=float), size)
-        ok &= left >= right - GUARD_RTOL * np.maximum(np.abs(left), np.abs(right))
+        ok &= left >= right - STEPS.guard_rtol * np.maximum(np.abs(left), np.abs(right))
     return ok
 
 
@@ -82,7 +86,8 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
         for cstep in compiled.steps:
             if cstep.kind == "explicit":
                 _explicit(model, cstep, env, regime, size, result)
-            elif cstep.kind == "block" and all(len(b.tears) <= 1 for b in cstep.block_branches):
+            elif cstep.kind == "block" and all(b.strategy != NEWTON_MULTI_START
+                                               for b in cstep.block_branches):
                 _block(model, cstep, env, regime, size, result)
             else:
                 _scalar_fallback(model, cstep, env, regime, size, result)
@@ -101,14 +106,14 @@ def _explicit(model, cstep, env, regime, size, result):
         value = only.value(env)
         if isinstance(value, float) or np.ndim(value) == 0:  # a scalar: plain checks
             value = float(value)
-            if not model.variables[name].admits(value):
+            if not physical(model, name, value, name in cstep.provisional):
                 result.failed[name] = size
                 value = math.nan
             env[name] = value
             _regime_labels(cstep, env, size, result, name)
             return
         value = np.asarray(value, dtype=float)
-        ok = _admits(model, name, value)
+        ok = _admits(model, name, value, name in cstep.provisional)
         if not ok.all():
             if np.ndim(value) == 0:
                 value = np.full(size, float(value))
@@ -129,13 +134,14 @@ def _explicit(model, cstep, env, regime, size, result):
             left, right = (np.broadcast_to(np.asarray(side(env), dtype=float), (size,))
                            for side in cc.value)
             scale = np.maximum(np.abs(left), np.abs(right))
-            free |= np.abs(left - right) <= GUARD_RTOL * np.where(scale == 0, 1, scale)
+            free |= np.abs(left - right) <= STEPS.guard_rtol * np.where(scale == 0, 1, scale)
             continue
         value = np.broadcast_to(np.asarray(cc.value(env), dtype=float), (size,))
         trial = dict(env)
         trial[name] = value
-        ok = _admits(model, name, value) & _holds(cc.guards, trial, size)
-        same = ok & (count > 0) & np.isclose(value, chosen, rtol=1e-9, atol=0)
+        ok = _admits(model, name, value, name in cstep.provisional) & _holds(cc.guards, trial,
+                                                                         size)
+        same = ok & (count > 0) & np.isclose(value, chosen, rtol=STEPS.distinct_rtol, atol=0)
         new = ok & ~same
         count += new
         chosen = np.where(new & (count == 1), value, chosen)
@@ -185,7 +191,8 @@ def _block(model, cstep, env, regime, size, result):
         for scope in _branch_solutions(model, branch, env, size):
             ok = np.ones(size, dtype=bool)
             for n in names:
-                ok &= _admits(model, n, np.broadcast_to(scope[n], (size,)))
+                ok &= _admits(model, n, np.broadcast_to(scope[n], (size,)),
+                              n in cstep.provisional)
             ok &= _holds(branch.guards, scope, size)
             for lhs, rhs in branch.all_equations:
                 left = np.broadcast_to(np.asarray(lhs(scope), dtype=float), (size,))
@@ -196,7 +203,7 @@ def _block(model, cstep, env, regime, size, result):
                       for n in names}
             same = ok & (count > 0)
             for n in names:
-                same &= np.isclose(values[n], chosen[n], rtol=1e-7, atol=0)
+                same &= np.isclose(values[n], chosen[n], rtol=BLOCK.distinct_rtol, atol=0)
             new = ok & ~same
             first = new & (count == 0)
             count += new
@@ -225,10 +232,8 @@ def _branch_solutions(model, branch, env, size):
             scope[name] = np.asarray(fn(scope), dtype=float)
         return [scope]
     tear = branch.tears[0]
-    variable = model.variables[tear]
-    low, high = variable.plausible_range()
-    grid = np.linspace(np.log(low * variable.to_base), np.log(high * variable.to_base),
-                       SCAN.points)
+    low, high = search_range(model.variables[tear])
+    grid = np.linspace(np.log(low), np.log(high), SCAN.points)
 
     def residual(log_x):
         scope = dict(env)

@@ -94,15 +94,13 @@ def test_a_steep_root_just_inside_a_domain_edge_is_reported_with_the_other():
     assert len(info.value.options) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "solver bug: roots_scalar refines the sign change with brentq(xtol=1e-14) on ln x, "
-    "which stops 4 doubles of x from the root; with a residual slope of ~1.7e9 per unit "
-    "ln x that leaves |f| = 1.4e-6 > ROOT_ACCEPT (1e-6), although the best double has "
-    "|f| = 4e-8, so the root 3e-10 inside the edge is dropped and x = 3.3e9 is returned "
-    "as the only solution"))
 def test_a_steeper_root_closer_to_the_edge_is_reported_with_the_other():
     # The same model with the drawn root 3e-10 inside the edge: y = x/(x - 1) is still
     # known to ~1e-6 in floating point, and the other solution is (3.3e9, 1 + 3e-10).
+    # Was a strict xfail: brentq (xtol 1e-14 on ln x) stopped 4 doubles of x from the root,
+    # where the residual's slope of ~1.7e9 per unit ln x left 1.4e-6, above the acceptance
+    # threshold (1e-6) although the best double leaves 4e-8; the root was dropped and the
+    # far one returned as unique. The scan now refines to neighbouring doubles first.
     pins = _steep_edge_pins(Fraction(3, 10 ** 10))
     with pytest.raises(AmbiguousSolution, match="several physical values") as info:
         solve(["x", "y"], pins, NONE, model=_reciprocal_model())
@@ -246,15 +244,15 @@ def test_a_torn_block_is_refined_past_a_cancellation_in_its_closed_forms():
     assert max(_relative_residuals(got, pins)) < 1e-12
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "solver bug: at t = 1000, (31/32)^t = 1.6e-14 and the closed form for a keeps ~2 digits; "
-    "brentq brackets the root of the torn residual correctly but its residual there "
-    "(1.3e-4) exceeds ROOT_ACCEPT before the block is refined on all relations, so the "
-    "root is discarded and NoSolution ('no physical solution') is raised for a consistent, "
-    "well-conditioned state (a = (p - e)/m)"))
 def test_a_more_deeply_saturated_block_is_still_solved():
+    # Was a strict xfail: at t = 1000, (31/32)^t = 1.6e-14 and the closed form for a keeps
+    # ~2 digits, so the torn residual at the bracketed root is 1.3e-4; it was discarded as
+    # "not a root" before the refinement on all relations that makes it exact, and a
+    # consistent, well-conditioned state (a = (p - e)/m) was called unsolvable. Such a
+    # candidate is now kept if that refinement brings every relation within tolerance.
     drawn, pins = _saturated_state(1000)
     s = solve(["a", "e", "w"], pins, NONE, model=_saturating_model())
+    _assert_torn_at(s, "e")
     for name, want in drawn.items():
         assert _close(s.value(name), want), f"{name} = {s.value(name)!r}, drawn {want!r}"
 

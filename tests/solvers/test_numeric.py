@@ -2,9 +2,15 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from solvers.numeric import roots_scalar
+from solvers.tolerances import SCAN
+
+# The range the scan covered before it was given each quantity's plausible range: wide
+# enough that the situations below sit well inside it.
+WIDE = (1e-30, 1e30)
 
 
 def test_steep_root_is_kept_although_rounding_leaves_a_residual():
@@ -16,9 +22,23 @@ def test_steep_root_is_kept_although_rounding_leaves_a_residual():
     def f(y):
         return math.tanh(1e8 * (y - centre))
 
-    roots = roots_scalar(f)
+    roots = roots_scalar(f, *WIDE)
     assert len(roots) == 1
     assert roots[0] == pytest.approx(3.3616e10, rel=1e-9)
+
+
+def test_a_steep_root_is_refined_to_the_best_double_before_it_is_judged():
+    # Regression (the steep-edge block of test_block_regressions): brentq stops within
+    # 1e-14 of ln x, here ten doubles of x from the root, where a residual of slope 1e10
+    # per unit of ln x is still 2e-5, above the acceptance threshold; the best double of
+    # x (the root itself, a double here) leaves 0. Refined further, the root is kept.
+    root = 1 + 3e-10
+
+    def f(y):
+        return math.tanh(1e10 * (math.exp(y) - root) / root)
+
+    assert SCAN.root_accept < 1e-5  # else the test would pass without the refinement
+    assert roots_scalar(f, 0.5, 2.0) == [root]
 
 
 def test_sign_change_across_a_pole_is_not_a_root():
@@ -51,7 +71,7 @@ def test_flat_crossing_is_bracketed_not_polished():
     def f(y):
         return 8.4e-6 * (y - centre)
 
-    roots = roots_scalar(f)
+    roots = roots_scalar(f, *WIDE)
     assert len(roots) == 1
     assert roots[0] == pytest.approx(1.16986403884e11, rel=1e-12)
 
@@ -71,9 +91,9 @@ def test_domain_island_narrower_than_the_grid_step_is_searched():
     def why(y):
         return "" if lo < y < hi else ("n_experts" if y <= lo else "dense_params")
 
-    assert roots_scalar(f, why_undefined=why) == [pytest.approx(root, rel=1e-9)]
+    assert roots_scalar(f, *WIDE, why_undefined=why) == [pytest.approx(root, rel=1e-9)]
     # without the reasons the island stays invisible: the test above is not vacuous
-    assert roots_scalar(f) == []
+    assert roots_scalar(f, *WIDE) == []
 
 
 def test_roots_crowded_against_a_domain_edge_are_found():
@@ -88,5 +108,23 @@ def test_roots_crowded_against_a_domain_edge_are_found():
             return math.nan
         return math.tanh((x - 294.0078) * (x - 296.0) / (x - edge) ** 2)
 
-    roots = roots_scalar(f)
+    roots = roots_scalar(f, *WIDE)
     assert roots == [pytest.approx(294.0078, rel=1e-9), pytest.approx(296.0, rel=1e-9)]
+
+
+def test_two_roots_between_grid_points_are_both_bracketed():
+    # Regression (batch round trip, seed 840): the residual crossed zero and crossed back
+    # within 0.06 of ln x, between two grid points where it is negative. The local minimum
+    # of |f| there was polished, but the polish stopped 2e-7 short of a root (|f| = 6e-9,
+    # not "touching"), so neither root was found and a consistent state was called
+    # unsolvable. Polishing the signed residual passes zero, and each side brackets one.
+    centre = math.log(8.35e11)
+
+    def f(y):
+        return math.tanh(-0.2 * (y - centre) * (y - centre - 0.06))
+
+    grid = np.linspace(math.log(WIDE[0]), math.log(WIDE[1]), SCAN.points)
+    assert all(f(y) < 0 for y in grid)  # the grid alone sees no sign change
+    roots = roots_scalar(f, *WIDE)
+    assert roots == [pytest.approx(8.35e11, rel=1e-12),
+                     pytest.approx(8.35e11 * math.exp(0.06), rel=1e-12)]

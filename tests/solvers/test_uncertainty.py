@@ -87,3 +87,28 @@ def test_seed_makes_runs_repeatable():
     c = solve("kv_bytes_per_token", presets="lecture", given=given, samples=200_000)
     assert c.median("kv_bytes_per_token").magnitude == pytest.approx(kv_of(150e9), rel=1e-2)
     assert np.isfinite(c.uncertainty.summaries["kv_bytes_per_token"].low)
+
+
+def test_a_range_through_a_step_with_no_closed_form_lowers_the_sample_count(monkeypatch):
+    # x^2 + y^2 = p, y^2 + z^2 = q, z^2 + x^2 = r has no closed form for any one quantity,
+    # so every sample is solved on its own; with a tiny time budget the default sample
+    # count must be lowered, and the result must say so.
+    import solvers.uncertainty as uncertainty
+    from symbolic.model import build_model
+    from symbolic.relations import Relation, definition
+    from symbolic.variables import Variable
+
+    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in "xyzpqr"]
+    x, y, z, p, q, r = (v.symbol for v in variables)
+    model = build_model(variables, [
+        Relation("sum_xy", p, x ** 2 + y ** 2, "synthetic", definition()),
+        Relation("sum_yz", q, y ** 2 + z ** 2, "synthetic", definition()),
+        Relation("sum_zx", r, z ** 2 + x ** 2, "synthetic", definition())])
+    monkeypatch.setattr(uncertainty, "UNCERTAINTY_BUDGET", 0.2)
+    monkeypatch.setattr(uncertainty, "MIN_SAMPLES", 100)
+    s = solve("x", {"p": "4.5..5.5", "q": 13, "r": 10}, ["none"], model=model)
+    assert s.uncertainty.samples < 100_000
+    assert any("lowered the sample count" in note for note in s.uncertainty.notes)
+    # x^2 = (p - q + r) / 2: over p in 4.5..5.5, x lies between 0.866 and 1.118
+    low, high = (q.magnitude for q in s.interval("x"))
+    assert 0.866 <= low <= high <= 1.119

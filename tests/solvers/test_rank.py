@@ -1,0 +1,183 @@
+"""Rank in log space: what pins determine, what cancels, what a degenerate set fixes.
+
+Small synthetic models show each mechanism on its own; the knowledge-base questions
+from issue 10's "Why" check that they reach users. Every expected number is worked out
+by hand in the test.
+"""
+
+from fractions import Fraction
+
+import pytest
+
+from chalk import explain, solve
+from knowledge import load_model
+from solvers.plan import identities, make_plan
+from solvers.rank import analyse, log_rows
+from symbolic.errors import DegenerateError, UnderdeterminedError
+from symbolic.model import build_model
+from symbolic.relations import Relation, definition
+from symbolic.variables import Variable
+
+
+def _model(names, relations):
+    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in names]
+    s = {v.name: v.symbol for v in variables}
+    return build_model(variables, [Relation(r, lhs(s), rhs(s), "synthetic", definition())
+                                   for r, lhs, rhs in relations])
+
+
+# --- the mechanism, on synthetic models ----------------------------------------------------
+
+def _shares():
+    # u = n x and v = n y: the ratio v/u = y/x whatever n is
+    return _model(["n", "x", "y", "u", "v", "r"], [
+        ("make_u", lambda s: s["u"], lambda s: s["n"] * s["x"]),
+        ("make_v", lambda s: s["v"], lambda s: s["n"] * s["y"]),
+        ("ratio", lambda s: s["r"], lambda s: s["v"] / s["u"]),
+    ])
+
+
+def test_products_of_powers_have_exact_rows():
+    model = _model(["a", "b", "c"], [("root", lambda s: s["a"] ** 2, lambda s: s["b"] * s["c"])])
+    row = log_rows(model)["root"]
+    assert row.exact
+    assert row.entries == {"a": Fraction(2), "b": Fraction(-1), "c": Fraction(-1)}
+
+
+def test_a_quantity_that_cancels_is_not_asked_for():
+    model = _shares()
+    plan = make_plan(model, frozenset({"x", "r"}), ("y",))
+    assert plan.determined  # structurally n, u, v are all open; y = r x is not
+    s = solve("y", {"x": 3, "r": 5}, ["none"], model=model)
+    assert s.value("y") == pytest.approx(15, rel=1e-12)  # y = r x = 5 x 3
+    assert s.derivation.placeholders
+    assert "cancel" in s.derivation.text()
+
+
+def test_quantities_that_depend_on_a_placeholder_are_not_answers():
+    model = _shares()
+    s = solve("y", {"x": 3, "r": 5}, ["none"], model=model)
+    for name in s.derivation.placeholders + tuple(s.derivation.provisional):
+        with pytest.raises(KeyError, match="not fixed by the pins"):
+            s[name]
+
+
+def _singular():
+    # a = n b, c = n d, h = b/d: pinning a, c and h fixes n b and n d, so h is implied
+    # (h = a/c) and one combination is left open
+    return _model(["a", "b", "c", "d", "n", "h"], [
+        ("make_a", lambda s: s["a"], lambda s: s["n"] * s["b"]),
+        ("make_c", lambda s: s["c"], lambda s: s["n"] * s["d"]),
+        ("ratio", lambda s: s["h"], lambda s: s["b"] / s["d"]),
+    ])
+
+
+def test_a_group_square_by_count_but_singular_is_degenerate_before_any_number():
+    model = _singular()
+    plan = make_plan(model, frozenset({"a", "c", "h"}), ("n",))
+    assert not plan.determined
+    assert plan.checks  # h = a/c ties the three pins together
+    with pytest.raises(DegenerateError) as info:
+        solve("n", {"a": 6, "c": 15, "h": 0.4}, ["none"], model=model)
+    assert "fix only" in info.value.message
+    assert ("b" in info.value.message or "d" in info.value.message)
+    assert set(map(tuple, info.value.completions)) <= {("b",), ("d",)}
+
+
+def test_the_implied_pin_is_a_cross_check():
+    model = _singular()
+    # with b pinned as well, n = a/b = 3 and the surplus h = a/c = 6/15 = 0.4 is checked
+    s = solve("n", {"a": 6, "c": 15, "h": 0.4, "b": 2}, ["none"], model=model)
+    assert s.value("n") == pytest.approx(3, rel=1e-12)
+    assert [c.relation for c in s.derivation.checks]
+    with pytest.raises(Exception, match="disagree"):
+        solve("n", {"a": 6, "c": 15, "h": 0.5, "b": 2}, ["none"], model=model)
+
+
+def test_completions_come_from_the_null_space():
+    model = _shares()
+    # nothing pinned but r: y is fixed by r and x together, n is free on its own
+    plan = make_plan(model, frozenset({"r"}), ("y",))
+    assert not plan.determined
+    assert ("x",) in plan.completions  # y = r x
+    assert all(len(c) == 1 for c in plan.completions)
+
+
+def test_an_identity_is_neither_solved_with_nor_checked():
+    model = load_model()
+    # fast_batch_ratio x fast_price_ratio x fast_speedup = 1 follows from the two tiers'
+    # cost relations: cost = t n p / (B d) and cost_fast = t_f n p / (B_f d) give
+    # k = cost_fast / cost = (t_f / t)(B / B_f) = 1 / (s r)
+    assert "fast_batch_from_prices" in identities(model)
+
+
+def test_rows_of_a_regime_are_the_regime_s_argument():
+    model = load_model()
+    analysis = analyse(model, (), ())
+    assert analysis.free  # the whole knowledge base leaves inputs open
+
+
+# --- issue 10's examples, on the knowledge base ----------------------------------------------
+
+def test_weight_read_needs_no_flops():
+    s = solve("t_weight_fetch", {"total_params": "70e9 param", "bytes_per_param": "2 byte/param",
+                                 "n_chips": "8 chip", "hbm_bandwidth": "3.35 TB/s"})
+    # 70e9 x 2 bytes over 8 x 3.35e12 byte/s = 140e9 / 26.8e12 s
+    assert s.value("t_weight_fetch", "s") == pytest.approx(140e9 / 26.8e12, rel=1e-12)
+
+
+def test_kv_read_and_replica_bandwidth_from_bandwidth_alone():
+    s = solve(["t_kv_fetch", "replica_hbm_bandwidth"],
+              {"n_chips": "8 chip", "hbm_bandwidth": "3.35 TB/s", "batch_size": "16 sequence",
+               "kv_bytes_per_token": "327680 byte/token", "context_length": "8192 token"})
+    assert s.value("replica_hbm_bandwidth", "byte/s") == pytest.approx(8 * 3.35e12, rel=1e-12)
+    # 16 sequences x 8,192 tokens x 327,680 bytes over 26.8e12 byte/s
+    assert s.value("t_kv_fetch", "s") == pytest.approx(16 * 8192 * 327680 / 26.8e12, rel=1e-12)
+
+
+def test_a_preset_s_own_numbers_can_be_asked_for():
+    chip = solve("chip_flops", presets="h100")
+    assert chip.value("chip_flops", "FLOP/s") == pytest.approx(989e12)  # H100 SXM datasheet
+    assert chip.stated["chip_flops"]["origin"] == "preset h100"
+    model = solve("total_params", presets="deepseek_v3")
+    # DeepSeek-V3 report and config_671B.json: 671B parameters
+    assert model.value("total_params", "param") == pytest.approx(671e9)
+
+
+def test_a_stated_value_the_other_pins_also_give_is_cross_checked():
+    s = solve("chip_flops", presets="h100", given={"hardware_intensity": "300 FLOP/byte"})
+    assert s.value("chip_flops", "FLOP/s") == pytest.approx(989e12)  # the statement leads
+    # the other pins give 300 FLOP/byte x 3.35 TB/s = 1.005e15 FLOP/s, 1.6% apart
+    entry = s.stated["chip_flops"]
+    assert entry["derived"] == pytest.approx(300 * 3.35e12)
+    assert entry["relative_difference"] == pytest.approx(1 - 989e12 / 1.005e15, rel=1e-9)
+    assert "differ" in s.derivation.text()
+    derived = solve("chip_flops", presets="h100", given={"hardware_intensity": "300 FLOP/byte"},
+                    prefer="derived")
+    assert derived.value("chip_flops", "FLOP/s") == pytest.approx(1.005e15)
+
+
+def test_rl_and_inference_tokens_under_an_equal_split_need_no_parameter_count():
+    given = {"pretrain_tokens": "15e12 token", "rl_flops_per_param": "6 FLOP/param/token",
+             "decode_inefficiency": "3"}
+    s = solve(["rl_tokens", "inference_tokens"], given, ["equal_split"])
+    # equal split: 6 N D = 6 x 3 x N R (RL) and 6 N D = 3 x 2 N T (serving, 2 FLOP/param)
+    assert s.value("rl_tokens", "token") == pytest.approx(6 * 15e12 / (6 * 3), rel=1e-12)
+    assert s.value("inference_tokens", "token") == pytest.approx(6 * 15e12 / (3 * 2), rel=1e-12)
+    assert s.derivation.placeholders == ("active_params",)
+    assert "active_params cancels" in s.derivation.text()
+    with pytest.raises(KeyError):
+        s["active_params"]
+
+
+def test_explain_names_the_combination_a_degenerate_set_fixes():
+    pins = {"replica_flops": "8e15 FLOP/s", "replica_hbm_bandwidth": "26.8 TB/s",
+            "hardware_intensity": "298.5 FLOP/byte"}
+    with pytest.raises(UnderdeterminedError) as info:
+        solve("chip_flops", pins)
+    # replica_flops = n chip_flops and replica bandwidth = n hbm_bandwidth: with their ratio
+    # pinned too, the pins fix chip_flops only together with hbm_bandwidth (or n_chips)
+    assert "fix only chip_flops/hbm_bandwidth" in info.value.message
+    assert set(map(tuple, info.value.completions)) == {("hbm_bandwidth",), ("n_chips",)}
+    text = explain("chip_flops", pins).text()
+    assert "n_chips" in text
