@@ -346,22 +346,26 @@ def bench_llm_analysis() -> dict:
 
 
 def bench_round_trips(examples: int = 10_000) -> dict:
-    """10,000 round trips and consistency checks (per lecture topic, seeds 0..N-1),
-    counted by outcome: answered correctly, declined with a reason, or wrong."""
+    """10,000 round trips and consistency checks (each lecture topic and the whole
+    knowledge base in turn, seeds 0..N-1), counted by outcome: answered correctly,
+    another solution from a block that says others may exist, declined with a reason
+    (by cause), or wrong."""
     import collections
     import warnings
 
-    from knowledge import TOPIC_MODULES
+    from knowledge import TOPIC_MODULES, load_model
     from solvers.selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
     from symbolic.errors import ChalkError
 
     warnings.simplefilter("ignore", RuntimeWarning)
     models = {t: topic_model(t) for t in TOPIC_MODULES}
+    models["whole knowledge base"] = load_model()
+    names = list(models)
     counts, declined = collections.Counter(), collections.Counter()
     failures = []
     start = time.perf_counter()
     for i in range(examples):
-        topic = TOPIC_MODULES[i % len(TOPIC_MODULES)]
+        topic = names[i % len(names)]
         model = models[topic]
         try:
             state = consistent_state(i, model)
@@ -379,7 +383,8 @@ def bench_round_trips(examples: int = 10_000) -> dict:
                 failures.append((topic, i, outcome.worst_name))
         except Skip as exc:
             counts["round trip declined"] += 1
-            declined[exc.reason] += 1
+            declined[f"{exc.reason}: {str(exc)[:110]}" if exc.reason == "DegenerateError"
+                     else exc.reason] += 1
         except ChalkError as exc:
             counts["round trip declined"] += 1
             declined[type(exc).__name__] += 1
@@ -402,14 +407,49 @@ def bench_round_trips(examples: int = 10_000) -> dict:
     return {"counts": dict(counts), "failures": failures, "seconds": elapsed}
 
 
+def bench_probe(probes: int = 1000) -> dict:
+    """Issue 10's acceptance probe at scale: minimal pin sets that determine a random
+    target in every max() regime (decided by rank at the drawn state), asked of chalk."""
+    import collections
+    import warnings
+
+    from knowledge import load_model
+    from solvers.selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    model = load_model()
+    counts, examples = collections.Counter(), collections.defaultdict(list)
+    start = time.perf_counter()
+    seed = 0
+    while sum(counts.values()) < probes:
+        seed += 1
+        try:
+            state = consistent_state(seed, model, PROBE_CONDITIONING)
+        except Skip:
+            continue
+        result = probe(state, seed, model)
+        counts[result.verdict] += 1
+        if result.verdict != "answered":
+            examples[result.verdict].append((seed, result.target, result.detail[:140]))
+    elapsed = time.perf_counter() - start
+    total = sum(counts.values())
+    for verdict, value in counts.most_common():
+        print(f"  {verdict}: {value:,} ({100 * value / total:.1f}%)")
+        for example in examples[verdict][:5]:
+            print(f"    {example}")
+    print(f"{total:,} probes over {seed:,} drawn states in {elapsed:.0f} s")
+    return {"counts": dict(counts), "seconds": elapsed}
+
+
 BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte_carlo,
               "sweep": bench_sweep, "planning": bench_planning,
               "completions": bench_completions, "range_through_max": bench_range_through_max,
               "versus_sympy": bench_versus_sympy,
-              "llm_analysis": bench_llm_analysis, "round_trips": bench_round_trips}
+              "llm_analysis": bench_llm_analysis, "round_trips": bench_round_trips,
+              "probe": bench_probe}
 
 
-SLOW = {"round_trips"}  # run only when named
+SLOW = {"round_trips", "probe"}  # run only when named
 
 
 def main(argv: list[str]) -> None:

@@ -21,6 +21,7 @@ from solvers.pins import Pin, resolve_pins
 from solvers.plan import Plan, analyse_pins, make_plan
 from solvers.rank import open_at
 from solvers.symbolic_solve import DEFAULT_TIMEOUT
+from solvers.tolerances import STEPS
 from solvers.uncertainty import Propagation, propagate
 from symbolic.errors import AmbiguousSolution, ChalkError, UsageError
 from symbolic.model import Model
@@ -434,7 +435,7 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
     for check in checks:
         if not check.ok(rtol):
             raise inconsistency(model, check, pins, plan)
-    _check_fixed_at_solution(model, plan, values, records)
+    _check_fixed_at_solution(model, plan, values, records, regime)
     notes = tuple(dropped) + tuple(notes) + tuple(
         f"step {i} ({', '.join(r.variables)}) is one solution a multi-start search found; "
         "others may exist: pin one of its quantities to make the answer unique"
@@ -450,12 +451,15 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
     return Solution(names, derivation, plan, propagation, stated or {})
 
 
-def _check_fixed_at_solution(model: Model, plan: Plan, values, records) -> None:
+def _check_fixed_at_solution(model: Model, plan: Plan, values, records,
+                             regime: str | None = None) -> None:
     """Refuse a target the pins do not fix where the solution actually is.
 
     The plan decides with generic rows (a max() as a mixture of its regimes, sums at a
     reference point); in the regime the numbers land in, or with placeholders held,
-    a target may still be free. Checked only when that can happen.
+    a target may still be free. At a balance point, where a max()'s arguments are equal,
+    both regimes hold, and the target must be fixed in each (unless the user chose one).
+    Checked only when something of this kind can happen.
     """
     steps = plan.steps
     risky = (plan.placeholders or plan.regime
@@ -471,7 +475,17 @@ def _check_fixed_at_solution(model: Model, plan: Plan, values, records) -> None:
             for label, _ in model.relations[r].regimes:
                 if record.regime and label in record.regime.split(", "):
                     chosen[r] = label
-    left_open = open_at(model, relations, values, unknowns, plan.targets, chosen)
+    combos = [chosen]
+    if regime is None:
+        for name in dict.fromkeys(relations):
+            if _balanced(model.relations[name], values):
+                combos = [{**c, name: label} for c in combos
+                          for label, _ in model.relations[name].regimes]
+    left_open = ()
+    for combo in combos:
+        left_open = open_at(model, relations, values, unknowns, plan.targets, combo)
+        if left_open:
+            break
     if not left_open:
         return
     regimes = sorted({r.regime for r in records if r.regime})
@@ -480,6 +494,23 @@ def _check_fixed_at_solution(model: Model, plan: Plan, values, records) -> None:
     raise AmbiguousSolution(name, [f"any value the relations allow{where}"],
                             "pin another quantity" + (" or choose another --regime"
                                                       if regimes else ""))
+
+
+def _balanced(relation, values) -> bool:
+    """Whether a max()/min() relation sits where its regime arguments are equal."""
+    if not relation.regimes:
+        return False
+    from symbolic.evaluate import compile_expr
+    from symbolic.variables import known_constant
+
+    constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
+                 if known_constant(s.name) is not None}
+    try:
+        args = sorted(float(compile_expr(expr, constants)(values))
+                      for _, expr in relation.regimes)
+    except KeyError:
+        return False
+    return len(args) > 1 and abs(args[-1] - args[-2]) <= STEPS.guard_rtol * abs(args[-1])
 
 
 def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:

@@ -36,6 +36,7 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
     found, unphysical = [], []  # (values, branch, search) and (scope, branch, search)
     tears = set()
     flat: set[str] = set()
+    flat_branches: set[int] = set()  # branches whose solutions form a flat family
     complete = True  # whether every search was exhaustive (else "none" proves nothing)
     for branch in cstep.block_branches:
         if (regime and branch.labels and regime not in branch.labels
@@ -47,7 +48,10 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
         for scope in search.solutions:
             if _admissible(model, branch, names, scope, cstep.provisional):
                 found.append(({n: scope[n] for n in names}, branch, search))
-                flat.update(degenerate_directions(branch, env, scope, names))
+                directions = degenerate_directions(branch, env, scope, names)
+                if directions:
+                    flat.update(directions)
+                    flat_branches.add(id(branch))
             else:
                 unphysical.append((scope, branch, search))
     if not found:
@@ -57,14 +61,15 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
             if member is not None:
                 found.append((member[0], branch, search))
                 flat.update(member[1])
+                flat_branches.add(id(branch))
                 break
     distinct = []
     for solution, branch, search in found:
+        if id(branch) in flat_branches and any(b is branch for _, b, _ in distinct):
+            continue  # points of one flat family are one answer, not several
         if not any(all(abs(solution[n] - s[n]) <= BLOCK.distinct_rtol * abs(s[n])
                        for n in names) for s, _, _ in distinct):
             distinct.append((solution, branch, search))
-    if flat:  # points of one flat family are not different answers
-        distinct = distinct[:1]
     if not distinct:
         relations = ", ".join(cstep.step.relations)
         if not complete:  # a failed multi-start proves nothing: say so, and how to narrow it

@@ -34,7 +34,7 @@ from solvers.strategies import search_range
 from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
 from solvers.tearing import tear
 from solvers.tolerances import STEPS
-from symbolic.errors import AmbiguousSolution, ChalkError, NoSolution
+from symbolic.errors import AmbiguousSolution, ChalkError, NoSolution, SearchFailed
 from symbolic.evaluate import compile_expr
 from symbolic.model import Model
 from symbolic.printing import plain
@@ -169,6 +169,12 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
             return _run(compiled, trial, regime)
         except ChalkError as exc:
             first = first or exc
+    if isinstance(first, NoSolution) and not isinstance(first, SearchFailed):
+        # "No solution" was found only at arbitrary values of quantities that cancel; that
+        # proves nothing about the question itself.
+        held = ", ".join(compiled.plan.placeholders)
+        raise SearchFailed(first.name, f"{first.message.split(': ', 1)[-1]}, at every value "
+                           f"tried for {held}, which cancel from the answer; pin one of them")
     raise first
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from knowledge import load_model
 from solvers.api import solve
+from solvers.blocks import MULTI_START
 from solvers.execute import compile_plan
 from solvers.plan import make_plan
 from solvers.vectorised import evaluate
@@ -252,7 +253,7 @@ class ProbeResult:
 
     target: str
     pins: list[str]
-    verdict: str  # "answered", "wrong", "genuine refusal", "refused"
+    verdict: str  # "answered", "another solution", "wrong", "genuine refusal", "refused"
     detail: str = ""
 
 
@@ -311,7 +312,12 @@ def probe(state: dict[str, float], seed: int, model=None) -> ProbeResult:
     error = abs(got - state[target]) / abs(state[target])
     if error <= RTOL or error <= _allowances(model, chosen, [target], state, s)[target]:
         return ProbeResult(target, chosen, "answered")
-    return ProbeResult(target, chosen, "wrong", f"got {got!r}, drawn {state[target]!r}")
+    detail = f"got {got!r}, drawn {state[target]!r}"
+    flagged = any(step.method == MULTI_START for step in s.derivation.steps)
+    if flagged and _max_residual(model, s.derivation.values) < 1e-8:
+        # another solution, which the derivation says may not be the only one
+        return ProbeResult(target, chosen, "another solution", detail)
+    return ProbeResult(target, chosen, "wrong", detail)
 
 
 def show_value(model, name: str, declared: float) -> str:

@@ -18,6 +18,14 @@ def test_monte_carlo_sweep_and_planning_run():
     assert run.bench_planning(repeats=1)["plan_s"] > 0
 
 
+def test_completion_range_and_probe_benchmarks_run():
+    assert all(t > 0 for t in run.bench_completions(repeats=1).values())
+    assert run.bench_range_through_max(repeats=1)["solve_s"] > 0
+    figures = run.bench_probe(probes=3)
+    assert sum(figures["counts"].values()) == 3
+    assert "wrong" not in figures["counts"]
+
+
 def test_round_trip_benchmark_counts_no_wrong_answer():
     figures = run.bench_round_trips(examples=24)
     assert figures["failures"] == []

