@@ -9,12 +9,14 @@ single torn quantity over its plausible range); otherwise the search failed.
 
 from __future__ import annotations
 
+import numpy as np
+
 from solvers import numeric
 from solvers.steps import StepRecord, guards_hold, inputs_of, physical, show
 from solvers.strategies import search_range
 from solvers.tearing import degenerate_directions
-from solvers.tolerances import BLOCK, NEWTON
-from symbolic.errors import AmbiguousSolution, NoSolution, SearchFailed
+from solvers.tolerances import BLOCK, CONDITIONING, NEWTON
+from symbolic.errors import AmbiguousSolution, IllConditioned, NoSolution, SearchFailed
 from symbolic.model import Model
 
 MULTI_START = "numeric block (multi-start)"  # a block whose answer is not proven unique
@@ -101,12 +103,47 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
     if flat:
         note += (f"; the relations leave {', '.join(sorted(flat))} free along one direction "
                  "here, so one point of that family was kept")
+    conditioning = _conditioning(model, cstep, env, names, branch)
+    if conditioning:
+        note += f"; {conditioning}"
     if branch.labels:
         note += "; regime: " + ", ".join(branch.labels)
     method = COMPLETE if complete else MULTI_START
     return StepRecord(cstep.step.relations, tuple(names), None, method,
                       inputs_of(cstep.relations, names, model),
                       ", ".join(branch.labels) or None, note)
+
+
+def _conditioning(model: Model, cstep, env, names, branch) -> str:
+    """A warning when the block's answer amplifies relative changes in its inputs a
+    great deal (a saturated relation inverted, say); raises IllConditioned when no
+    digit of it survives. Elasticities come from the block's log-space Jacobian at
+    the solution: d ln x / d ln inputs = -J_x^-1 J_inputs."""
+    from solvers.rank import log_jacobian_at
+
+    relations = list(cstep.step.relations)
+    inputs = sorted({v for r in relations for v in model.variables_in(r)} - set(names))
+    regimes = {r: label for r in relations for label, _ in model.relations[r].regimes
+               if label in branch.labels}
+    try:
+        own = log_jacobian_at(model, relations, env, names, regimes)
+        given = log_jacobian_at(model, relations, env, inputs, regimes)
+        elasticity = -np.linalg.solve(own, given) if inputs else np.zeros((len(names), 0))
+    except (np.linalg.LinAlgError, ArithmeticError, ValueError, KeyError):
+        return ""
+    if not elasticity.size or not np.all(np.isfinite(elasticity)):
+        return ""
+    i, j = np.unravel_index(np.argmax(np.abs(elasticity)), elasticity.shape)
+    worst = float(abs(elasticity[i, j]))
+    if worst >= CONDITIONING.refuse:
+        raise IllConditioned(names[i], f"the simultaneous relations {', '.join(relations)} "
+                             f"barely depend on it here, so rounding in {inputs[j]} swamps it "
+                             f"(elasticity {worst:.2g}); pin {names[i]} or use values further "
+                             "from saturation")
+    if worst >= CONDITIONING.warn:
+        return (f"ill-conditioned: a relative change in {inputs[j]} moves {names[i]} "
+                f"{worst:.2g} times as much, so trailing digits are not meaningful")
+    return ""
 
 
 def _admissible(model: Model, branch, names, scope, provisional=frozenset()) -> bool:

@@ -671,7 +671,7 @@ def _components(analysis: RankAnalysis) -> dict[str, set[str]]:
 
 
 @lru_cache(maxsize=4096)
-def _gradients(relation, regime: str | None = None) -> tuple:
+def relation_gradients(relation, regime: str | None = None) -> tuple:
     """Value-and-gradient evaluators of a relation's two sides: in the regime named, or
     else in whichever argument of a max/min is larger (smaller) where it is evaluated."""
     from solvers.symbolic_solve import branches
@@ -686,6 +686,29 @@ def _gradients(relation, regime: str | None = None) -> tuple:
                 lhs, rhs = branch.lhs, branch.rhs
                 break
     return (compile_log_gradient(lhs, constants), compile_log_gradient(rhs, constants))
+
+
+def log_jacobian_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
+                    columns: Sequence[str], regimes: Mapping[str, str] | None = None
+                    ) -> np.ndarray:
+    """Rows ``d(lhs - rhs)/(|lhs| + |rhs|)`` per ``d ln x`` of ``relations`` at ``values``
+    over ``columns`` (each max()/min() in the regime named, else the active one)."""
+    regimes = regimes or {}
+    index = {n: i for i, n in enumerate(columns)}
+    rows = []
+    for name in relations:
+        lhs, rhs = relation_gradients(model.relations[name], regimes.get(name))
+        (a, ga), (b, gb) = lhs(values), rhs(values)
+        scale = abs(a) + abs(b)
+        row = np.zeros(len(columns))
+        for n, d in ga.items():
+            if n in index:
+                row[index[n]] += d / scale
+        for n, d in gb.items():
+            if n in index:
+                row[index[n]] -= d / scale
+        rows.append(row)
+    return np.array(rows)
 
 
 def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
@@ -706,7 +729,7 @@ def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
     index = {n: i for i, n in enumerate(names)}
     rows = []
     for name in relations:
-        lhs, rhs = _gradients(model.relations[name], regimes.get(name))
+        lhs, rhs = relation_gradients(model.relations[name], regimes.get(name))
         try:
             (a, ga), (b, gb) = lhs(values), rhs(values)
         except (ArithmeticError, ValueError, KeyError):

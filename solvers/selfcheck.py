@@ -428,12 +428,18 @@ def _allowances(model, pins, unknowns, state, solution) -> dict[str, float]:
     for n in pins:
         arrays[n][1:] *= 1 + 1e-9 * rng.choice([-1.0, 1.0], trials)
     values = evaluate(compiled, arrays, None, trials + 1).values
+    # what the derivation itself reports of ill-conditioned steps (a block's elasticity)
+    import re
+
+    reported = [float(x) for step in solution.derivation.steps
+                for x in re.findall(r"moves \w+ ([0-9.e+]+) times as much", step.note)]
     out = {}
     for name in unknowns:
         v = values[name]
         centre = v[0]
         spread = np.nanmax(np.abs(v[1:] - centre)) / abs(centre) if centre else 0.0
         amplification = spread / 1e-9 if np.isfinite(spread) else 1e9
+        amplification = max([amplification, *reported])
         out[name] = max(RTOL, amplification * EPS * 64)
     return out
 
