@@ -114,6 +114,7 @@ def clear_caches() -> None:
     """Forget every cached plan and analysis (for benchmarks that time planning)."""
     _plan.cache_clear()
     _analysis.cache_clear()
+    _structure.cache_clear()
     identities.cache_clear()
 
 
@@ -165,20 +166,8 @@ def analyse_pins(model: Model, pinned: frozenset[str], targets: tuple[str, ...] 
 @lru_cache(maxsize=512)
 def _analysis(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
               leave_open: str = "near", regime: tuple[str, ...] = ()):
-    # Relations that follow from the others for any values take no part in the structure;
-    # they come last, reduce to zero, and are neither solved with nor checked.
-    consequences = identities(model)
-    unknowns_of = {r: model.variables_in(r) - pinned for r in model.relations
-                   if r not in consequences}
-    unknowns = {v for v in model.variables if v not in pinned and model.relations_of(v)}
-    partition = dulmage_mendelsohn(incidence_graph(unknowns_of, unknowns))
-    blocks = solve_order(partition, unknowns_of)
-    order = [r for relations, _ in blocks for r in relations]
-    order += sorted(partition.under_relations)
-    order += sorted(partition.unmatched_relations)
-    order += sorted(consequences)
-    determined = partition.determined
-    preferred = {r: v for r, v in partition.matched.items() if v in determined}
+    consequences, unknowns_of, blocks, order, preferred, determined = _structure(model,
+                                                                                 pinned)
     wanted = set(targets)
     if leave_open == "near":
         distance = _distances(model, unknowns_of, targets)
@@ -196,6 +185,26 @@ def _analysis(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
     analysis = analyse(model, pinned, blocks, order, preferred, preference, rows)
     dependent = tuple((r, left) for r, left in analysis.dependent if r not in consequences)
     return dataclasses.replace(analysis, dependent=dependent), determined
+
+
+@lru_cache(maxsize=256)
+def _structure(model: Model, pinned: frozenset[str]):
+    """The Dulmage-Mendelsohn structure every analysis of these pins shares (cached)."""
+    # Relations that follow from the others for any values take no part in the structure;
+    # they come last, reduce to zero, and are neither solved with nor checked.
+    consequences = identities(model)
+    unknowns_of = {r: model.variables_in(r) - pinned for r in model.relations
+                   if r not in consequences}
+    unknowns = {v for v in model.variables if v not in pinned and model.relations_of(v)}
+    partition = dulmage_mendelsohn(incidence_graph(unknowns_of, unknowns))
+    blocks = solve_order(partition, unknowns_of)
+    order = [r for relations, _ in blocks for r in relations]
+    order += sorted(partition.under_relations)
+    order += sorted(partition.unmatched_relations)
+    order += sorted(consequences)
+    determined = partition.determined
+    preferred = {r: v for r, v in partition.matched.items() if v in determined}
+    return consequences, unknowns_of, blocks, order, preferred, determined
 
 
 @lru_cache(maxsize=16)
@@ -225,6 +234,19 @@ def identities(model: Model) -> frozenset[str]:
     return frozenset(r for r, _ in analysis.dependent)
 
 
+def _regimes_reach(model: Model, analysis: RankAnalysis, targets) -> bool:
+    """Whether a max()/min() relation touches what the pins leave open about the targets
+    (otherwise no choice of regime can fix them)."""
+    reached = set(targets)
+    for t in targets:
+        reached |= set(analysis.open_part(t))
+    for row in analysis.rows.values():
+        if reached & {c for c in row if c not in analysis.pinned}:
+            reached |= {c for c in row if c not in analysis.pinned}
+    return any(relation.has_regimes() and model.variables_in(name) & reached
+               for name, relation in model.relations.items())
+
+
 def _distances(model: Model, unknowns_of, targets) -> dict[str, int]:
     """Hops from the targets to each unknown through shared relations."""
     distance = {t: 0 for t in targets}
@@ -245,7 +267,8 @@ def _distances(model: Model, unknowns_of, targets) -> dict[str, int]:
 def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Plan:
     analysis, structural = _analysis(model, pinned, targets, "near")
     regime: tuple[str, ...] = ()
-    if not all(analysis.is_determined(t) for t in targets):
+    if not all(analysis.is_determined(t) for t in targets) and _regimes_reach(
+            model, analysis, targets):
         # A max() mixes its regimes; a target may still be fixed in one of them (by
         # different relations in each). Plan in the first regime combination that fixes
         # every target; the solution found is then checked in its actual regime.

@@ -498,6 +498,8 @@ def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iter
     for size in range(max(needed, 1), max_size + 1):
         if needed == 1 and size <= 2:
             found.extend(_through_quotient(vectors, target_matrix, names, size))
+        elif needed > 1 and size > needed:
+            break  # several targets: beyond the fewest pins, unions of each one's (below)
         else:
             bases = itertools.combinations(range(min(len(names), RANK.completion_pool)),
                                            size - 1)
@@ -506,8 +508,9 @@ def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iter
         if found:
             break
     if not found and len(open_targets) > 1:
-        # Several targets: sets grown from the nearest candidates found none, so offer the
-        # smallest unions of each target's own smallest completions (each exact).
+        # Several targets and no set of as many pins as targets: offer the smallest unions
+        # of each target's own smallest completions (each exact; a smaller joint set may
+        # exist, which this does not search for).
         each = [completions(analysis, [t], candidates, key, max_size) for t in open_targets]
         if all(each):
             unions = {tuple(sorted(set().union(*combo))) for combo in itertools.product(*each)}
@@ -689,17 +692,28 @@ def relation_gradients(relation, regime: str | None = None) -> tuple:
 
 
 def log_jacobian_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
-                    columns: Sequence[str], regimes: Mapping[str, str] | None = None
-                    ) -> np.ndarray:
+                    columns: Sequence[str], regimes: Mapping[str, str] | None = None,
+                    skip_undefined: bool = False) -> np.ndarray:
     """Rows ``d(lhs - rhs)/(|lhs| + |rhs|)`` per ``d ln x`` of ``relations`` at ``values``
-    over ``columns`` (each max()/min() in the regime named, else the active one)."""
+    over ``columns`` (each max()/min() in the regime named, else the active one).
+
+    With ``skip_undefined`` a relation that cannot be evaluated there (a quantity with
+    no value, a side off its domain) is left out instead of raising.
+    """
     regimes = regimes or {}
     index = {n: i for i, n in enumerate(columns)}
     rows = []
     for name in relations:
         lhs, rhs = relation_gradients(model.relations[name], regimes.get(name))
-        (a, ga), (b, gb) = lhs(values), rhs(values)
+        try:
+            (a, ga), (b, gb) = lhs(values), rhs(values)
+        except (ArithmeticError, ValueError, KeyError):
+            if skip_undefined:
+                continue
+            raise
         scale = abs(a) + abs(b)
+        if skip_undefined and (not scale or not np.isfinite(scale)):
+            continue
         row = np.zeros(len(columns))
         for n, d in ga.items():
             if n in index:
@@ -708,7 +722,7 @@ def log_jacobian_at(model: Model, relations: Iterable[str], values: Mapping[str,
             if n in index:
                 row[index[n]] -= d / scale
         rows.append(row)
-    return np.array(rows)
+    return np.array(rows).reshape(len(rows), len(columns))
 
 
 def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
@@ -722,32 +736,14 @@ def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
     placeholders); a target moved by a direction of its null space is not fixed there,
     however the plan found it.
     """
-    regimes = regimes or {}
     names = sorted(unknowns)
     if not names:
         return ()
     index = {n: i for i, n in enumerate(names)}
-    rows = []
-    for name in relations:
-        lhs, rhs = relation_gradients(model.relations[name], regimes.get(name))
-        try:
-            (a, ga), (b, gb) = lhs(values), rhs(values)
-        except (ArithmeticError, ValueError, KeyError):
-            continue
-        scale = abs(a) + abs(b)
-        if not scale or not np.isfinite(scale):
-            continue
-        row = np.zeros(len(names))
-        for n, d in ga.items():
-            if n in index:
-                row[index[n]] += d / scale
-        for n, d in gb.items():
-            if n in index:
-                row[index[n]] -= d / scale
-        rows.append(row)
-    if not rows:
+    rows = log_jacobian_at(model, relations, values, names, regimes, skip_undefined=True)
+    if not len(rows):
         return tuple(t for t in targets if t in index)
-    _, singular, vt = np.linalg.svd(np.array(rows))
+    _, singular, vt = np.linalg.svd(rows)
     largest = singular[0] if singular.size else 0.0
     rank = int(np.sum(singular > RANK.rtol_at * largest)) if largest else 0
     null = vt[rank:]
