@@ -291,10 +291,8 @@ def _versus_sympy(label: str, timeout: float) -> dict:
 
     import chalk
     from knowledge import load_model
-    from solvers.execute import _compiled
-    from solvers.plan import _plan
+    from solvers import execute, plan
     from solvers.selfcheck import Skip, consistent_state, sufficient_pins, topic_model
-    from solvers.symbolic_solve import _solve_cached
 
     model = topic_model("batch") if label == "batch" else load_model()
     state, seed = None, 0
@@ -307,8 +305,8 @@ def _versus_sympy(label: str, timeout: float) -> dict:
     inputs = sufficient_pins(model, random.Random(0), natural=True)
     unknowns = sorted(n for n in state if n not in inputs)
     given = {n: chalk.Q_(state[n], model.variables[n].pint_unit) for n in inputs}
-    for cache in (_plan, _compiled, _solve_cached):
-        cache.cache_clear()  # cold: plan, closed forms and evaluators built afresh
+    plan.clear_caches()  # cold: plan, closed forms and evaluators built afresh
+    execute.clear_caches()
     start = time.perf_counter()
     chalk.solve(unknowns, given, ["none"], model=model)
     planner_cold = time.perf_counter() - start

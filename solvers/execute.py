@@ -72,6 +72,14 @@ class CompiledPlan:
     constants: dict
 
 
+def clear_caches() -> None:
+    """Forget every compiled plan and closed form (for benchmarks of cold solves)."""
+    from solvers.symbolic_solve import clear_cache
+
+    _compiled.cache_clear()
+    clear_cache()
+
+
 def compile_plan(model: Model, plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> CompiledPlan:
     """Closed forms and evaluators for every step of ``plan`` (cached)."""
     return _compiled(model, plan.pinned, plan.targets, timeout)

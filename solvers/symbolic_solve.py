@@ -92,6 +92,11 @@ def _split(lhs, rhs, x, guards, regime, labels) -> list[Branch]:
     return out
 
 
+def clear_cache() -> None:
+    """Forget every closed form found (for benchmarks of cold solves)."""
+    _solve_cached.cache_clear()
+
+
 def solve_relation(relation: Relation, variable: str,
                    timeout: float = DEFAULT_TIMEOUT) -> Solved:
     """Closed forms of ``relation`` for ``variable`` (cached per relation and variable)."""
