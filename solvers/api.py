@@ -18,12 +18,12 @@ from solvers.conflicts import inconsistency
 from solvers.derivation import Derivation
 from solvers.execute import compile_plan, run
 from solvers.pins import Pin, resolve_pins
-from solvers.plan import Plan, analyse_pins, make_plan
+from solvers.plan import Plan, analyse_pins, make_plan, regime_mapping, regime_plans
 from solvers.rank import open_at
 from solvers.symbolic_solve import DEFAULT_TIMEOUT
 from solvers.tolerances import STEPS
 from solvers.uncertainty import Propagation, propagate
-from symbolic.errors import AmbiguousSolution, ChalkError, UsageError
+from symbolic.errors import AmbiguousSolution, ChalkError, SearchFailed, UsageError
 from symbolic.model import Model
 from symbolic.presets import Preset
 from symbolic.units import Q_, format_gap, format_quantity
@@ -430,12 +430,29 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
                                                       q.conventions, q.plan)
     if not plan.determined:
         raise plan.underdetermined_error()
-    compiled = compile_plan(model, plan, timeout)
-    values, records, checks = run(compiled, {n: p.value for n, p in pins.items()}, regime)
-    for check in checks:
-        if not check.ok(rtol):
-            raise inconsistency(model, check, pins, plan)
-    _check_fixed_at_solution(model, plan, values, records, regime)
+    base = {n: p.value for n, p in pins.items()}
+    try:
+        compiled, values, records, checks = _run_checked(model, plan, base, pins, regime,
+                                                         rtol, timeout)
+    except SearchFailed as exc:  # an ambiguity found is information; a failed search is not
+        found = _by_regimes(model, plan, base, pins, regime, rtol, timeout, exc)
+        plan, (compiled, values, records, checks), chosen = found
+        notes = (*notes, f"solved in each combination of max() regimes: only {chosen} holds "
+                         "at the solution")
+    else:
+        if any(r.method == MULTI_START for r in records):
+            # not proven unique: each regime on its own may settle it with complete searches
+            try:  # two regimes each with a solution prove the answer ambiguous: say so
+                found = _by_regimes(model, plan, base, pins, regime, rtol, timeout, None)
+            except AmbiguousSolution:
+                raise
+            except ChalkError:
+                found = None
+            if found is not None and not any(r.method == MULTI_START for r in found[1][2]):
+                plan, (compiled, values, records, checks), chosen = found
+                notes = (*notes, f"solved in each combination of max() regimes (the block "
+                                 f"as a whole needed a multi-start search): only {chosen} "
+                                 "holds at the solution")
     notes = tuple(dropped) + tuple(notes) + tuple(
         f"step {i} ({', '.join(r.variables)}) is one solution a multi-start search found; "
         "others may exist: pin one of its quantities to make the answer unique"
@@ -449,6 +466,100 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
             raise UsageError("use at least 100 samples for a range or distribution")
         propagation = propagate(compiled, pins, names, samples, seed, regime)
     return Solution(names, derivation, plan, propagation, stated or {})
+
+
+def _run_checked(model: Model, plan: Plan, base, pins, regime, rtol, timeout):
+    """Run a plan, raise on a failed cross-check or a target left open at the solution."""
+    compiled = compile_plan(model, plan, timeout)
+    values, records, checks = run(compiled, base, regime)
+    for check in checks:
+        if not check.ok(rtol):
+            raise inconsistency(model, check, pins, plan)
+    _check_fixed_at_solution(model, plan, values, records, regime)
+    return compiled, values, records, checks
+
+
+def _by_regimes(model: Model, plan: Plan, base, pins, regime, rtol, timeout, first):
+    """Solve again in each combination of max()/min() regimes separately.
+
+    A block with a max() solved as one system can defeat the numeric search, or leave
+    a target open at the point it finds, where each regime on its own is a short chain
+    of closed forms. Each regime combination that fixes the targets is planned and run
+    in that regime; a solution counts only if every max() relation whose quantities it
+    has holds with its arguments in that regime. One solution is the answer; several
+    are an ambiguity; none re-raises the first error. (Regime combinations in which the
+    pins leave a target free are not searched; the caller uses this only where the
+    search as a whole found nothing, or found an answer it could not prove unique.)
+    """
+    if regime is not None or not any(r.has_regimes() for r in model.relations.values()):
+        if first is None:
+            return None
+        raise first
+    targets = plan.targets
+    wanted = tuple(dict.fromkeys(
+        targets + tuple(v for r in model.relations.values() if r.has_regimes()
+                        for v in sorted(model.variables_in(r.name)) if v not in pins)))
+    found = []
+    for candidate in regime_plans(model, frozenset(pins), targets):
+        mapping = regime_mapping(candidate.regime)
+        # also compute the arguments of every max() the regime plan fixes, to test it
+        checked = [v for v in wanted if candidate.analysis.is_determined(v)]
+        full = make_plan(model, frozenset(pins), tuple(checked), candidate.regime)
+        try:
+            result = _run_checked(model, full, base, pins, mapping, rtol, timeout)
+        except ChalkError:
+            continue
+        values = result[1]
+        if not _regimes_hold(model, values, mapping):
+            continue
+        used = [label for label in candidate.regime
+                if model.variables_in(label.split(": ", 1)[0]) <= set(values)]
+        found.append((full, result, ", ".join(used) or ", ".join(candidate.regime)))
+    distinct = []
+    for entry in found:
+        if not any(all(abs(entry[1][1][t] - other[1][1][t])
+                       <= STEPS.distinct_rtol * abs(other[1][1][t]) for t in targets)
+                   for other in distinct):
+            distinct.append(entry)
+    if not distinct:
+        if first is None:
+            return None
+        raise first
+    if len(distinct) > 1:
+        name = targets[0]
+        variable = model.variables[name]
+        options = [f"{format_quantity(e[1][1][name] / variable.to_base, variable.pint_unit)}"
+                   f" ({e[2]})" for e in distinct]
+        raise AmbiguousSolution(name, options, "pin another quantity or choose a --regime")
+    full, result, chosen = distinct[0]
+    return replace(full, targets=targets), result, chosen
+
+
+def _regimes_hold(model: Model, values, mapping) -> bool:
+    """Whether every max()/min() relation whose quantities all have values holds with its
+    arguments in the regime ``mapping`` names for it."""
+    from symbolic.evaluate import compile_expr
+    from symbolic.variables import known_constant
+
+    for name, label in mapping.items():
+        relation = model.relations[name]
+        if not model.variables_in(name) <= set(values):
+            continue
+        constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
+                     if known_constant(s.name) is not None}
+        args = {lab: float(compile_expr(expr, constants)(values)) for lab, expr in
+                relation.regimes}
+        best = max(args.values()) if not _is_min(relation) else min(args.values())
+        if abs(args[label] - best) > STEPS.guard_rtol * abs(best):
+            return False
+    return True
+
+
+def _is_min(relation) -> bool:
+    import sympy
+
+    nodes = relation.lhs.atoms(sympy.Max, sympy.Min) | relation.rhs.atoms(sympy.Max, sympy.Min)
+    return any(isinstance(n, sympy.Min) for n in nodes)
 
 
 def _check_fixed_at_solution(model: Model, plan: Plan, values, records,

@@ -41,8 +41,7 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
     flat_branches: set[int] = set()  # branches whose solutions form a flat family
     complete = True  # whether every search was exhaustive (else "none" proves nothing)
     for branch in cstep.block_branches:
-        if (regime and branch.labels and regime not in branch.labels
-                and _labels_known(cstep, regime)):
+        if set_aside(cstep, branch, regime):
             continue
         tears.update(branch.tears)
         search = branch.solve(env, guesses, ranges)
@@ -151,6 +150,16 @@ def _admissible(model: Model, branch, names, scope, provisional=frozenset()) -> 
     branch's regime inequalities held."""
     return (all(physical(model, n, scope[n], n in provisional) for n in names)
             and guards_hold(branch.guards, scope))
+
+
+def set_aside(cstep, branch, regime) -> bool:
+    """Whether a regime combination is excluded by the regime asked for."""
+    if regime is None:
+        return False
+    if isinstance(regime, str):
+        return bool(branch.labels) and regime not in branch.labels and _labels_known(
+            cstep, regime)
+    return any(regime.get(r, label) != label for r, label in branch.regimes.items())
 
 
 def _labels_known(cstep, regime) -> bool:

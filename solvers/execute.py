@@ -28,6 +28,7 @@ from solvers.steps import (
     guards_hold,
     inputs_of,
     physical,
+    regime_for,
     show,
 )
 from solvers.strategies import search_range
@@ -82,12 +83,12 @@ def clear_caches() -> None:
 
 def compile_plan(model: Model, plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> CompiledPlan:
     """Closed forms and evaluators for every step of ``plan`` (cached)."""
-    return _compiled(model, plan.pinned, plan.targets, timeout)
+    return _compiled(model, plan.pinned, plan.targets, timeout, plan.regime)
 
 
 @lru_cache(maxsize=256)
-def _compiled(model: Model, pinned, targets, timeout) -> CompiledPlan:
-    plan = make_plan(model, pinned, targets)
+def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan:
+    plan = make_plan(model, pinned, targets, regime)
     constants = model.constant_values()
     steps = [_compile_step(model, step, constants, timeout) for step in plan.steps]
     for compiled in steps:
@@ -220,8 +221,9 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
     unbounded = []
     overflowed = False
     for cc in cstep.candidates:
-        if regime and cc.candidate.regime and cc.candidate.regime != regime:
-            rejected.append(f"{cc.candidate.regime} branch set aside (--regime {regime})")
+        wanted = regime_for(regime, relation.name)
+        if wanted and cc.candidate.regime and cc.candidate.regime != wanted:
+            rejected.append(f"{cc.candidate.regime} branch set aside (--regime {wanted})")
             continue
         if cc.candidate.expr is None:
             left, right = (float(side(env)) for side in cc.value)
@@ -297,8 +299,9 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
         active, _ = pick(args, key=lambda item: item[1])
         others = ", ".join(f"{label.split('-')[0]} {format_seconds(v)}" for label, v in args)
         note_parts.append(f"{active} ({others})")
-        if regime and regime != active and regime in {label for label, _ in args}:
-            note_parts.append(f"the numbers put this step {active}, not {regime}")
+        wanted = regime_for(regime, relation.name)
+        if wanted and wanted != active and wanted in {label for label, _ in args}:
+            note_parts.append(f"the numbers put this step {active}, not {wanted}")
     elif candidate.regime:
         note_parts.append(f"{candidate.regime} regime: its inequalities hold")
     return StepRecord((relation.name,), (name,), candidate.expr, candidate.method,

@@ -118,9 +118,30 @@ def clear_caches() -> None:
     identities.cache_clear()
 
 
-def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Plan:
-    """Plan the solution of ``targets`` from the ``pinned`` quantities (cached)."""
-    return _plan(model, frozenset(pinned), tuple(targets))
+def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
+              regime: tuple[str, ...] = ()) -> Plan:
+    """Plan the solution of ``targets`` from the ``pinned`` quantities (cached).
+
+    ``regime`` names a combination of max()/min() regimes (one of
+    ``solvers.rank.regime_rows``) to plan in, instead of their mixture.
+    """
+    return _plan(model, frozenset(pinned), tuple(targets), tuple(regime))
+
+
+def regime_plans(model: Model, pinned: frozenset[str], targets: tuple[str, ...]
+                 ) -> tuple[Plan, ...]:
+    """One plan per combination of max()/min() regimes that fixes every target."""
+    out = []
+    for labels, _ in regime_rows(model):
+        analysis, _ = _analysis(model, frozenset(pinned), tuple(targets), "near", labels)
+        if all(analysis.is_determined(t) for t in targets):
+            out.append(make_plan(model, pinned, targets, labels))
+    return tuple(out)
+
+
+def regime_mapping(labels: tuple[str, ...]) -> dict[str, str]:
+    """``("step_time: memory-bound", ...)`` as ``{"step_time": "memory-bound", ...}``."""
+    return dict(label.split(": ", 1) for label in labels if ": " in label)
 
 
 def upstream_pins(model: Model, follow, start, pins) -> list[str]:
@@ -264,10 +285,11 @@ def _distances(model: Model, unknowns_of, targets) -> dict[str, int]:
 
 
 @lru_cache(maxsize=256)
-def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...]) -> Plan:
-    analysis, structural = _analysis(model, pinned, targets, "near")
-    regime: tuple[str, ...] = ()
-    if not all(analysis.is_determined(t) for t in targets) and _regimes_reach(
+def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
+          forced: tuple[str, ...] = ()) -> Plan:
+    analysis, structural = _analysis(model, pinned, targets, "near", forced)
+    regime: tuple[str, ...] = forced
+    if not forced and not all(analysis.is_determined(t) for t in targets) and _regimes_reach(
             model, analysis, targets):
         # A max() mixes its regimes; a target may still be fixed in one of them (by
         # different relations in each). Plan in the first regime combination that fixes

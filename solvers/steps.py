@@ -52,6 +52,14 @@ def inputs_of(relations, solved, model) -> tuple[str, ...]:
     return tuple(sorted(names - set(solved)))
 
 
+def regime_for(regime, relation: str) -> str | None:
+    """The regime asked for one relation: ``regime`` is a label for every max()/min()
+    (the ``--regime`` option) or a mapping of relation name to label (or ``None``)."""
+    if regime is None or isinstance(regime, str):
+        return regime
+    return regime.get(relation)
+
+
 def physical(model: Model, name: str, value, provisional: bool = False) -> bool:
     """Whether a value can be kept: finite and within the quantity's bounds.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
@@ -38,6 +38,7 @@ class TornBranch:
     labels: tuple[str, ...]
     all_equations: list  # (lhs, rhs) evaluators of every relation of the block
     variables: list  # every quantity of the block, in matched order
+    regimes: dict = field(default_factory=dict)  # relation -> the regime it is in here
 
     def complete(self, env: dict, tear_values: dict) -> dict:
         """All block values from the tear values (may contain NaN off the domain)."""
@@ -158,8 +159,9 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
     guards = [(compile_expr(a, constants), compile_expr(c, constants))
               for b in branches for a, c in b.guards]
     labels = tuple(b.regime for b in branches if b.regime)
+    regimes = {n: b.regime for n, b in zip(names, branches, strict=True) if b.regime}
     return TornBranch([matched[n] for n in names if n in torn], sequence, residuals, guards,
-                      labels, everything, list(variables))
+                      labels, everything, list(variables), regimes)
 
 
 def _branch_matching(names, variables, branches) -> dict[str, str]:

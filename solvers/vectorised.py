@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.blocks import run_block
+from solvers.blocks import run_block, set_aside
 from solvers.execute import CompiledPlan, _run_numeric, placeholder_values
-from solvers.steps import physical
+from solvers.steps import physical, regime_for
 from solvers.strategies import NEWTON_MULTI_START, search_range
 from solvers.tolerances import BLOCK, SCAN, STEPS
 from symbolic.errors import ChalkError
@@ -128,7 +128,8 @@ def _explicit(model, cstep, env, regime, size, result):
     free = np.zeros(size, dtype=bool)
     for cc in cstep.candidates:
         candidate = cc.candidate
-        if regime and candidate.regime and candidate.regime != regime:
+        wanted = regime_for(regime, cstep.relations[0].name)
+        if wanted and candidate.regime and candidate.regime != wanted:
             continue
         if candidate.expr is None:
             left, right = (np.broadcast_to(np.asarray(side(env), dtype=float), (size,))
@@ -185,8 +186,7 @@ def _block(model, cstep, env, regime, size, result):
     count = np.zeros(size, dtype=int)
     labels = np.full(size, "", dtype=object)
     for branch in cstep.block_branches:
-        if regime and branch.labels and regime not in branch.labels and any(
-                regime == label for r in cstep.relations for label, _ in r.regimes):
+        if set_aside(cstep, branch, regime):
             continue
         for scope in _branch_solutions(model, branch, env, size):
             ok = np.ones(size, dtype=bool)

@@ -1,6 +1,8 @@
-"""Which regime a forward max/min step reports (scalar derivation and vectorised)."""
+"""Regimes of max/min: which one a forward step reports (scalar derivation and vectorised),
+and blocks through a max solved regime by regime."""
 
 import numpy as np
+import pytest
 import sympy
 
 from chalk import Q_, solve
@@ -50,3 +52,18 @@ def test_vectorised_min_labels_each_element_by_its_smaller_argument():
     result = evaluate(compiled, {"test_fast_path": np.array([1.0, 3.0]), "test_slow_path": 2.0})
     assert list(result.regimes["test_first_arrival"]) == ["fast-path", "slow-path"]
     assert list(result.values["test_first_arrival"]) == [1.0, 2.0]
+
+
+def test_a_block_through_max_is_solved_regime_by_regime():
+    # step 10 ms, batch = 5 / 0.1 = 50 sequences, 0.1 ms of KV per sequence.
+    # Memory-bound: t_weight = 10 - 50 x 0.1 = 5 ms; with B* = 40, t_seq = 5/40 = 0.125 ms,
+    # t_compute = 6.25 ms <= 10 ms: consistent. Compute-bound: t_seq = 10/50 = 0.2 ms,
+    # t_weight = 40 x 0.2 = 8 ms, t_memory = 8 + 5 = 13 ms > 10 ms: not. So 5 ms.
+    given = {"step_time": "10 ms", "batch_size_fast": "5 sequence", "fast_batch_ratio": 0.1,
+             "t_kv_per_sequence": "0.1 ms/sequence"}
+    s = solve("t_weight_fetch", {**given, "critical_batch_size": "40 sequence"}, ["none"])
+    assert s.value("t_weight_fetch", "ms") == pytest.approx(5, rel=1e-9)
+    # With B* = 20 it turns: memory-bound gives t_compute = 50 x 5/20 = 12.5 ms > 10 ms,
+    # compute-bound gives t_weight = 20 x 0.2 = 4 ms and t_memory = 9 ms <= 10 ms.
+    s = solve("t_weight_fetch", {**given, "critical_batch_size": "20 sequence"}, ["none"])
+    assert s.value("t_weight_fetch", "ms") == pytest.approx(4, rel=1e-9)
