@@ -26,6 +26,7 @@ from solvers.uncertainty import Propagation, propagate
 from symbolic.errors import AmbiguousSolution, ChalkError, SearchFailed, UsageError
 from symbolic.model import Model
 from symbolic.presets import Preset
+from symbolic.printing import monomial_text
 from symbolic.units import Q_, format_gap, format_quantity
 
 DEFAULT_RTOL = 1e-2  # pins from public sources are rounded; 1% is agreement
@@ -193,6 +194,9 @@ class Explanation:
         lines.append(f"pinned: {', '.join(sorted(plan.pinned)) or '(none)'}")
         if plan.undetermined:
             lines.append(f"not determined: {', '.join(plan.undetermined)}")
+            for _, combo in plan.fixed:
+                if len(combo) > 1:
+                    lines.append(f"  the pins fix only {monomial_text(dict(combo))}")
             if plan.completions:
                 lines.append("smallest sets of extra pins that would determine them:")
                 lines.extend(f"  {{{', '.join(c)}}}" for c in plan.completions)
@@ -200,6 +204,11 @@ class Explanation:
                 lines.append("no set of up to 3 extra pins determines them")
             if plan.from_inputs:
                 lines.append(f"or, from inputs: {{{', '.join(plan.from_inputs)}}}")
+        if plan.placeholders:
+            lines.append(f"cancels: {', '.join(plan.placeholders)} (any value gives the same "
+                         f"{', '.join(plan.targets)}; the steps hold a placeholder value)")
+        if plan.regime:
+            lines.append(f"planned in the regimes: {', '.join(plan.regime)}")
         lines.append("steps:")
         if not plan.steps:
             lines.append("  (none)")
@@ -229,6 +238,8 @@ class Explanation:
             "determined": plan.determined,
             "undetermined": list(plan.undetermined),
             "completions": [list(c) for c in plan.completions],
+            "fixed": {t: monomial_text(dict(c)) for t, c in plan.fixed if len(c) > 1},
+            "cancels": list(plan.placeholders),
             "from_inputs": list(plan.from_inputs),
             "steps": [{"relations": list(s.relations), "solved_for": list(s.variables),
                        "simultaneous": s.simultaneous} for s in plan.steps],
