@@ -41,12 +41,14 @@ def _median_wall(command: list[str], repeats: int) -> float:
 def bench_cold(repeats: int = 9) -> dict:
     """Cold ``chalk solve`` for the critical batch vs importing sympy, pint, networkx.
 
-    ``solvers.entry`` is what the ``chalk`` console script runs (garbage collection
-    paused while modules load); ``solvers.cli`` is the same command without the pause.
+    ``python -m chalk`` is what the ``chalk`` console script runs (garbage collection
+    paused while modules load); the plain command calls the same commands without the
+    pause.
     """
     baseline_cmd = [sys.executable, "-c", "import sympy, pint, networkx"]
-    chalk_cmd = [sys.executable, "-m", "solvers.entry", *CRITICAL_ARGS]
-    plain_cmd = [sys.executable, "-m", "solvers.cli", *CRITICAL_ARGS]
+    chalk_cmd = [sys.executable, "-m", "chalk", *CRITICAL_ARGS]
+    plain_cmd = [sys.executable, "-c", "import sys; from chalk.cli.main import main; "
+                 "sys.exit(main())", *CRITICAL_ARGS]
     _median_wall(chalk_cmd, 1)  # warm the file cache and bytecode
     _median_wall(plain_cmd, 1)
     baseline, cold, plain = [], [], []
@@ -149,7 +151,7 @@ def bench_sweep(points: int = 10_000, repeats: int = 7) -> dict:
     """A sweep of step time over 10,000 batch sizes (with regime marks)."""
     import numpy as np
 
-    from solvers.sweep import sweep
+    from chalk.applications.sweep import sweep
 
     given = {"n_chips": "8 chip", "chip_flops": "989e12 FLOP/s", "hbm_bandwidth": "3.35 TB/s",
              "total_params": "671e9 param", "active_params": "37e9 param",
@@ -182,10 +184,9 @@ def bench_planning(repeats: int = 5) -> dict:
     Dulmage-Mendelsohn, the log-space rank analysis and the block order, from scratch
     each time (the model's log-space rows and reference point, computed once per
     model, are timed on their own)."""
+    from chalk.solvers import plan as planning
+    from chalk.solvers.rank import log_rows
     from synthetic import pins_for, synthetic_model
-
-    from solvers import plan as planning
-    from solvers.rank import log_rows
 
     start = time.perf_counter()
     model = synthetic_model(2000)
@@ -216,10 +217,11 @@ def bench_planning(repeats: int = 5) -> dict:
 def bench_completions(repeats: int = 9) -> dict:
     """Naming the smallest extra pins for under-determined questions, planned from scratch
     each time (rank analysis and completions from its null space)."""
+    from chalk.knowledge import load_model
+    from chalk.solvers import plan as planning
+    from chalk.symbolic.errors import UnderdeterminedError
+
     import chalk
-    from knowledge import load_model
-    from solvers import plan as planning
-    from symbolic.errors import UnderdeterminedError
 
     questions = [
         ("critical_batch_size", {"flops_per_param": "2 FLOP/param/token",
@@ -262,7 +264,7 @@ def bench_range_through_max(repeats: int = 3) -> dict:
     given = {"n_chips": "8 chip", "step_time": "20..50 ms", "context_length": "1k..32k token"}
     chalk.solve("batch_size", given, presets, samples=1000)
     solved = _median_call(lambda _: chalk.solve("batch_size", given, presets), repeats)
-    command = [sys.executable, "-m", "solvers.entry", "solve", "batch_size",
+    command = [sys.executable, "-m", "chalk", "solve", "batch_size",
                *[f"--preset={p}" for p in presets],
                *[x for k, v in given.items() for x in ("--given", f"{k}={v}")]]
     wall = _median_wall(command, repeats)
@@ -287,12 +289,12 @@ def _versus_sympy(label: str, timeout: float) -> dict:
     import multiprocessing
     import random
 
+    from chalk.knowledge import load_model
+    from chalk.solvers import execute, plan
     from synthetic import sympy_solve_all
 
     import chalk
-    from knowledge import load_model
-    from solvers import execute, plan
-    from solvers.selfcheck import Skip, consistent_state, sufficient_pins, topic_model
+    from chalk.selfcheck import Skip, consistent_state, sufficient_pins, topic_model
 
     model = topic_model("batch") if label == "batch" else load_model()
     state, seed = None, 0
@@ -351,9 +353,10 @@ def bench_round_trips(examples: int = 10_000) -> dict:
     import collections
     import warnings
 
-    from knowledge import TOPIC_MODULES, load_model
-    from solvers.selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
-    from symbolic.errors import ChalkError
+    from chalk.knowledge import TOPIC_MODULES, load_model
+    from chalk.symbolic.errors import ChalkError
+
+    from chalk.selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
 
     warnings.simplefilter("ignore", RuntimeWarning)
     models = {t: topic_model(t) for t in TOPIC_MODULES}
@@ -411,8 +414,9 @@ def bench_probe(probes: int = 1000) -> dict:
     import collections
     import warnings
 
-    from knowledge import load_model
-    from solvers.selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
+    from chalk.knowledge import load_model
+
+    from chalk.selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
 
     warnings.simplefilter("ignore", RuntimeWarning)
     model = load_model()

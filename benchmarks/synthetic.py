@@ -10,10 +10,9 @@ from __future__ import annotations
 import random
 
 import sympy
-
-from symbolic.model import build_model
-from symbolic.relations import Relation, definition
-from symbolic.variables import Variable
+from chalk.symbolic.model import build_model
+from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.variables import Variable
 
 
 def synthetic_model(relations: int = 2000, seed: int = 0):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from symbolic.model import Model, build_model
+from chalk.symbolic.model import Model, build_model
 
 TOPIC_MODULES = ("batch", "moe", "parallelism", "training", "long_context", "pricing",
                  "fast_mode", "tensor_parallel")
@@ -15,9 +15,9 @@ def load_model() -> Model:
     """The full knowledge base, unit-checked (cached after the first call)."""
     from importlib import import_module
 
-    from knowledge.quantities import VARIABLES
+    from chalk.knowledge.quantities import VARIABLES
 
     relations = []
     for name in TOPIC_MODULES:
-        relations.extend(import_module(f"knowledge.{name}").RELATIONS)
+        relations.extend(import_module(f"{__name__}.{name}").RELATIONS)
     return build_model(VARIABLES, relations)

@@ -8,11 +8,10 @@ size trades latency against cost.
 
 from __future__ import annotations
 
+from chalk.knowledge.quantities import BY_NAME, q
+from chalk.symbolic.relations import Relation, definition, lecture
+from chalk.symbolic.variables import count, unit_constant
 from sympy import Integer, Max
-
-from knowledge.quantities import BY_NAME, q
-from symbolic.relations import Relation, definition, lecture
-from symbolic.variables import count, unit_constant
 
 TOPIC = "batch size, cost and latency"
 

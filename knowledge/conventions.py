@@ -9,7 +9,7 @@ depends on the precision actually served. Derivations say which is in force.
 
 from __future__ import annotations
 
-from symbolic.presets import Preset, PresetValue
+from chalk.symbolic.presets import Preset, PresetValue
 
 LECTURE_DATE = "2026"  # the episode's publication year
 

@@ -33,13 +33,14 @@ from functools import cache
 from pathlib import Path
 
 import yaml
-
-from symbolic.errors import ChalkError, DataError
-from symbolic.parsing import parse_value
-from symbolic.symbols import NAME_PATTERN
-from symbolic.units import Q_
+from chalk.symbolic.errors import ChalkError, DataError
+from chalk.symbolic.parsing import parse_value
+from chalk.symbolic.symbols import NAME_PATTERN
+from chalk.symbolic.units import Q_
 
 DATA_DIR = Path(__file__).with_name("data")
+# Scripted deductions shipped with the knowledge base (run by ``chalk report NAME``).
+DEDUCTIONS_DIR = Path(__file__).with_name("deductions")
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,11 @@ others; the planner treats such a relation as a cross-check.
 
 from __future__ import annotations
 
+from chalk.knowledge.quantities import BY_NAME, q
+from chalk.symbolic.relations import Relation as R
+from chalk.symbolic.relations import lecture
+from chalk.symbolic.variables import count
 from sympy import Max
-
-from knowledge.quantities import BY_NAME, q
-from symbolic.relations import Relation as R
-from symbolic.relations import lecture
-from symbolic.variables import count
 
 TOPIC = "fast mode"
 

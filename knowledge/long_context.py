@@ -9,12 +9,11 @@ shared latent (MLA), few layers with a global KV, or sparse attention.
 
 from __future__ import annotations
 
+from chalk.knowledge.quantities import BY_NAME, q
+from chalk.symbolic.relations import Relation as R
+from chalk.symbolic.relations import Source, lecture, paper
+from chalk.symbolic.variables import count, unit_constant
 from sympy import Integer
-
-from knowledge.quantities import BY_NAME, q
-from symbolic.relations import Relation as R
-from symbolic.relations import Source, lecture, paper
-from symbolic.variables import count, unit_constant
 
 TOPIC = "long context and KV-cache size"
 

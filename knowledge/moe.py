@@ -9,12 +9,11 @@ the lecture's "read them all" assumes.
 
 from __future__ import annotations
 
+from chalk.knowledge.quantities import BY_NAME, q
+from chalk.symbolic.relations import Relation as R
+from chalk.symbolic.relations import Source, lecture
+from chalk.symbolic.variables import count, unit_constant
 from sympy import Integer
-
-from knowledge.quantities import BY_NAME, q
-from symbolic.relations import Relation as R
-from symbolic.relations import Source, lecture
-from symbolic.variables import count, unit_constant
 
 TOPIC = "mixture of experts on a rack"
 

@@ -10,12 +10,11 @@ cache per chip does not shrink.
 
 from __future__ import annotations
 
+from chalk.knowledge.quantities import BY_NAME, q
+from chalk.symbolic.relations import Relation as R
+from chalk.symbolic.relations import Source, lecture
+from chalk.symbolic.variables import count, unit_constant
 from sympy import Integer
-
-from knowledge.quantities import BY_NAME, q
-from symbolic.relations import Relation as R
-from symbolic.relations import Source, lecture
-from symbolic.variables import count, unit_constant
 
 TOPIC = "pipelining and memory capacity"
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import difflib
 from functools import lru_cache
 
-from knowledge import data
-from knowledge.conventions import CONVENTIONS, EQUAL_SPLIT, FITS, PRECISIONS
-from symbolic.errors import UnknownNameError
-from symbolic.presets import Preset, PresetValue
-from symbolic.units import Q_, format_number
+from chalk.knowledge import data
+from chalk.knowledge.conventions import CONVENTIONS, EQUAL_SPLIT, FITS, PRECISIONS
+from chalk.symbolic.errors import UnknownNameError
+from chalk.symbolic.presets import Preset, PresetValue
+from chalk.symbolic.printing.quantities import format_number
+from chalk.symbolic.units import Q_
 
 # accelerator fact -> quantity it pins directly
 _CHIP_FACTS = {
@@ -98,7 +99,7 @@ def _model_preset(record: data.Record, variables) -> Preset:
 @lru_cache(maxsize=1)
 def all_presets() -> dict[str, Preset]:
     """Every preset by name."""
-    from knowledge import load_model
+    from chalk.knowledge import load_model
 
     variables = load_model().variables
     presets: dict[str, Preset] = dict(CONVENTIONS)

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from knowledge.data import DATA_DIR, Fact, load_yaml, read_fact
-from symbolic.errors import DataError, UnknownNameError
-from symbolic.symbols import NAME_PATTERN
-from symbolic.units import ureg
+from chalk.knowledge.data import DATA_DIR, Fact, load_yaml, read_fact
+from chalk.symbolic.errors import DataError, UnknownNameError
+from chalk.symbolic.symbols import NAME_PATTERN
+from chalk.symbolic.units import ureg
 
 _SHEET_KEYS = {"id", "provider", "model", "source", "date", "note", "prices", "long_context",
                "cache_writes", "fast_mode"}

@@ -12,9 +12,9 @@ cache duration points at a tier.
 
 from __future__ import annotations
 
-from knowledge.quantities import q
-from symbolic.relations import Relation as R
-from symbolic.relations import lecture
+from chalk.knowledge.quantities import q
+from chalk.symbolic.relations import Relation as R
+from chalk.symbolic.relations import lecture
 
 TOPIC = "prices, prompt caching and memory tiers"
 

@@ -6,7 +6,7 @@ public interface and do not change once shipped.
 
 from __future__ import annotations
 
-from symbolic.variables import Variable
+from chalk.symbolic.variables import Variable
 
 
 def _v(name, unit, description, topic, **options) -> Variable:

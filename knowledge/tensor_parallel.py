@@ -14,12 +14,11 @@ ring over the scale-up bandwidth (the alpha-beta cost model).
 
 from __future__ import annotations
 
+from chalk.knowledge.quantities import BY_NAME, q
+from chalk.symbolic.relations import Relation as R
+from chalk.symbolic.relations import paper
+from chalk.symbolic.variables import count
 from sympy import Integer
-
-from knowledge.quantities import BY_NAME, q
-from symbolic.relations import Relation as R
-from symbolic.relations import paper
-from symbolic.variables import count
 
 TOPIC = "tensor-parallel communication"
 

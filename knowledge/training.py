@@ -9,10 +9,10 @@ serves and says how far past Chinchilla-optimal models are trained.
 
 from __future__ import annotations
 
-from knowledge.quantities import BY_NAME, q
-from symbolic.relations import Relation as R
-from symbolic.relations import lecture, paper
-from symbolic.variables import count
+from chalk.knowledge.quantities import BY_NAME, q
+from chalk.symbolic.relations import Relation as R
+from chalk.symbolic.relations import lecture, paper
+from chalk.symbolic.variables import count
 
 TOPIC = "training and the model's lifetime"
 

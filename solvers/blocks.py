@@ -10,14 +10,13 @@ single torn quantity over its plausible range); otherwise the search failed.
 from __future__ import annotations
 
 import numpy as np
-
-from solvers import numeric
-from solvers.steps import StepRecord, guards_hold, inputs_of, physical, show
-from solvers.strategies import search_range
-from solvers.tearing import degenerate_directions
-from solvers.tolerances import BLOCK, CONDITIONING, NEWTON
-from symbolic.errors import AmbiguousSolution, IllConditioned, NoSolution, SearchFailed
-from symbolic.model import Model
+from chalk.solvers import numeric
+from chalk.solvers.steps import StepRecord, guards_hold, inputs_of, physical, show
+from chalk.solvers.strategies import search_range
+from chalk.solvers.tearing import degenerate_directions
+from chalk.solvers.tolerances import BLOCK, CONDITIONING, NEWTON
+from chalk.symbolic.errors import AmbiguousSolution, IllConditioned, NoSolution, SearchFailed
+from chalk.symbolic.model import Model
 
 MULTI_START = "numeric block (multi-start)"  # a block whose answer is not proven unique
 COMPLETE = "numeric block"  # a block whose every search was complete
@@ -118,7 +117,7 @@ def _conditioning(model: Model, cstep, env, names, branch) -> str:
     great deal (a saturated relation inverted, say); raises IllConditioned when no
     digit of it survives. Elasticities come from the block's log-space Jacobian at
     the solution: d ln x / d ln inputs = -J_x^-1 J_inputs."""
-    from solvers.rank import log_jacobian_at
+    from chalk.solvers.rank import log_jacobian_at
 
     relations = list(cstep.step.relations)
     inputs = sorted({v for r in relations for v in model.variables_in(r)} - set(names))

@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from solvers.tolerances import CONDITIONING
-from symbolic.errors import IllConditioned
+from chalk.solvers.tolerances import CONDITIONING
+from chalk.symbolic.errors import IllConditioned
 
 
 def elasticities(evaluator, env: dict, inputs, value: float) -> dict[str, float]:

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from solvers.plan import Plan, upstream_pins
-from solvers.steps import CheckRecord
-from symbolic.errors import InconsistentPins
-from symbolic.model import Model
-from symbolic.units import format_gap, format_quantity
+from chalk.solvers.plan import Plan, upstream_pins
+from chalk.solvers.steps import CheckRecord
+from chalk.symbolic.errors import InconsistentPins
+from chalk.symbolic.model import Model
+from chalk.symbolic.printing.quantities import format_gap, format_quantity
 
 
 def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],
                   plan: Plan) -> InconsistentPins:
     """The error for a failed cross-check, naming both sides and the pins behind it."""
-    from symbolic.dimensions import dimension_of
-    from symbolic.units import ureg
+    from chalk.symbolic.dimensions import dimension_of
+    from chalk.symbolic.units import ureg
 
     relation = model.relations[check.relation]
     base_units = {s: _base_container(model, s) for s in relation.symbols}
@@ -29,7 +29,7 @@ def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],
 
 
 def _base_container(model: Model, symbol):
-    from symbolic.units import base_unit
+    from chalk.symbolic.units import base_unit
 
     if symbol.name in model.variables:
         unit = model.variables[symbol.name].pint_unit

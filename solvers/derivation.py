@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from solvers.pins import Pin
-from solvers.steps import CheckRecord, StepRecord
-from symbolic.model import Model
-from symbolic.printing import latex, plain, substituted
-from symbolic.units import format_gap, format_quantity, format_unit
+from chalk.solvers.pins import Pin
+from chalk.solvers.steps import CheckRecord, StepRecord
+from chalk.symbolic.model import Model
+from chalk.symbolic.printing.expressions import latex, plain, substituted
+from chalk.symbolic.printing.quantities import format_gap, format_quantity, format_unit
 
 
 @dataclass(frozen=True)

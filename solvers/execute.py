@@ -16,12 +16,11 @@ from functools import lru_cache
 
 import numpy as np
 import sympy
-
-from solvers import numeric
-from solvers.blocks import run_block
-from solvers.conditioning import check as conditioning_check
-from solvers.plan import Plan, Step, make_plan
-from solvers.steps import (
+from chalk.solvers import numeric
+from chalk.solvers.blocks import run_block
+from chalk.solvers.conditioning import check as conditioning_check
+from chalk.solvers.plan import Plan, Step, make_plan
+from chalk.solvers.steps import (
     GUARD_RTOL,
     CheckRecord,
     StepRecord,
@@ -31,16 +30,16 @@ from solvers.steps import (
     regime_for,
     show,
 )
-from solvers.strategies import search_range
-from solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
-from solvers.tearing import tear
-from solvers.tolerances import STEPS
-from symbolic.errors import AmbiguousSolution, ChalkError, NoSolution, SearchFailed
-from symbolic.evaluate import compile_expr
-from symbolic.model import Model
-from symbolic.printing import plain
-from symbolic.relations import Relation
-from symbolic.units import format_seconds
+from chalk.solvers.strategies import search_range
+from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
+from chalk.solvers.tearing import tear
+from chalk.solvers.tolerances import STEPS
+from chalk.symbolic.errors import AmbiguousSolution, ChalkError, NoSolution, SearchFailed
+from chalk.symbolic.evaluate import compile_expr
+from chalk.symbolic.model import Model
+from chalk.symbolic.printing.expressions import plain
+from chalk.symbolic.printing.quantities import format_seconds
+from chalk.symbolic.relations import Relation
 
 
 @dataclass
@@ -75,7 +74,7 @@ class CompiledPlan:
 
 def clear_caches() -> None:
     """Forget every compiled plan and closed form (for benchmarks of cold solves)."""
-    from solvers.symbolic_solve import clear_cache
+    from chalk.solvers.symbolic_solve import clear_cache
 
     _compiled.cache_clear()
     clear_cache()

@@ -15,8 +15,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-
-from solvers.tolerances import NEWTON, SCAN
+from chalk.solvers.tolerances import NEWTON, SCAN
 
 Side = Callable[[Mapping[str, float]], float]
 

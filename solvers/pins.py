@@ -15,28 +15,21 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import pint
-
-from knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
-from symbolic.errors import (
+from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
+from chalk.symbolic.errors import (
     BoundsError,
     DimensionMismatch,
     MissingUnit,
     ParseError,
     UsageError,
 )
-from symbolic.model import Model
-from symbolic.parsing import looks_uncertain, parse_spread, parse_value, split_pin
-from symbolic.presets import Preset, PresetValue
-from symbolic.uncertain import Spread
-from symbolic.units import (
-    base_factor,
-    base_unit,
-    describe_dimension,
-    dimensionality,
-    format_unit,
-    ureg,
-)
-from symbolic.variables import Variable
+from chalk.symbolic.model import Model
+from chalk.symbolic.parsing import looks_uncertain, parse_spread, parse_value, split_pin
+from chalk.symbolic.presets import Preset, PresetValue
+from chalk.symbolic.printing.quantities import describe_dimension, format_unit
+from chalk.symbolic.uncertain import Spread
+from chalk.symbolic.units import base_factor, base_unit, dimensionality, ureg
+from chalk.symbolic.variables import Variable
 
 
 @dataclass(frozen=True)

@@ -20,18 +20,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from solvers.rank import (
-    RankAnalysis,
-    analyse,
-    combination,
-    completions,
-    regime_rows,
-    spans,
-)
-from solvers.structure import dulmage_mendelsohn, incidence_graph, solve_order
-from symbolic.errors import DegenerateError, UnderdeterminedError
-from symbolic.model import Model
-from symbolic.printing import monomial_text
+from chalk.solvers.rank import RankAnalysis, analyse, combination, completions, regime_rows, spans
+from chalk.solvers.structure import dulmage_mendelsohn, incidence_graph, solve_order
+from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
+from chalk.symbolic.model import Model
+from chalk.symbolic.printing.expressions import monomial_text
 
 
 @dataclass(frozen=True)

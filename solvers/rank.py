@@ -35,10 +35,9 @@ from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
-
-from solvers.tolerances import RANK
-from symbolic.logspace import compile_log_gradient, log_row, monomial_row
-from symbolic.model import Model
+from chalk.solvers.tolerances import RANK
+from chalk.symbolic.logspace import compile_log_gradient, log_row, monomial_row
+from chalk.symbolic.model import Model
 
 Number = Fraction | float
 
@@ -77,7 +76,7 @@ def regime_rows(model: Model) -> tuple[tuple[tuple[str, ...], Mapping[str, LogRo
     """
     import itertools
 
-    from solvers.symbolic_solve import branches
+    from chalk.solvers.symbolic_solve import branches
 
     options = []
     for name, relation in sorted(model.relations.items()):
@@ -101,7 +100,7 @@ def _log_row(model: Model, name: str, lhs, rhs) -> LogRow:
     exact = monomial_row(lhs, rhs)
     if exact is not None:
         return LogRow(name, {k: v for k, v in exact.items() if k in model.variables}, True)
-    from solvers.reference import reference_point
+    from chalk.solvers.reference import reference_point
 
     point = reference_point(model)
     constants = model.constant_values()
@@ -677,8 +676,8 @@ def _components(analysis: RankAnalysis) -> dict[str, set[str]]:
 def relation_gradients(relation, regime: str | None = None) -> tuple:
     """Value-and-gradient evaluators of a relation's two sides: in the regime named, or
     else in whichever argument of a max/min is larger (smaller) where it is evaluated."""
-    from solvers.symbolic_solve import branches
-    from symbolic.variables import known_constant
+    from chalk.solvers.symbolic_solve import branches
+    from chalk.symbolic.variables import known_constant
 
     constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
                  if known_constant(s.name) is not None}

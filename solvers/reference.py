@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-
-from solvers.tolerances import REFERENCE
-from symbolic.logspace import compile_log_gradient, log_row
-from symbolic.model import Model
+from chalk.solvers.tolerances import REFERENCE
+from chalk.symbolic.logspace import compile_log_gradient, log_row
+from chalk.symbolic.model import Model
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ import math
 from dataclasses import dataclass
 
 import sympy
-
-from solvers.tolerances import STEPS
-from symbolic.model import Model
-from symbolic.units import format_quantity
+from chalk.solvers.tolerances import STEPS
+from chalk.symbolic.model import Model
+from chalk.symbolic.printing.quantities import format_quantity
 
 GUARD_RTOL = STEPS.guard_rtol  # a regime inequality may fail by this much and still hold
 

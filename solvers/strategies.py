@@ -26,9 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-
-from solvers.numeric import roots_scalar, solve_tears
-from solvers.tolerances import SCAN
+from chalk.solvers.numeric import roots_scalar, solve_tears
+from chalk.solvers.tolerances import SCAN
 
 CLOSED_FORM = "closed form"
 SCAN_1D = "scan"

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import sympy
-
-from symbolic.relations import Relation
+from chalk.symbolic.relations import Relation
 
 DEFAULT_TIMEOUT = 10.0
 

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
-
-from solvers import strategies
-from solvers.numeric import residual_at, solve_tears
-from solvers.strategies import Search
-from solvers.symbolic_solve import Branch, _NoClosedForm, solve_equation
-from solvers.tolerances import BLOCK
-from symbolic.evaluate import compile_expr
+from chalk.solvers import strategies
+from chalk.solvers.numeric import residual_at, solve_tears
+from chalk.solvers.strategies import Search
+from chalk.solvers.symbolic_solve import Branch, _NoClosedForm, solve_equation
+from chalk.solvers.tolerances import BLOCK
+from chalk.symbolic.evaluate import compile_expr
 
 
 @dataclass
@@ -173,7 +172,7 @@ def _branch_matching(names, variables, branches) -> dict[str, str]:
     when the regime makes the block triangular). Falls back to the block's matching if
     the branch has no complete one.
     """
-    from solvers.structure import incidence_graph, maximum_matching
+    from chalk.solvers.structure import incidence_graph, maximum_matching
 
     wanted = set(variables)
     incidence = {n: {s.name for s in (b.lhs - b.rhs).free_symbols} & wanted

@@ -16,11 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from solvers.execute import CompiledPlan
-from solvers.pins import Pin
-from solvers.vectorised import evaluate
-from symbolic.uncertain import Z90
+from chalk.solvers.execute import CompiledPlan
+from chalk.solvers.pins import Pin
+from chalk.solvers.vectorised import evaluate
+from chalk.symbolic.uncertain import Z90
 
 DEFAULT_SAMPLES = 100_000
 SENSITIVITY_SAMPLES = 20_000

@@ -14,14 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from solvers.blocks import run_block, set_aside
-from solvers.execute import CompiledPlan, _run_numeric, placeholder_values
-from solvers.steps import physical, regime_for
-from solvers.strategies import NEWTON_MULTI_START, search_range
-from solvers.tolerances import BLOCK, SCAN, STEPS
-from symbolic.errors import ChalkError
-from symbolic.model import Model
+from chalk.solvers.blocks import run_block, set_aside
+from chalk.solvers.execute import CompiledPlan, _run_numeric, placeholder_values
+from chalk.solvers.steps import physical, regime_for
+from chalk.solvers.strategies import NEWTON_MULTI_START, search_range
+from chalk.solvers.tolerances import BLOCK, SCAN, STEPS
+from chalk.symbolic.errors import ChalkError
+from chalk.symbolic.model import Model
 
 
 @dataclass

@@ -4,9 +4,9 @@ This package knows nothing about LLMs; ``knowledge`` declares the quantities and
 relations with it, and ``solvers`` solves them.
 """
 
-from symbolic.errors import ChalkError
-from symbolic.relations import Relation, Source
-from symbolic.units import Q_, ureg
-from symbolic.variables import Constant, Variable
+from chalk.symbolic.errors import ChalkError
+from chalk.symbolic.relations import Relation, Source
+from chalk.symbolic.units import Q_, ureg
+from chalk.symbolic.variables import Constant, Variable
 
 __all__ = ["ChalkError", "Constant", "Q_", "Relation", "Source", "Variable", "ureg"]

@@ -8,25 +8,31 @@ agree, and transcendental functions only take dimensionless arguments.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 import sympy
+from chalk.symbolic.printing.quantities import describe_dimension
 from pint.util import UnitsContainer
-
-from symbolic.units import describe_dimension
 
 DIMENSIONLESS = UnitsContainer()
 
 
+@dataclass(eq=False)
 class DimensionConflict(Exception):
     """Parts of an expression that cannot be combined; carries both parts."""
 
-    def __init__(self, first: sympy.Expr, first_dim, second: sympy.Expr, second_dim, how: str):
-        self.first, self.first_dim = first, first_dim
-        self.second, self.second_dim = second, second_dim
-        super().__init__(
-            f"{how}: {first} is {describe_dimension(first_dim)} but "
-            f"{second} is {describe_dimension(second_dim)}"
-        )
+    first: sympy.Expr
+    first_dim: UnitsContainer
+    second: sympy.Expr
+    second_dim: UnitsContainer
+    how: str
+
+    def __reduce__(self):
+        return self.__class__, tuple(getattr(self, f.name) for f in fields(self))
+
+    def __str__(self) -> str:
+        return (f"{self.how}: {self.first} is {describe_dimension(self.first_dim)} but "
+                f"{self.second} is {describe_dimension(self.second_dim)}")
 
 
 def dimension_of(expr: sympy.Expr, dims: Mapping[sympy.Symbol, UnitsContainer]):

@@ -3,107 +3,152 @@
 Every user mistake raises a subclass of :class:`ChalkError` whose ``message`` is
 one line naming what was wrong and what to do; the CLI prints it and exits with
 status 2. Mistakes in the knowledge base itself raise :class:`KnowledgeError`.
+
+Each error is a dataclass, as pint's are: the offending names and units are fields,
+the message is composed from them, and every error also derives from the built-in
+type a caller would catch (``ValueError``, ``KeyError``). Errors survive pickling,
+so chalk works inside a multiprocessing pool.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, fields
 
-class ChalkError(Exception):
+
+class _Picklable:
+    """Pickle a dataclass exception by its fields (``BaseException`` pickles ``args``)."""
+
+    def __reduce__(self):
+        return self.__class__, tuple(getattr(self, f.name) for f in fields(self))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ChalkError(_Picklable, Exception):
     """A problem with what the user asked for; ``message`` is one line."""
 
     exit_status = 2
 
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
+    @property
+    def message(self) -> str:  # pragma: no cover - every concrete error composes its own
+        raise NotImplementedError
 
 
-class ParseError(ChalkError):
+@dataclass(eq=False)
+class ParseError(ChalkError, ValueError):
     """Text that is not a value, a unit or a pin chalk can read."""
 
-    def __init__(self, text: str, reason: str, hint: str = ""):
-        self.text = text
-        self.reason = reason
-        shown = text if len(text) <= 60 else text[:57] + "..."
-        message = f"cannot read {shown!r}: {reason}"
-        if hint:
-            message += f"; {hint}"
-        super().__init__(message)
+    text: str
+    reason: str
+    hint: str = ""
+
+    @property
+    def message(self) -> str:
+        shown = self.text if len(self.text) <= 60 else self.text[:57] + "..."
+        message = f"cannot read {shown!r}: {self.reason}"
+        return message + (f"; {self.hint}" if self.hint else "")
 
 
-class UnknownNameError(ChalkError):
+@dataclass(eq=False)
+class UnknownNameError(ChalkError, KeyError):
     """A quantity, preset or relation name that does not exist."""
 
-    def __init__(self, name: str, kind: str, suggestions: list[str] | tuple[str, ...] = ()):
-        self.name = name
-        self.kind = kind
-        self.suggestions = tuple(suggestions)
-        shown = name if len(name) <= 60 else name[:57] + "..."
-        message = f"unknown {kind} {shown!r}"
+    name: str
+    kind: str
+    suggestions: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        self.suggestions = tuple(self.suggestions)
+
+    @property
+    def message(self) -> str:
+        shown = self.name if len(self.name) <= 60 else self.name[:57] + "..."
+        message = f"unknown {self.kind} {shown!r}"
         if self.suggestions:
-            message += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
-        else:
-            message += f"; run 'chalk list' to see every {kind}"
-        super().__init__(message)
+            return message + "; did you mean " + " or ".join(
+                repr(s) for s in self.suggestions) + "?"
+        return message + f"; run 'chalk list' to see every {self.kind}"
 
 
-class UnitError(ChalkError):
+@dataclass(eq=False)
+class UnitError(ChalkError, ValueError):
     """A unit string naming a unit chalk does not know."""
 
-    def __init__(self, unit: str, reason: str):
-        self.unit = unit
-        super().__init__(f"unknown unit {unit!r}: {reason}")
+    unit: str
+    reason: str
+
+    @property
+    def message(self) -> str:
+        return f"unknown unit {self.unit!r}: {self.reason}"
 
 
-class DimensionMismatch(ChalkError):
+@dataclass(eq=False)
+class DimensionMismatch(ChalkError, ValueError):
     """A value whose unit has the wrong dimension for the quantity it is given to."""
 
-    def __init__(self, name: str, given: str, expected: str, given_dim: str, expected_dim: str):
-        self.name = name
-        self.given = given
-        self.expected = expected
-        message = (
-            f"{name} needs a unit like {expected} ({expected_dim}), "
-            f"but {given!r} is {given_dim}"
-        )
-        super().__init__(message)
+    name: str
+    given: str
+    expected: str
+    given_dim: str
+    expected_dim: str
+
+    @property
+    def message(self) -> str:
+        return (f"{self.name} needs a unit like {self.expected} ({self.expected_dim}), "
+                f"but {self.given!r} is {self.given_dim}")
 
 
-class MissingUnit(ChalkError):
+@dataclass(eq=False)
+class MissingUnit(ChalkError, ValueError):
     """A bare number given to a quantity that has a unit."""
 
-    def __init__(self, name: str, value: str, expected: str):
-        self.name = name
-        super().__init__(
-            f"{name}={value} has no unit; write it with a unit such as '{value} {expected}'"
-        )
+    name: str
+    value: str
+    expected: str
+
+    @property
+    def message(self) -> str:
+        return (f"{self.name}={self.value} has no unit; write it with a unit such as "
+                f"'{self.value} {self.expected}'")
 
 
-class BoundsError(ChalkError):
+@dataclass(eq=False)
+class BoundsError(ChalkError, ValueError):
     """A value outside the range its quantity allows (negative counts, say)."""
 
-    def __init__(self, name: str, value: str, requirement: str):
-        self.name = name
-        self.value = value
-        super().__init__(f"{name}={value} is not allowed: {name} must be {requirement}")
+    name: str
+    value: str
+    requirement: str
+
+    @property
+    def message(self) -> str:
+        return (f"{self.name}={self.value} is not allowed: {self.name} must be "
+                f"{self.requirement}")
 
 
-class UnderdeterminedError(ChalkError):
+@dataclass(eq=False)
+class UnderdeterminedError(ChalkError, ValueError):
     """The pins do not fix the asked-for quantities.
 
-    ``fixed`` maps a target to the product involving it that the pins do fix (as
-    text), where that says more than "missing".
+    ``completions`` are the smallest sets of extra pins that would; ``fixed`` maps a
+    target to the product involving it that the pins do fix (as text), where that
+    says more than "missing".
     """
 
-    def __init__(self, targets: list[str], completions: list[tuple[str, ...]],
-                 from_inputs: tuple[str, ...] = (), fixed: dict[str, str] | None = None):
-        self.targets = tuple(targets)
-        self.completions = [tuple(c) for c in completions]
-        self.from_inputs = tuple(from_inputs)
-        self.fixed = dict(fixed or {})
-        super().__init__(self._compose())
+    targets: tuple[str, ...]
+    completions: tuple[tuple[str, ...], ...] = ()
+    from_inputs: tuple[str, ...] = ()
+    fixed: dict[str, str] = field(default_factory=dict)
 
-    def _compose(self) -> str:
+    def __post_init__(self):
+        self.targets = tuple(self.targets)
+        self.completions = tuple(tuple(c) for c in (self.completions or ()))
+        self.from_inputs = tuple(self.from_inputs)
+        self.fixed = dict(self.fixed or {})
+
+    @property
+    def message(self) -> str:
         wanted = ", ".join(self.targets)
         completions = self.completions
         # Where two or more pins are missing, say which combination the pins already fix.
@@ -127,18 +172,26 @@ class UnderdeterminedError(ChalkError):
         return message
 
 
+@dataclass(eq=False)
 class DegenerateError(UnderdeterminedError):
     """Pins that fix only a combination of some quantities, though there are as many as
     the relations need: moving those quantities together leaves every relation holding.
+
+    ``targets`` are the quantities concerned; with no ``completions`` given, pinning
+    any one of them completes the set.
     """
 
-    def __init__(self, names: list[str], completions: list[tuple[str, ...]] | None = None,
-                 from_inputs: tuple[str, ...] = (), fixed: dict[str, str] | None = None):
-        self.names = tuple(names)
-        super().__init__(list(names), completions if completions is not None
-                         else [(n,) for n in names], from_inputs, fixed)
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.completions:
+            self.completions = tuple((n,) for n in self.targets)
 
-    def _compose(self) -> str:
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.targets
+
+    @property
+    def message(self) -> str:
         if self.fixed:
             combos = ", ".join(dict.fromkeys(self.fixed.values()))
             options = " or ".join("{" + ", ".join(c) + "}" for c in self.completions[:6])
@@ -148,76 +201,112 @@ class DegenerateError(UnderdeterminedError):
                     f"{'its' if len(self.targets) == 1 else 'their'} own: moving the "
                     f"factors of {noun} together leaves every relation holding; also pin "
                     + (options or "one of the factors"))
-        return (f"the pins fix only a combination of {', '.join(self.names)}: changing them "
-                "together leaves every relation satisfied; pin one of them")
+        return (f"the pins fix only a combination of {', '.join(self.targets)}: changing "
+                "them together leaves every relation satisfied; pin one of them")
 
 
-class InconsistentPins(ChalkError):
+@dataclass(eq=False)
+class InconsistentPins(ChalkError, ValueError):
     """Over-determined pins that disagree through a relation."""
 
-    def __init__(self, relation: str, equation: str, lhs: str, rhs: str, gap: str,
-                 pins: list[str]):
-        self.relation = relation
-        self.lhs = lhs
-        self.rhs = rhs
-        self.gap = gap
-        self.pins = tuple(pins)
-        message = (
-            f"pins disagree in relation {relation} ({equation}): left side {lhs}, "
-            f"right side {rhs} ({gap}); fix or drop one of: {', '.join(pins)}"
-        )
-        super().__init__(message)
+    relation: str
+    equation: str
+    lhs: str
+    rhs: str
+    gap: str
+    pins: tuple[str, ...]
+
+    def __post_init__(self):
+        self.pins = tuple(self.pins)
+
+    @property
+    def message(self) -> str:
+        return (f"pins disagree in relation {self.relation} ({self.equation}): left side "
+                f"{self.lhs}, right side {self.rhs} ({self.gap}); fix or drop one of: "
+                f"{', '.join(self.pins)}")
 
 
-class NoSolution(ChalkError):
+@dataclass(eq=False)
+class NoSolution(ChalkError, ValueError):
     """The pins admit no physical value for a quantity (e.g. every root negative)."""
 
-    def __init__(self, name: str, reason: str):
-        self.name = name
-        super().__init__(f"no physical value of {name}: {reason}")
+    name: str
+    reason: str
+
+    @property
+    def message(self) -> str:
+        return f"no physical value of {self.name}: {self.reason}"
 
 
+@dataclass(eq=False)
 class SearchFailed(NoSolution):
     """A numeric search found no physical value, without proving that none exists."""
 
-    def __init__(self, name: str, reason: str):
-        self.name = name
-        ChalkError.__init__(self, f"found no physical value of {name}: {reason}")
+    @property
+    def message(self) -> str:
+        return f"found no physical value of {self.name}: {self.reason}"
 
 
+@dataclass(eq=False)
 class IllConditioned(NoSolution):
     """The relation that would give a value barely depends on it: rounding leaves no digit."""
 
-    def __init__(self, name: str, reason: str):
-        self.name = name
-        ChalkError.__init__(self, f"cannot pin down {name}: {reason}")
+    @property
+    def message(self) -> str:
+        return f"cannot pin down {self.name}: {self.reason}"
 
 
-class AmbiguousSolution(ChalkError):
+@dataclass(eq=False)
+class AmbiguousSolution(ChalkError, ValueError):
     """Several physical values fit; the user must say which regime or root is meant."""
 
-    def __init__(self, name: str, options: list[str], hint: str):
-        self.name = name
-        self.options = tuple(options)
-        super().__init__(f"{name} has several physical values ({'; '.join(options)}); {hint}")
+    name: str
+    options: tuple[str, ...]
+    hint: str
+
+    def __post_init__(self):
+        self.options = tuple(self.options)
+
+    @property
+    def message(self) -> str:
+        return (f"{self.name} has several physical values ({'; '.join(self.options)}); "
+                f"{self.hint}")
 
 
-class UsageError(ChalkError):
+@dataclass(eq=False)
+class UsageError(ChalkError, ValueError):
     """A request that is malformed as a whole (e.g. a quantity both pinned and asked for)."""
 
+    detail: str
 
-class DataError(ChalkError):
+    @property
+    def message(self) -> str:
+        return self.detail
+
+
+@dataclass(eq=False)
+class DataError(ChalkError, ValueError):
     """A data file (preset, price sheet) that fails validation."""
 
-    def __init__(self, path: str, entry: str, field: str, reason: str):
-        self.path = path
-        self.entry = entry
-        self.field = field
+    path: str
+    entry: str
+    field: str
+    reason: str
+
+    @property
+    def message(self) -> str:
         where = "".join(part for part in (
-            f", entry {entry!r}" if entry != "-" else "",
-            f", field {field!r}" if field != "-" else "") if part)
-        super().__init__(f"{path}{where}: {reason}")
+            f", entry {self.entry!r}" if self.entry != "-" else "",
+            f", field {self.field!r}" if self.field != "-" else "") if part)
+        return f"{self.path}{where}: {self.reason}"
 
 
-class KnowledgeError(Exception):
+@dataclass(eq=False)
+class KnowledgeError(_Picklable, Exception):
     """A defect in the knowledge base itself, found when it loads."""
+
+    detail: str
+
+    @property
+    def message(self) -> str:
+        return self.detail

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import sympy
-
-from symbolic.dimensions import DimensionConflict, dimension_of
-from symbolic.errors import KnowledgeError, UnknownNameError
-from symbolic.relations import Relation
-from symbolic.units import describe_dimension
-from symbolic.variables import Constant, Variable, known_constant
+from chalk.symbolic.dimensions import DimensionConflict, dimension_of
+from chalk.symbolic.errors import KnowledgeError, UnknownNameError
+from chalk.symbolic.printing.quantities import describe_dimension
+from chalk.symbolic.relations import Relation
+from chalk.symbolic.variables import Constant, Variable, known_constant
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity

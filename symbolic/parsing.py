@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import pint
+from chalk.symbolic.errors import ParseError, UnitError
+from chalk.symbolic.symbols import NAME_PATTERN
+from chalk.symbolic.units import ureg
 from pint.util import UnitsContainer
-
-from symbolic.errors import ParseError, UnitError
-from symbolic.symbols import NAME_PATTERN
-from symbolic.units import ureg
 
 MAX_TEXT = 200  # longer values are refused before any work is done
 
@@ -95,6 +94,12 @@ def parse_unit(text: str) -> pint.Unit:
     if parser.position != len(tokens):
         raise ParseError(original, f"unexpected {tokens[parser.position][1]!r} in the unit")
     return ureg.Unit(container)
+
+
+@lru_cache(maxsize=512)
+def parse_unit_cached(text: str) -> pint.Unit:
+    """:func:`parse_unit` for unit strings chalk itself wrote (declarations), cached."""
+    return parse_unit(text)
 
 
 def _tokenize_unit(text: str) -> list[tuple[str, str]]:

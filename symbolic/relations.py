@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import sympy
-
-from symbolic.symbols import validate_name
+from chalk.symbolic.symbols import validate_name
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ class Relation:
 
     @property
     def equation(self) -> str:
-        from symbolic.printing import plain
+        from chalk.symbolic.printing.expressions import plain
 
         return f"{plain(self.lhs)} = {plain(self.rhs)}"
 

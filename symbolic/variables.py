@@ -7,9 +7,9 @@ from functools import cached_property
 
 import pint
 import sympy
-
-from symbolic.symbols import symbol, validate_name
-from symbolic.units import Q_, base_factor, dimensionality, parse_unit_cached
+from chalk.symbolic.parsing import parse_unit_cached
+from chalk.symbolic.symbols import symbol, validate_name
+from chalk.symbolic.units import Q_, base_factor, dimensionality
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from solvers.cli import main
+from chalk.cli.main import main
 
 
 @pytest.fixture

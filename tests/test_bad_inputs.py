@@ -186,7 +186,7 @@ def test_console_script_does_not_run_injected_code(tmp_path):
     case = next(c for c in CLI if c["name"] == "code_value_touch_marker")
     argv = [_arg(a) for a in case["args"]]
     assert "touch pwned" in " ".join(argv)
-    done = subprocess.run([sys.executable, "-m", "solvers.entry", *argv], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "chalk", *argv], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2

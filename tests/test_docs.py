@@ -3,9 +3,10 @@
 import re
 from pathlib import Path
 
-from knowledge import load_model
-from solvers.docs import reference
-from symbolic.parsing import parse_unit
+from chalk.knowledge import load_model
+from chalk.symbolic.parsing import parse_unit
+
+from chalk.docs import reference
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -13,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_reference_is_generated_from_the_declarations():
     committed = (ROOT / "docs" / "REFERENCE.md").read_text(encoding="utf-8")
     assert committed.strip() == reference().strip(), (
-        "docs/REFERENCE.md is stale: run python -m solvers.docs > docs/REFERENCE.md")
+        "docs/REFERENCE.md is stale: run python -m chalk.docs > docs/REFERENCE.md")
 
 
 def test_every_vocabulary_name_exists_with_its_unit():

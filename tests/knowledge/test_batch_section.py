@@ -3,9 +3,9 @@
 import math
 
 import pytest
+from chalk.symbolic.errors import AmbiguousSolution, InconsistentPins
 
 from chalk import solve
-from symbolic.errors import AmbiguousSolution, InconsistentPins
 
 H100_DEEPSEEK = {
     "chip_flops": "989e12 FLOP/s",

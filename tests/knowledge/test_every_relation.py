@@ -11,12 +11,12 @@ import random
 
 import pytest
 import sympy
+from chalk.knowledge import load_model
+from chalk.symbolic.errors import AmbiguousSolution, NoSolution
+from chalk.symbolic.model import build_model
+from chalk.symbolic.units import Q_
 
 from chalk import solve
-from knowledge import load_model
-from symbolic.errors import AmbiguousSolution, NoSolution
-from symbolic.model import build_model
-from symbolic.units import Q_
 
 MODEL = load_model()
 CASES = [(r, v) for r in sorted(MODEL.relations) for v in sorted(MODEL.variables_in(r))]

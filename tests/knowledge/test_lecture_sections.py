@@ -1,9 +1,9 @@
 """The lecture's deductions after the batch section, each number derived by hand here."""
 
 import pytest
+from chalk.knowledge import data
 
 from chalk import solve
-from knowledge import data
 
 
 def test_experts_per_chip_and_back():

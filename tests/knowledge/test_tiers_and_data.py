@@ -1,13 +1,13 @@
 """Data files: every number sourced and dated; drain times of the tiers; validation errors."""
 
 import pytest
+from chalk.knowledge import data
+from chalk.knowledge.data import read_fact
+from chalk.knowledge.presets import all_presets
+from chalk.knowledge.price_sheets import read_sheets, shipped_sheets
+from chalk.symbolic.errors import DataError
 
 from chalk import solve
-from knowledge import data
-from knowledge.data import read_fact
-from knowledge.presets import all_presets
-from knowledge.price_sheets import read_sheets, shipped_sheets
-from symbolic.errors import DataError
 
 
 def drain_seconds(preset):

@@ -17,18 +17,18 @@ from fractions import Fraction
 
 import pytest
 import sympy
-
-from chalk import explain, solve
-from symbolic.errors import (
+from chalk.symbolic.errors import (
     AmbiguousSolution,
     DegenerateError,
     NoSolution,
     SearchFailed,
     UnderdeterminedError,
 )
-from symbolic.model import build_model
-from symbolic.relations import Relation, definition
-from symbolic.variables import Variable
+from chalk.symbolic.model import build_model
+from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.variables import Variable
+
+from chalk import explain, solve
 
 NONE = ["none"]  # no counting conventions: only the synthetic relations
 

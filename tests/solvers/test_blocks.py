@@ -2,16 +2,16 @@
 
 
 import pytest
+from chalk.solvers.blocks import MULTI_START
+from chalk.solvers.execute import compile_plan
+from chalk.solvers.plan import make_plan
+from chalk.solvers.strategies import Search, search_range
+from chalk.symbolic.errors import NoSolution, SearchFailed
+from chalk.symbolic.model import build_model
+from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.variables import Variable
 
 from chalk import solve
-from solvers.blocks import MULTI_START
-from solvers.execute import compile_plan
-from solvers.plan import make_plan
-from solvers.strategies import Search, search_range
-from symbolic.errors import NoSolution, SearchFailed
-from symbolic.model import build_model
-from symbolic.relations import Relation, definition
-from symbolic.variables import Variable
 
 
 def _squares_model():

@@ -106,7 +106,7 @@ def test_user_mistakes_get_one_line_and_status_2(run_cli, argv, message):
 def test_console_script_rejects_code_without_running_it(tmp_path):
     marker = tmp_path / "pwned"
     payload = f"batch_size=__import__('os').system('touch {marker}')"
-    script = [sys.executable, "-m", "solvers.cli", "solve", "critical_batch_size",
+    script = [sys.executable, "-m", "chalk", "solve", "critical_batch_size",
               "--given", payload]
     done = subprocess.run(script, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": os.getcwd()})

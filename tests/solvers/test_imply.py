@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from solvers.imply import imply
+from chalk.applications.imply import imply
 
 
 def deduction(implication, title_start):

@@ -4,9 +4,8 @@ import math
 
 import numpy as np
 import pytest
-
-from solvers.numeric import roots_scalar
-from solvers.tolerances import SCAN
+from chalk.solvers.numeric import roots_scalar
+from chalk.solvers.tolerances import SCAN
 
 # The range the scan covered before it was given each quantity's plausible range: wide
 # enough that the situations below sit well inside it.

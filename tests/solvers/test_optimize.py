@@ -3,12 +3,12 @@
 import math
 
 import pytest
+from chalk.symbolic.errors import NoSolution
 
-from solvers.chinchilla import compute_optimal, lifetime_optimum
-from solvers.optimize import cheapest_batch, crossover, fast_mode
-from solvers.sweep import sweep
-from solvers.tiers import tier_costs
-from symbolic.errors import NoSolution
+from chalk.applications.chinchilla import compute_optimal, lifetime_optimum
+from chalk.applications.optimize import cheapest_batch, crossover, fast_mode
+from chalk.applications.sweep import sweep
+from chalk.applications.tiers import tier_costs
 
 H100x8 = {"n_chips": "8 chip", "chip_flops": "989e12 FLOP/s", "hbm_bandwidth": "3.35 TB/s",
           "total_params": "671e9 param", "active_params": "37e9 param",
@@ -163,7 +163,7 @@ def test_plotting_leaves_the_matplotlib_backend_alone():
     # Regression: every plot forced the Agg backend, breaking a notebook's inline figures.
     import matplotlib
 
-    from solvers.plots import plot, render
+    from chalk.applications.plots import plot, render
 
     matplotlib.use("svg")
     render(plot("pipeline_schedule", {"pipeline_stages": "2", "n_micro_batches": "2"}))

@@ -1,7 +1,7 @@
 """Planning on the real knowledge base: what is determined, what is missing."""
 
-from knowledge import load_model
-from solvers.plan import make_plan
+from chalk.knowledge import load_model
+from chalk.solvers.plan import make_plan
 
 
 def plan(pinned, targets):

@@ -13,9 +13,9 @@ solution, or that the pins are not enough, fails the test.
 import warnings
 
 import pytest
+from chalk.knowledge import load_model
 
-from knowledge import load_model
-from solvers.selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
+from chalk.selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
 
 PROBES = 60
 

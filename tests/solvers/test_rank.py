@@ -8,15 +8,15 @@ by hand in the test.
 from fractions import Fraction
 
 import pytest
+from chalk.knowledge import load_model
+from chalk.solvers.plan import identities, make_plan
+from chalk.solvers.rank import analyse, log_rows
+from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
+from chalk.symbolic.model import build_model
+from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.variables import Variable
 
 from chalk import explain, solve
-from knowledge import load_model
-from solvers.plan import identities, make_plan
-from solvers.rank import analyse, log_rows
-from symbolic.errors import DegenerateError, UnderdeterminedError
-from symbolic.model import build_model
-from symbolic.relations import Relation, definition
-from symbolic.variables import Variable
 
 
 def _model(names, relations):

@@ -4,14 +4,14 @@ and blocks through a max solved regime by regime."""
 import numpy as np
 import pytest
 import sympy
+from chalk.solvers.execute import compile_plan
+from chalk.solvers.plan import make_plan
+from chalk.solvers.vectorised import evaluate
+from chalk.symbolic.model import build_model
+from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.variables import Variable
 
 from chalk import Q_, solve
-from solvers.execute import compile_plan
-from solvers.plan import make_plan
-from solvers.vectorised import evaluate
-from symbolic.model import build_model
-from symbolic.relations import Relation, definition
-from symbolic.variables import Variable
 
 FAST = Variable("test_fast_path", "s", "time along one path")
 SLOW = Variable("test_slow_path", "s", "time along the other path")

@@ -41,7 +41,7 @@ LECTURE_NUMBERS = {
 
 @pytest.fixture(scope="module")
 def lecture_report(tmp_path_factory):
-    from solvers.cli import main
+    from chalk.cli.main import main
 
     folder = tmp_path_factory.mktemp("report")
     html, md = folder / "out.html", folder / "out.md"

@@ -13,12 +13,12 @@ contains it. benchmarks/run.py round_trips runs 10,000 of these.
 import warnings
 
 import pytest
+from chalk.knowledge import TOPIC_MODULES
+from chalk.symbolic.errors import ChalkError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowledge import TOPIC_MODULES
-from solvers.selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
-from symbolic.errors import ChalkError
+from chalk.selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
 
 MODELS = {topic: topic_model(topic) for topic in TOPIC_MODULES}
 SEEDS = st.integers(min_value=0, max_value=2**31 - 1)

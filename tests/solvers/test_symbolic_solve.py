@@ -4,12 +4,12 @@ import math
 
 import pytest
 import sympy
+from chalk.solvers.symbolic_solve import solve_equation, solve_relation
+from chalk.symbolic.model import build_model
+from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.variables import Variable
 
 from chalk import solve
-from solvers.symbolic_solve import solve_equation, solve_relation
-from symbolic.model import build_model
-from symbolic.relations import Relation, definition
-from symbolic.variables import Variable
 
 X = Variable("test_x", "1", "unknown", typical=1)
 Y = Variable("test_y", "1", "known", typical=3)

@@ -17,8 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from solvers import tolerances
+from chalk.solvers import tolerances
 
 SOLVERS = Path(__file__).resolve().parents[2] / "solvers"
 MODULES = ["numeric", "tearing", "blocks", "strategies", "execute", "steps", "conditioning",

@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 import pytest
+from chalk.symbolic.errors import BoundsError, ParseError
 
 from chalk import solve
-from symbolic.errors import BoundsError, ParseError
 
 KV = {"context_crossover": "200k token"}
 
@@ -93,10 +93,10 @@ def test_a_range_through_a_step_with_no_closed_form_lowers_the_sample_count(monk
     # x^2 + y^2 = p, y^2 + z^2 = q, z^2 + x^2 = r has no closed form for any one quantity,
     # so every sample is solved on its own; with a tiny time budget the default sample
     # count must be lowered, and the result must say so.
-    import solvers.uncertainty as uncertainty
-    from symbolic.model import build_model
-    from symbolic.relations import Relation, definition
-    from symbolic.variables import Variable
+    import chalk.solvers.uncertainty as uncertainty
+    from chalk.symbolic.model import build_model
+    from chalk.symbolic.relations import Relation, definition
+    from chalk.symbolic.variables import Variable
 
     variables = [Variable(n, "1", "synthetic", typical=1.0) for n in "xyzpqr"]
     x, y, z, p, q, r = (v.symbol for v in variables)

@@ -4,8 +4,7 @@ import math
 
 import numpy as np
 import sympy
-
-from symbolic.evaluate import compile_expr
+from chalk.symbolic.evaluate import compile_expr
 
 a, b, c = sympy.symbols("a b c", positive=True)
 

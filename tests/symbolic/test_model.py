@@ -2,11 +2,10 @@
 
 import pytest
 import sympy
-
-from symbolic.errors import KnowledgeError, UnknownNameError
-from symbolic.model import build_model
-from symbolic.relations import Relation, definition
-from symbolic.variables import Variable
+from chalk.symbolic.errors import KnowledgeError, UnknownNameError
+from chalk.symbolic.model import build_model
+from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.variables import Variable
 
 SPEED = Variable("test_speed", "byte/s", "a bandwidth")
 SIZE = Variable("test_size", "byte", "a capacity")

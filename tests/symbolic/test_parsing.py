@@ -3,10 +3,9 @@
 import math
 
 import pytest
-
-from symbolic.errors import ParseError, UnitError
-from symbolic.parsing import parse_number, parse_unit, parse_value, split_pin
-from symbolic.units import Q_
+from chalk.symbolic.errors import ParseError, UnitError
+from chalk.symbolic.parsing import parse_number, parse_unit, parse_value, split_pin
+from chalk.symbolic.units import Q_
 
 
 def base(text):

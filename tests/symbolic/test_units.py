@@ -1,8 +1,9 @@
 """Distinct count dimensions and readable formatting."""
 
 import pytest
-
-from symbolic.units import Q_, format_number, format_quantity, parse_unit_cached, ureg
+from chalk.symbolic.parsing import parse_unit_cached
+from chalk.symbolic.printing.quantities import format_number, format_quantity
+from chalk.symbolic.units import Q_, ureg
 
 
 @pytest.mark.parametrize(
@@ -39,7 +40,7 @@ def test_format_quantity_picks_readable_prefixes():
 
 
 def test_gap_reads_as_percent_when_small_and_as_factor_when_large():
-    from symbolic.units import format_gap
+    from chalk.symbolic.printing.quantities import format_gap
 
     # 20 ms against 14.4 ms: |20 - 14.4| / 20 = 28%.
     assert format_gap(abs(20 - 14.4) / 20) == "28% apart"

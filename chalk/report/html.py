@@ -10,8 +10,8 @@ import html
 
 import sympy
 
-from solvers.report import VERSION, Report, Section, answer_lines, step_parts, sweep_rows
-from symbolic.printing import mathml
+from chalk.report.report import VERSION, Report, Section, answer_lines, step_parts, sweep_rows
+from chalk.symbolic.printing.expressions import mathml
 
 CSS = """
 body{font-family:Georgia,'Times New Roman',serif;max-width:60rem;margin:2rem auto;

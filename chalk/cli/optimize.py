@@ -6,9 +6,9 @@ import json
 
 import pint
 
-from solvers.pins import parse_given
-from symbolic.errors import ChalkError, UsageError
-from symbolic.parsing import parse_number, parse_value
+from chalk.solvers.pins import parse_given
+from chalk.symbolic.errors import ChalkError, UsageError
+from chalk.symbolic.parsing import parse_number, parse_value
 
 
 def add_parser(commands, parser_class) -> None:
@@ -17,7 +17,7 @@ def add_parser(commands, parser_class) -> None:
     kinds = optimize.add_subparsers(dest="kind", metavar="KIND", parser_class=parser_class,
                                     required=True)
 
-    from solvers.cli import add_pin_options as common
+    from chalk.cli.main import add_pin_options as common
 
     c = kinds.add_parser("crossover", help="where two quantities are equal as a third varies")
     c.add_argument("first")
@@ -71,8 +71,8 @@ def _base(text: str, unit: str, what: str) -> float:
 
 def run(args) -> str:
     if args.kind == "crossover":
-        from solvers.optimize import crossover
-        from solvers.sweep import parse_over
+        from chalk.applications.optimize import crossover
+        from chalk.applications.sweep import parse_over
 
         name, low, high = parse_over(args.over)
         found = crossover(args.first, args.second, name, low, high, args.given, args.preset)
@@ -82,14 +82,14 @@ def run(args) -> str:
                               indent=2)
         return found.text()
     if args.kind == "cheapest-batch":
-        from solvers.optimize import cheapest_batch
+        from chalk.applications.optimize import cheapest_batch
 
         found = cheapest_batch(args.latency, args.given, args.preset)
         if args.json:
             return json.dumps({**found.shown, "active_constraint": found.active}, indent=2)
         return found.text()
     if args.kind == "fast-mode":
-        from solvers.optimize import fast_mode
+        from chalk.applications.optimize import fast_mode
 
         found = fast_mode(_number(args.price_ratio, "--price-ratio"),
                           _number(args.speedup, "--speedup"), args.given, args.preset,
@@ -98,12 +98,12 @@ def run(args) -> str:
             return json.dumps({"feasible": found.feasible, "lines": found.lines}, indent=2)
         return found.text()
     if args.kind == "tiers":
-        from solvers.tiers import tier_costs
+        from chalk.applications.tiers import tier_costs
 
         remat = dict(parse_given(args.given)) or None
         found = tier_costs(args.kv_bytes, remat=remat)
         return json.dumps(found.to_dict(), indent=2) if args.json else found.text()
-    from solvers.chinchilla import compute_optimal, lifetime_optimum
+    from chalk.applications.chinchilla import compute_optimal, lifetime_optimum
 
     if args.compute:
         found = compute_optimal(_base(args.compute, "FLOP", "--compute"), args.fit)

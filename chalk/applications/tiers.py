@@ -8,8 +8,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from symbolic.errors import UnderdeterminedError
-from symbolic.units import format_seconds
+from chalk.symbolic.errors import UnderdeterminedError
+from chalk.symbolic.printing.quantities import format_seconds
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,8 @@ class TierRow:
 @lru_cache(maxsize=1)
 def tier_table() -> tuple[TierRow, ...]:
     """Every tier preset solved for its drain time and cost per GB-hour."""
-    from knowledge.presets import all_presets
-    from solvers.api import solve
+    from chalk.api import solve
+    from chalk.knowledge.presets import all_presets
 
     rows = []
     for preset in all_presets().values():
@@ -82,11 +82,11 @@ def tier_costs(kv_bytes_per_token: str, tiers: list[str] | None = None,
     """
     from scipy.optimize import brentq
 
-    from knowledge import load_model
-    from knowledge.presets import all_presets, preset
-    from solvers.api import solve
-    from solvers.pins import read_value
-    from solvers.sweep import sweep
+    from chalk.api import solve
+    from chalk.applications.sweep import sweep
+    from chalk.knowledge import load_model
+    from chalk.knowledge.presets import all_presets, preset
+    from chalk.solvers.pins import read_value
 
     if tiers is None:
         tiers = [p.name for p in all_presets().values() if p.kind == "tier"]

@@ -13,12 +13,12 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from solvers.api import Solution, solve
-from solvers.deduction import DeductionFile, Entry, load
-from solvers.execute import compile_plan
-from solvers.uncertainty import elasticities
-from symbolic.errors import ChalkError, UsageError
-from symbolic.printing import latex, plain, substituted
+from chalk.api import Solution, solve
+from chalk.report.deduction import DeductionFile, Entry, load
+from chalk.solvers.execute import compile_plan
+from chalk.solvers.uncertainty import elasticities
+from chalk.symbolic.errors import ChalkError, UsageError
+from chalk.symbolic.printing.expressions import latex, plain, substituted
 
 VERSION = "0.1.0"
 
@@ -69,14 +69,14 @@ def _run(spec: DeductionFile, entry: Entry) -> Section:
         section.solution = solution
         section.changes = _what_would_change(solution)
     elif entry.kind == "sweeps":
-        from solvers.sweep import parse_over, sweep
+        from chalk.applications.sweep import parse_over, sweep
 
         name, low, high = parse_over(entry.options["over"])
         section.sweep = sweep(entry.options["targets"], name, low, high,
                               int(entry.options.get("steps", 21)),
                               bool(entry.options.get("log", False)), pins, presets)
     else:
-        from solvers.plots import plot, render
+        from chalk.applications.plots import plot, render
 
         options = {"sheet": entry.options["sheet"]} if "sheet" in entry.options else {}
         figure = plot(entry.options["name"], pins, presets, **options)

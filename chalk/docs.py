@@ -1,19 +1,19 @@
 """Reference documentation generated from the declarations (docs/REFERENCE.md).
 
-Run ``python -m solvers.docs > docs/REFERENCE.md``; a test checks the committed file
+Run ``python -m chalk.docs > docs/REFERENCE.md``; a test checks the committed file
 matches, so the documentation cannot drift from the relations it describes.
 """
 
 from __future__ import annotations
 
-from knowledge import load_model
-from symbolic.units import format_unit
+from chalk.knowledge import load_model
+from chalk.symbolic.printing.quantities import format_unit
 
 
 def reference() -> str:
     model = load_model()
     out = ["# chalk reference", "",
-           "Generated from the declarations by `python -m solvers.docs`; do not edit by hand.",
+           "Generated from the declarations by `python -m chalk.docs`; do not edit by hand.",
            "", "## Quantities", "", "| name | unit | meaning | aliases |", "|---|---|---|---|"]
     for v in sorted(model.variables.values(), key=lambda v: (v.topic, v.name)):
         unit = format_unit(v.pint_unit) or "1"

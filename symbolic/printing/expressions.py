@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import sympy
+from chalk.symbolic.variables import known_constant
 from sympy.printing.latex import LatexPrinter
 from sympy.printing.str import StrPrinter
-
-from symbolic.variables import known_constant
 
 
 def _label(symbol: sympy.Symbol) -> str:

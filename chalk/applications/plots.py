@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from solvers.api import solve
-from solvers.sweep import sweep
-from symbolic.errors import ChalkError, UsageError
+from chalk.api import solve
+from chalk.applications.sweep import sweep
+from chalk.symbolic.errors import ChalkError, UsageError
 
 PLOTS: dict[str, Callable] = {}
 
@@ -109,7 +109,7 @@ def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k toke
     ax.set_xlabel("context_length [token]")
     ax.set_ylabel("cost per token [USD per million tokens]")
     if sheet is not None:
-        from knowledge.price_sheets import price_sheet
+        from chalk.knowledge.price_sheets import price_sheet
 
         prices = price_sheet(sheet)
         right = ax.twinx()
@@ -133,8 +133,8 @@ def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k toke
 @_register("tier_cost_vs_hold")
 def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
     """Cost of keeping one token's KV against hold time, per memory tier, crossovers marked."""
-    from solvers.pins import parse_given
-    from solvers.tiers import tier_costs
+    from chalk.applications.tiers import tier_costs
+    from chalk.solvers.pins import parse_given
 
     pins = {n: getattr(v, "text", v) for n, v in parse_given(given)}  # drop source notes
     kv = kv_bytes or pins.pop("kv_bytes_per_token", None)
@@ -161,7 +161,7 @@ def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
 @_register("pipeline_schedule")
 def pipeline_schedule(given=(), presets=(), training: bool = True):
     """Which rack works on which micro-batch when: a GPipe-style schedule, bubbles shaded."""
-    from solvers.pins import parse_given
+    from chalk.solvers.pins import parse_given
 
     pins = dict(parse_given(given))
     s = solve("pipeline_bubble_fraction", pins, presets)

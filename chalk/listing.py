@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from knowledge import load_model
-from symbolic.units import format_unit
+from chalk.knowledge import load_model
+from chalk.symbolic.printing.quantities import format_unit
 
 
 def _matches(text: str, needle: str) -> bool:
@@ -38,7 +38,7 @@ def relations_table(needle: str = "") -> list[dict]:
 
 
 def presets_table(needle: str = "") -> list[dict]:
-    from knowledge.presets import all_presets
+    from chalk.knowledge.presets import all_presets
 
     rows = []
     for p in all_presets().values():
@@ -50,7 +50,7 @@ def presets_table(needle: str = "") -> list[dict]:
 
 
 def sheets_table(needle: str = "") -> list[dict]:
-    from knowledge.price_sheets import shipped_sheets
+    from chalk.knowledge.price_sheets import shipped_sheets
 
     rows = []
     for sheet in shipped_sheets().values():

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from symbolic.errors import ChalkError, KnowledgeError
+from chalk.symbolic.errors import ChalkError, KnowledgeError
 
 EXAMPLES = """examples:
   chalk solve critical_batch_size --preset lecture --given "sparsity_factor=8"
@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     form.add_argument("--csv", action="store_true", help="print CSV")
     form.add_argument("--json", action="store_true", help="print one JSON object")
 
-    from solvers.plots import PLOTS  # the registry, so the help lists every figure
+    from chalk.applications.plots import PLOTS
 
     plot = commands.add_parser("plot", help="draw one of the lecture's figures",
                                description="Draw a figure from the engine: "
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--html", metavar="OUT", help="write a self-contained HTML file")
     report.add_argument("--md", metavar="OUT", help="write Markdown (plots as PNG beside it)")
 
-    from solvers.cli_optimize import add_parser as add_optimize
+    from chalk.cli.optimize import add_parser as add_optimize
 
     add_optimize(commands, _Parser)
 
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> str:
-    from solvers import api
+    from chalk import api
 
     if args.command == "solve":
         options = {"regime": args.regime, "seed": args.seed}
@@ -170,7 +170,7 @@ def _run(args) -> str:
         explanation = api.explain(args.targets, args.given, args.preset)
         return json.dumps(explanation.to_dict(), indent=2) if args.json else explanation.text()
     if args.command == "sweep":
-        from solvers.sweep import parse_over, sweep
+        from chalk.applications.sweep import parse_over, sweep
 
         name, start, stop = parse_over(args.over)
         table = sweep(args.targets, name, start, stop, args.steps, args.log, args.given,
@@ -179,7 +179,7 @@ def _run(args) -> str:
     if args.command == "report":
         return _report(args)
     if args.command == "plot":
-        from solvers.plots import plot, render, write_atomically
+        from chalk.applications.plots import plot, render, write_atomically
 
         fmt = "svg" if args.svg or args.out.lower().endswith(".svg") else "png"
         options = {"sheet": args.sheet} if args.sheet else {}
@@ -189,17 +189,17 @@ def _run(args) -> str:
         write_atomically(args.out, data)
         return f"wrote {args.out} ({fmt}, {len(data):,} bytes)"
     if args.command == "optimize":
-        from solvers.cli_optimize import run as run_optimize
+        from chalk.cli.optimize import run as run_optimize
 
         return run_optimize(args)
     if args.command == "imply":
-        from solvers.imply import imply
+        from chalk.applications.imply import imply
 
         implication = imply(args.sheet, args.given, args.preset)
         if args.json:
             return json.dumps(implication.to_dict(), indent=2)
         return implication.text(derivations=not args.brief)
-    from solvers.listing import listing
+    from chalk.listing import listing
 
     return listing(args.what, args.filter, args.json)
 
@@ -207,13 +207,13 @@ def _run(args) -> str:
 def _report(args) -> str:
     from pathlib import Path
 
-    from solvers import report as reports
-    from solvers.plots import write_atomically
+    from chalk.applications.plots import write_atomically
+    from chalk.report import report as reports
 
     built = reports.build(args.file)
     outputs: dict[Path, bytes] = {}
     if args.html:
-        from solvers.report_html import render
+        from chalk.report.html import render
 
         outputs[Path(args.html)] = render(built).encode("utf-8")
     if args.md:
@@ -233,6 +233,3 @@ def _report(args) -> str:
         write_atomically(path, data)
     return "wrote " + ", ".join(str(p) for p in outputs)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

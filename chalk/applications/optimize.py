@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.api import prepare
-from solvers.execute import compile_plan
-from solvers.pins import parse_given, read_value
-from solvers.vectorised import evaluate
-from symbolic.errors import ChalkError, NoSolution, UnderdeterminedError, UsageError
-from symbolic.units import format_quantity
+from chalk.api import prepare
+from chalk.solvers.execute import compile_plan
+from chalk.solvers.pins import parse_given, read_value
+from chalk.solvers.vectorised import evaluate
+from chalk.symbolic.errors import ChalkError, NoSolution, UnderdeterminedError, UsageError
+from chalk.symbolic.printing.quantities import format_quantity
 
 GRID = 400
 
@@ -40,7 +40,7 @@ class _Curve:
 
     @staticmethod
     def _plan(targets, over, pairs, presets, tie):
-        from knowledge import load_model
+        from chalk.knowledge import load_model
 
         model = load_model()
         variable = model.variable(over)

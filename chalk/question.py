@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.api import prepare
-from solvers.execute import compile_plan
-from solvers.vectorised import evaluate
-from symbolic.errors import UsageError
+from chalk.api import prepare
+from chalk.solvers.execute import compile_plan
+from chalk.solvers.vectorised import evaluate
+from chalk.symbolic.errors import UsageError
 
 
 class Question:

@@ -31,12 +31,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from symbolic.errors import ChalkError, DataError, ParseError
-from symbolic.parsing import MAX_TEXT, looks_uncertain, parse_spread, parse_value
-from symbolic.presets import PresetValue
-from symbolic.symbols import NAME_PATTERN
-
-DEDUCTIONS_DIR = Path(__file__).resolve().parents[1] / "knowledge" / "deductions"
+from chalk.knowledge.data import DEDUCTIONS_DIR
+from chalk.symbolic.errors import ChalkError, DataError, ParseError
+from chalk.symbolic.parsing import MAX_TEXT, looks_uncertain, parse_spread, parse_value
+from chalk.symbolic.presets import PresetValue
+from chalk.symbolic.symbols import NAME_PATTERN
 
 _TOP = {"title", "description", "presets", "pins", "samples", "seed", "questions", "sweeps",
         "plots"}

@@ -12,12 +12,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from knowledge import load_model
-from knowledge.price_sheets import PriceSheet, price_sheet
-from solvers.api import Solution, _presets, solve
-from solvers.pins import parse_given, resolve_pins
-from symbolic.errors import ChalkError
-from symbolic.units import format_seconds, parse_unit_cached
+from chalk.api import Solution, _presets, solve
+from chalk.knowledge import load_model
+from chalk.knowledge.price_sheets import PriceSheet, price_sheet
+from chalk.solvers.pins import parse_given, resolve_pins
+from chalk.symbolic.errors import ChalkError
+from chalk.symbolic.parsing import parse_unit_cached
+from chalk.symbolic.printing.quantities import format_seconds
 
 DEFAULT_ACTIVE = ("active_params", "100e9 param",
                   "assumed: the lecture's guess for a frontier model (1:31:27-1:31:38)")
@@ -205,13 +206,13 @@ def _ratio(price_fact, solution: Solution, name: str) -> str:
 
 
 def _base(unit: str) -> float:
-    from symbolic.units import base_factor
+    from chalk.symbolic.units import base_factor
 
     return base_factor(parse_unit_cached(unit))
 
 
 def _cache_deductions(sheet: PriceSheet, run, kv_pin, pinned) -> list[Deduction]:
-    from solvers.tiers import tier_table
+    from chalk.applications.tiers import tier_table
 
     out = []
     holdings = []

@@ -1,4 +1,6 @@
-"""The ``chalk`` console script's entry point.
+"""The ``chalk`` command line: the console script's entry point.
+
+The commands themselves are in :mod:`chalk.cli.main`; this module stays light.
 
 A one-shot process spends a large share of its start-up in cyclic garbage
 collection passes over the hundreds of thousands of objects sympy, pint and
@@ -10,14 +12,13 @@ passes (``gc.freeze``); the collector then runs normally for the question.
 from __future__ import annotations
 
 import gc
-import sys
 
 
 def main() -> int:
     gc.disable()
     try:
-        from knowledge import load_model
-        from solvers.cli import main as run
+        from chalk.cli.main import main as run
+        from chalk.knowledge import load_model
 
         load_model()
         gc.freeze()
@@ -25,6 +26,3 @@ def main() -> int:
         gc.enable()
     return run()
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

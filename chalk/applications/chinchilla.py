@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solvers.optimize import _Curve
-from symbolic.errors import NoSolution
+from chalk.applications.optimize import _Curve
+from chalk.symbolic.errors import NoSolution
 
 
 @dataclass
@@ -75,7 +75,7 @@ def lifetime_optimum(target_loss: float, inference_tokens: float, fit: str = "be
     """Minimise pre-training plus serving compute for a loss, and the heuristic's answer."""
     from scipy.optimize import minimize_scalar
 
-    from solvers.api import solve
+    from chalk.api import solve
 
     pins = {"loss": f"{target_loss!r}", "inference_tokens": f"{inference_tokens!r} token",
             "decode_inefficiency": f"{decode_inefficiency!r}"}

@@ -20,19 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knowledge import load_model
-from solvers.api import solve
-from solvers.blocks import MULTI_START
-from solvers.execute import compile_plan
-from solvers.plan import make_plan
-from solvers.vectorised import evaluate
-from symbolic.errors import (
-    AmbiguousSolution,
-    ChalkError,
-    DegenerateError,
-    InconsistentPins,
-)
-from symbolic.units import Q_, format_quantity
+from chalk.api import solve
+from chalk.knowledge import load_model
+from chalk.solvers.blocks import MULTI_START
+from chalk.solvers.execute import compile_plan
+from chalk.solvers.plan import make_plan
+from chalk.solvers.vectorised import evaluate
+from chalk.symbolic.errors import AmbiguousSolution, ChalkError, DegenerateError, InconsistentPins
+from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.units import Q_
 
 RTOL = 1e-9
 EPS = np.finfo(float).eps
@@ -68,7 +64,7 @@ def sufficient_pins(model, rng: random.Random, natural: bool = False) -> list[st
     pivot first and bounded ones (ratios of at least 1, shares of at most 1) last, so
     the basis is made of inputs that can be drawn within their bounds.
     """
-    from solvers.rank import analyse
+    from chalk.solvers.rank import analyse
 
     names = sorted(v for v in model.variables if model.relations_of(v))
     keys = {n: rng.random() for n in names}
@@ -148,10 +144,10 @@ def topic_model(topic_module: str):
     """The relations of one knowledge module and the quantities they use, as a model."""
     from importlib import import_module
 
-    from symbolic.model import build_model
+    from chalk.symbolic.model import build_model
 
     full = load_model()
-    relations = import_module(f"knowledge.{topic_module}").RELATIONS
+    relations = import_module(f"chalk.knowledge.{topic_module}").RELATIONS
     names = sorted({v for r in relations for v in full.variables_in(r.name)})
     return build_model([full.variables[n] for n in names], relations)
 
@@ -165,7 +161,7 @@ def consistent_state(seed: int, model=None, conditioning: float = 1e8) -> dict[s
     bounds, or a relation so saturated that it amplifies rounding more than
     ``conditioning`` times, is skipped.
     """
-    from solvers.reference import consistent_point
+    from chalk.solvers.reference import consistent_point
 
     model = model or load_model()
     point = consistent_point(model, seed, STATE_SPREAD, atol=STATE_ATOL)
@@ -192,7 +188,7 @@ STATE_ATOL = 1e-14  # a drawn state holds every relation nearly to rounding
 def _worst_conditioning(model, state: dict[str, float], step: float = 1e-6) -> float:
     """The largest ratio between how strongly a relation depends on one of its quantities
     and on another: solving for the weak one would amplify rounding by that much."""
-    from symbolic.evaluate import compile_expr
+    from chalk.symbolic.evaluate import compile_expr
 
     constants = model.constant_values()
     base = {n: state[n] * model.variables[n].to_base for n in state}
@@ -330,7 +326,7 @@ def _mentions(option: str, model, state: dict[str, float]) -> bool:
     matches the state to the digits printed (and it shows at least one)."""
     import re
 
-    from symbolic.parsing import parse_value
+    from chalk.symbolic.parsing import parse_value
 
     shown = 0
     for name, text in re.findall(r"([a-z][a-z0-9_]*) = ([^,;()]+)", option):
@@ -355,8 +351,8 @@ def _state_jacobians(model, state, names) -> list[np.ndarray]:
     regimes: each regime's branch of a relation gives its own row."""
     import itertools
 
-    from solvers.symbolic_solve import branches
-    from symbolic.logspace import compile_log_gradient
+    from chalk.solvers.symbolic_solve import branches
+    from chalk.symbolic.logspace import compile_log_gradient
 
     constants = model.constant_values()
     base = {n: state[n] * model.variables[n].to_base for n in names}
@@ -400,7 +396,7 @@ PROBE_NULL = 1e-9
 
 def _max_residual(model, values: dict) -> float:
     """The largest relative residual of any relation at the given base-unit values."""
-    from symbolic.evaluate import compile_expr
+    from chalk.symbolic.evaluate import compile_expr
 
     constants = model.constant_values()
     worst = 0.0
@@ -493,7 +489,7 @@ def consistency(state: dict[str, float], seed: int, model=None) -> tuple[str, st
 
 def _check_shift(model, relation: str, values: dict, victim: str) -> float:
     """How far apart a 10% change in ``victim`` pulls the two sides of ``relation``."""
-    from symbolic.evaluate import compile_expr
+    from chalk.symbolic.evaluate import compile_expr
 
     r = model.relations[relation]
     constants = model.constant_values()

@@ -12,22 +12,23 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from knowledge import load_model
-from solvers.blocks import MULTI_START
-from solvers.conflicts import inconsistency
-from solvers.derivation import Derivation
-from solvers.execute import compile_plan, run
-from solvers.pins import Pin, resolve_pins
-from solvers.plan import Plan, analyse_pins, make_plan, regime_mapping, regime_plans
-from solvers.rank import open_at
-from solvers.symbolic_solve import DEFAULT_TIMEOUT
-from solvers.tolerances import STEPS
-from solvers.uncertainty import Propagation, propagate
-from symbolic.errors import AmbiguousSolution, ChalkError, SearchFailed, UsageError
-from symbolic.model import Model
-from symbolic.presets import Preset
-from symbolic.printing import monomial_text
-from symbolic.units import Q_, format_gap, format_quantity
+from chalk.knowledge import load_model
+from chalk.solvers.blocks import MULTI_START
+from chalk.solvers.conflicts import inconsistency
+from chalk.solvers.derivation import Derivation
+from chalk.solvers.execute import compile_plan, run
+from chalk.solvers.pins import Pin, resolve_pins
+from chalk.solvers.plan import Plan, analyse_pins, make_plan, regime_mapping, regime_plans
+from chalk.solvers.rank import open_at
+from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
+from chalk.solvers.tolerances import STEPS
+from chalk.solvers.uncertainty import Propagation, propagate
+from chalk.symbolic.errors import AmbiguousSolution, ChalkError, SearchFailed, UsageError
+from chalk.symbolic.model import Model
+from chalk.symbolic.presets import Preset
+from chalk.symbolic.printing.expressions import monomial_text
+from chalk.symbolic.printing.quantities import format_gap, format_quantity
+from chalk.symbolic.units import Q_
 
 DEFAULT_RTOL = 1e-2  # pins from public sources are rounded; 1% is agreement
 
@@ -269,7 +270,7 @@ def _presets(presets) -> list[Preset]:
         presets = [presets]
     if not presets:
         return []
-    from knowledge.presets import preset  # reads the data files: only when asked
+    from chalk.knowledge.presets import preset
 
     return [p if isinstance(p, Preset) else preset(p) for p in presets]
 
@@ -362,7 +363,7 @@ YIELD_RTOL = 0.25  # a default gives way to data that roughly agrees with it
 
 def _implied(model, pins, name) -> float | None:
     """The value the other pins imply for ``name`` (None if they do not give one)."""
-    from symbolic.errors import ChalkError
+    from chalk.symbolic.errors import ChalkError
 
     plan = make_plan(model, frozenset(pins), (name,))
     if not plan.determined:
@@ -549,8 +550,8 @@ def _by_regimes(model: Model, plan: Plan, base, pins, regime, rtol, timeout, fir
 def _regimes_hold(model: Model, values, mapping) -> bool:
     """Whether every max()/min() relation whose quantities all have values holds with its
     arguments in the regime ``mapping`` names for it."""
-    from symbolic.evaluate import compile_expr
-    from symbolic.variables import known_constant
+    from chalk.symbolic.evaluate import compile_expr
+    from chalk.symbolic.variables import known_constant
 
     for name, label in mapping.items():
         relation = model.relations[name]
@@ -622,8 +623,8 @@ def _balanced(relation, values) -> bool:
     """Whether a max()/min() relation sits where its regime arguments are equal."""
     if not relation.regimes:
         return False
-    from symbolic.evaluate import compile_expr
-    from symbolic.variables import known_constant
+    from chalk.symbolic.evaluate import compile_expr
+    from chalk.symbolic.variables import known_constant
 
     constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
                  if known_constant(s.name) is not None}

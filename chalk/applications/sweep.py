@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.api import prepare
-from solvers.execute import compile_plan
-from solvers.vectorised import evaluate
-from symbolic.errors import ChalkError, UsageError
-from symbolic.parsing import parse_spread
+from chalk.api import prepare
+from chalk.solvers.execute import compile_plan
+from chalk.solvers.vectorised import evaluate
+from chalk.symbolic.errors import ChalkError, UsageError
+from chalk.symbolic.parsing import parse_spread
 
 MAX_STEPS = 1_000_000
 
@@ -92,8 +92,8 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     """
     if not 2 <= steps <= MAX_STEPS:
         raise UsageError(f"--steps must be between 2 and {MAX_STEPS}")
-    from knowledge import load_model
-    from solvers.pins import parse_given, read_value
+    from chalk.knowledge import load_model
+    from chalk.solvers.pins import parse_given, read_value
 
     targets = [targets] if isinstance(targets, str) else list(targets)
     variable = load_model().variable(over)

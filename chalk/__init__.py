@@ -1,0 +1,63 @@
+"""chalk: deduce how LLMs are trained and served from public numbers.
+
+The public Python API. Pin what you know, ask for what you don't::
+
+    import chalk
+    s = chalk.solve("critical_batch_size", presets="lecture", given={"sparsity_factor": 8})
+    s["critical_batch_size"]      # <Quantity(2400.0, 'sequence')>
+    print(s.derivation.text())    # every relation used, values substituted
+
+Quantities are pint Quantities from ``chalk.ureg``; errors are ``chalk.ChalkError``.
+
+The package is laid out in layers: :mod:`chalk.symbolic` (units, parsing, relations,
+printing), :mod:`chalk.solvers` (the generic engine: structure, rank, plans, blocks,
+uncertainty, derivations), :mod:`chalk.knowledge` (the lecture's relations and sourced
+data), and on top the API (:mod:`chalk.api`, :mod:`chalk.question`), the applications
+(:mod:`chalk.applications`), reports (:mod:`chalk.report`) and the command line
+(:mod:`chalk.cli`). The names below load on first use, so ``import chalk`` is cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+__version__ = "0.1.0"
+
+# public name -> (module, attribute)
+_EXPORTS = {
+    "ChalkError": ("chalk.symbolic.errors", "ChalkError"),
+    "Explanation": ("chalk.api", "Explanation"),
+    "Q_": ("chalk.symbolic.units", "Q_"),
+    "Question": ("chalk.question", "Question"),
+    "Solution": ("chalk.api", "Solution"),
+    "explain": ("chalk.api", "explain"),
+    "model": ("chalk.knowledge", "load_model"),
+    "solve": ("chalk.api", "solve"),
+    "ureg": ("chalk.symbolic.units", "ureg"),
+}
+
+__all__ = [
+    "ChalkError", "Explanation", "Q_", "Question", "Solution", "explain", "model", "solve", "ureg",
+]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from chalk.api import Explanation, Solution, explain, solve
+    from chalk.knowledge import load_model as model
+    from chalk.question import Question
+    from chalk.symbolic.errors import ChalkError
+    from chalk.symbolic.units import Q_, ureg
+
+
+def __getattr__(name: str):
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'chalk' has no attribute {name!r}") from None
+    value = getattr(import_module(module), attribute)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
