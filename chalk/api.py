@@ -13,24 +13,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from chalk.knowledge import load_model
-from chalk.solvers.blocks import MULTI_START
-from chalk.solvers.conflicts import inconsistency
+from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
 from chalk.solvers.derivation import Derivation
-from chalk.solvers.execute import compile_plan, run
-from chalk.solvers.pins import Pin, resolve_pins
-from chalk.solvers.plan import Plan, analyse_pins, make_plan, regime_mapping, regime_plans
-from chalk.solvers.rank import open_at
+from chalk.solvers.pins import Pin, ResolvedPins, resolve_pins
+from chalk.solvers.plan import Plan, make_plan
+from chalk.solvers.solving import compute, yield_defaults
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
-from chalk.solvers.tolerances import STEPS
+from chalk.solvers.tolerances import PINS
 from chalk.solvers.uncertainty import Propagation, propagate
-from chalk.symbolic.errors import AmbiguousSolution, ChalkError, SearchFailed, UsageError
+from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.model import Model
 from chalk.symbolic.presets import Preset
 from chalk.symbolic.printing.expressions import monomial_text
 from chalk.symbolic.printing.quantities import format_gap, format_quantity
 from chalk.symbolic.units import Q_
 
-DEFAULT_RTOL = 1e-2  # pins from public sources are rounded; 1% is agreement
+DEFAULT_RTOL = PINS.agreement_rtol  # pins from public sources are rounded
 
 Given = Mapping[str, object] | Iterable[str]
 
@@ -102,7 +100,7 @@ class Solution:
         95th percentiles) and ``sensitivity`` (share of the spread per pin).
         """
         body = self.derivation.to_dict()
-        results = {t: self.derivation._json_value(t) for t in self.targets}
+        results = {t: self.derivation.json_value(t) for t in self.targets}
         for t, entry in self.stated.items():
             if t in self._override:
                 results[t]["value"] = self.value(t)
@@ -265,14 +263,22 @@ def _targets(model: Model, targets) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _presets(presets) -> list[Preset]:
+def load_presets(presets) -> list[Preset]:
+    """Presets by name (or already loaded), in order; a single name may be a string."""
     if isinstance(presets, (str, Preset)):
         presets = [presets]
     if not presets:
         return []
-    from chalk.knowledge.presets import preset
+    from chalk.knowledge.presets import preset  # reads the data files: only when asked
 
     return [p if isinstance(p, Preset) else preset(p) for p in presets]
+
+
+def resolve(model: Model, given: Given = (), presets=(), targets=()) -> ResolvedPins:
+    """The pins in force for a question: the conventions (``careful`` unless presets
+    name others), then each preset, then ``given``, each checked against its quantity."""
+    return resolve_pins(model, given, load_presets(presets), targets,
+                        CONVENTIONS[DEFAULT_CONVENTIONS])
 
 
 @dataclass(frozen=True)
@@ -309,70 +315,15 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
     """Resolve pins and plan a question (what :func:`solve` does before computing)."""
     model = model if model is not None else load_model()
     names = _targets(model, targets)
-    stated: dict[str, Pin] = {}
-    pins, dropped, conventions = resolve_pins(model, given, _presets(presets), names, stated)
+    resolved = resolve(model, given, presets, names)
+    pins, notes = resolved.pins, ()
     plan = make_plan(model, frozenset(pins), names)
     if plan.checks:
-        pins, yielded = _yield_defaults(model, pins, names, plan)
-        if yielded:
-            dropped = dropped + yielded
+        yielded = yield_defaults(model, pins, names)
+        if yielded.notes:
+            pins, notes = yielded.pins, yielded.notes
             plan = make_plan(model, frozenset(pins), names)
-    return Prepared(model, names, pins, tuple(dropped), conventions, plan, stated)
-
-
-_RANK = {"conventions": 0, "preset": 1, "given": 2}
-
-
-def _rank(pin: Pin) -> int:
-    return _RANK[pin.origin.split(" ", 1)[0]]
-
-
-def _yield_defaults(model, pins, names, plan):
-    """Set aside lower-layer pins that higher layers already determine.
-
-    A conventions value (the lecture's 300 FLOP/byte, say) yields to a chip's
-    own FLOP/s and bandwidth; a preset value yields to what the user gave.
-    Each set-aside pin is reported; conflicts among equals remain errors.
-    """
-    yielded = []
-    for rank in (0, 1):
-        for name in sorted(n for n, p in pins.items() if _rank(p) == rank):
-            without = {n: p for n, p in pins.items() if n != name}
-            trial = make_plan(model, frozenset(without), names)
-            if not trial.determines(name):
-                continue
-            higher = list(analyse_pins(model, frozenset(without), (name,)).pins_behind(
-                model, name))
-            if higher and all(_rank(without[h]) > rank for h in higher):
-                default = pins[name].value
-                implied = _implied(model, without, name) if default else None
-                # A zero default ("no sliding-window layers") stands for absence and gives
-                # way to any model that has them; a number gives way only to data that
-                # roughly agrees with it, otherwise the conflict is reported.
-                if default and (implied is None
-                                or abs(implied - default) > YIELD_RTOL * abs(default)):
-                    continue
-                yielded.append(f"{pins[name].origin} value {pins[name].text} of {name} set "
-                               f"aside: {', '.join(sorted(higher))} determine it")
-                pins = without
-    return pins, yielded
-
-
-YIELD_RTOL = 0.25  # a default gives way to data that roughly agrees with it
-
-
-def _implied(model, pins, name) -> float | None:
-    """The value the other pins imply for ``name`` (None if they do not give one)."""
-    from chalk.symbolic.errors import ChalkError
-
-    plan = make_plan(model, frozenset(pins), (name,))
-    if not plan.determined:
-        return None
-    try:
-        values, _, _ = run(compile_plan(model, plan), {n: p.value for n, p in pins.items()})
-    except ChalkError:
-        return None
-    return values.get(name)
+    return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated)
 
 
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
@@ -436,204 +387,19 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
 
 
 def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT_TIMEOUT,
-                    samples=None, seed=0, notes=(), stated=None) -> Solution:
+                    samples=None, seed=0, stated=None) -> Solution:
     """Compute a prepared question."""
-    model, names, pins, dropped, conventions, plan = (q.model, q.targets, q.pins, q.notes,
-                                                      q.conventions, q.plan)
-    if not plan.determined:
-        raise plan.underdetermined_error()
-    base = {n: p.value for n, p in pins.items()}
-    try:
-        compiled, values, records, checks = _run_checked(model, plan, base, pins, regime,
-                                                         rtol, timeout)
-    except SearchFailed as exc:  # an ambiguity found is information; a failed search is not
-        found = _by_regimes(model, plan, base, pins, regime, rtol, timeout, exc)
-        plan, (compiled, values, records, checks), chosen = found
-        notes = (*notes, f"solved in each combination of max() regimes: only {chosen} holds "
-                         "at the solution")
-    else:
-        if any(r.method == MULTI_START for r in records):
-            # not proven unique: each regime on its own may settle it with complete searches
-            try:  # two regimes each with a solution prove the answer ambiguous: say so
-                found = _by_regimes(model, plan, base, pins, regime, rtol, timeout, None)
-            except AmbiguousSolution:
-                raise
-            except ChalkError:
-                found = None
-            if found is not None and not any(r.method == MULTI_START for r in found[1][2]):
-                plan, (compiled, values, records, checks), chosen = found
-                notes = (*notes, f"solved in each combination of max() regimes (the block "
-                                 f"as a whole needed a multi-start search): only {chosen} "
-                                 "holds at the solution")
-    notes = tuple(dropped) + tuple(notes) + tuple(
-        f"step {i} ({', '.join(r.variables)}) is one solution a multi-start search found; "
-        "others may exist: pin one of its quantities to make the answer unique"
-        for i, r in enumerate(records, 1) if r.method == MULTI_START)
-    derivation = Derivation(model, conventions, pins, tuple(records), tuple(checks), values,
-                            notes, plan.unused_pins, rtol, plan.placeholders,
-                            plan.provisional, names)
+    done = compute(q.model, q.plan, q.pins, regime, rtol, timeout)
+    plan = done.plan
+    derivation = Derivation(q.model, q.conventions, q.pins, done.records, done.checks,
+                            done.values, q.notes + done.notes, plan.unused_pins, rtol,
+                            plan.placeholders, plan.provisional, q.targets)
     propagation = None
-    if any(p.spread is not None for p in pins.values()):
+    if any(p.spread is not None for p in q.pins.values()):
         if samples is not None and samples < 100:
             raise UsageError("use at least 100 samples for a range or distribution")
-        propagation = propagate(compiled, pins, names, samples, seed, regime)
-    return Solution(names, derivation, plan, propagation, stated or {})
-
-
-def _run_checked(model: Model, plan: Plan, base, pins, regime, rtol, timeout):
-    """Run a plan, raise on a failed cross-check or a target left open at the solution."""
-    compiled = compile_plan(model, plan, timeout)
-    values, records, checks = run(compiled, base, regime)
-    for check in checks:
-        if not check.ok(rtol):
-            raise inconsistency(model, check, pins, plan)
-    _check_fixed_at_solution(model, plan, values, records, regime)
-    return compiled, values, records, checks
-
-
-def _by_regimes(model: Model, plan: Plan, base, pins, regime, rtol, timeout, first):
-    """Solve again in each combination of max()/min() regimes separately.
-
-    A block with a max() solved as one system can defeat the numeric search, or leave
-    a target open at the point it finds, where each regime on its own is a short chain
-    of closed forms. Each regime combination that fixes the targets is planned and run
-    in that regime; a solution counts only if every max() relation whose quantities it
-    has holds with its arguments in that regime. One solution is the answer; several
-    are an ambiguity; none re-raises the first error. (Regime combinations in which the
-    pins leave a target free are not searched; the caller uses this only where the
-    search as a whole found nothing, or found an answer it could not prove unique.)
-    """
-    if regime is not None or not any(r.has_regimes() for r in model.relations.values()):
-        if first is None:
-            return None
-        raise first
-    targets = plan.targets
-    wanted = tuple(dict.fromkeys(
-        targets + tuple(v for r in model.relations.values() if r.has_regimes()
-                        for v in sorted(model.variables_in(r.name)) if v not in pins)))
-    found = []
-    for candidate in regime_plans(model, frozenset(pins), targets):
-        mapping = regime_mapping(candidate.regime)
-        # also compute the arguments of every max() the regime plan fixes, to test it
-        checked = [v for v in wanted if candidate.analysis.is_determined(v)]
-        full = make_plan(model, frozenset(pins), tuple(checked), candidate.regime)
-        try:
-            result = _run_checked(model, full, base, pins, mapping, rtol, timeout)
-        except ChalkError:
-            continue
-        values = result[1]
-        if not _regimes_hold(model, values, mapping):
-            continue
-        used = [label for label in candidate.regime
-                if model.variables_in(label.split(": ", 1)[0]) <= set(values)]
-        found.append((full, result, ", ".join(used) or ", ".join(candidate.regime)))
-    distinct = []
-    for entry in found:
-        if not any(all(abs(entry[1][1][t] - other[1][1][t])
-                       <= STEPS.distinct_rtol * abs(other[1][1][t]) for t in targets)
-                   for other in distinct):
-            distinct.append(entry)
-    if not distinct:
-        if first is None:
-            return None
-        raise first
-    if len(distinct) > 1:
-        name = targets[0]
-        variable = model.variables[name]
-        options = [f"{format_quantity(e[1][1][name] / variable.to_base, variable.pint_unit)}"
-                   f" ({e[2]})" for e in distinct]
-        raise AmbiguousSolution(name, options, "pin another quantity or choose a --regime")
-    full, result, chosen = distinct[0]
-    return replace(full, targets=targets), result, chosen
-
-
-def _regimes_hold(model: Model, values, mapping) -> bool:
-    """Whether every max()/min() relation whose quantities all have values holds with its
-    arguments in the regime ``mapping`` names for it."""
-    from chalk.symbolic.evaluate import compile_expr
-    from chalk.symbolic.variables import known_constant
-
-    for name, label in mapping.items():
-        relation = model.relations[name]
-        if not model.variables_in(name) <= set(values):
-            continue
-        constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
-                     if known_constant(s.name) is not None}
-        args = {lab: float(compile_expr(expr, constants)(values)) for lab, expr in
-                relation.regimes}
-        best = max(args.values()) if not _is_min(relation) else min(args.values())
-        if abs(args[label] - best) > STEPS.guard_rtol * abs(best):
-            return False
-    return True
-
-
-def _is_min(relation) -> bool:
-    import sympy
-
-    nodes = relation.lhs.atoms(sympy.Max, sympy.Min) | relation.rhs.atoms(sympy.Max, sympy.Min)
-    return any(isinstance(n, sympy.Min) for n in nodes)
-
-
-def _check_fixed_at_solution(model: Model, plan: Plan, values, records,
-                             regime: str | None = None) -> None:
-    """Refuse a target the pins do not fix where the solution actually is.
-
-    The plan decides with generic rows (a max() as a mixture of its regimes, sums at a
-    reference point); in the regime the numbers land in, or with placeholders held,
-    a target may still be free. At a balance point, where a max()'s arguments are equal,
-    both regimes hold, and the target must be fixed in each (unless the user chose one).
-    Checked only when something of this kind can happen.
-    """
-    steps = plan.steps
-    risky = (plan.placeholders or plan.regime
-             or any(s.simultaneous or any(model.relations[r].has_regimes()
-                                          for r in s.relations) for s in steps))
-    if not risky:
-        return
-    relations = [r for s in steps for r in s.relations] + list(plan.checks)
-    unknowns = set(plan.computed) | set(plan.placeholders)
-    chosen = {}
-    for record in records:
-        for r in record.relations:
-            for label, _ in model.relations[r].regimes:
-                if record.regime and label in record.regime.split(", "):
-                    chosen[r] = label
-    combos = [chosen]
-    if regime is None:
-        for name in dict.fromkeys(relations):
-            if _balanced(model.relations[name], values):
-                combos = [{**c, name: label} for c in combos
-                          for label, _ in model.relations[name].regimes]
-    left_open = ()
-    for combo in combos:
-        left_open = open_at(model, relations, values, unknowns, plan.targets, combo)
-        if left_open:
-            break
-    if not left_open:
-        return
-    regimes = sorted({r.regime for r in records if r.regime})
-    where = f" in the {', '.join(regimes)} regime the numbers put it in" if regimes else ""
-    name = left_open[0]
-    raise AmbiguousSolution(name, [f"any value the relations allow{where}"],
-                            "pin another quantity" + (" or choose another --regime"
-                                                      if regimes else ""))
-
-
-def _balanced(relation, values) -> bool:
-    """Whether a max()/min() relation sits where its regime arguments are equal."""
-    if not relation.regimes:
-        return False
-    from chalk.symbolic.evaluate import compile_expr
-    from chalk.symbolic.variables import known_constant
-
-    constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
-                 if known_constant(s.name) is not None}
-    try:
-        args = sorted(float(compile_expr(expr, constants)(values))
-                      for _, expr in relation.regimes)
-    except KeyError:
-        return False
-    return len(args) > 1 and abs(args[-1] - args[-2]) <= STEPS.guard_rtol * abs(args[-1])
+        propagation = propagate(done.compiled, q.pins, q.targets, samples, seed, regime)
+    return Solution(q.targets, derivation, plan, propagation, stated or {})
 
 
 def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
@@ -681,7 +447,7 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
             verdict = (f"they agree within {format_gap(gap)}" if gap <= options["rtol"]
                        else f"they differ: {format_gap(gap)}")
             behind = q.plan.analysis.pins_behind(model, t)
-            replaced = bool(behind) and all(_rank(q.pins[b]) > _rank(pin) for b in behind)
+            replaced = bool(behind) and all(q.pins[b].layer > pin.layer for b in behind)
             if prefer == "derived" or replaced:
                 entry["answer"] = "derived"
                 why = (f", set aside: {', '.join(behind)} determine it" if replaced

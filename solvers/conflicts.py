@@ -29,13 +29,14 @@ def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],
 
 
 def _base_container(model: Model, symbol):
-    from chalk.symbolic.units import base_unit
+    from chalk.symbolic.units import base_unit, unit_items
+    from pint.util import UnitsContainer
 
     if symbol.name in model.variables:
         unit = model.variables[symbol.name].pint_unit
     else:
         unit = model.constants[symbol.name].pint_unit
-    return base_unit(unit)._units
+    return UnitsContainer(dict(unit_items(base_unit(unit))))
 
 
 def _upstream_pins(model: Model, plan: Plan, relation: str, pins) -> list[str]:

@@ -137,7 +137,7 @@ class Derivation:
                 "equations": [model.relations[r].equation for r in step.relations],
                 "sources": [str(model.relations[r].source) for r in step.relations],
                 "method": step.method,
-                "values": {n: self._json_value(n) for n in (*step.inputs, *step.variables)},
+                "values": {n: self.json_value(n) for n in (*step.inputs, *step.variables)},
             }
             if step.expression is not None:
                 entry["expression"] = plain(step.expression)
@@ -153,7 +153,7 @@ class Derivation:
         pins = {}
         for name, pin in self.pins.items():
             pins[name] = {
-                **self._json_value(name),
+                **self.json_value(name),
                 "given_as": pin.text,
                 "origin": pin.origin,
                 "used": name not in self.unused_pins,
@@ -175,10 +175,10 @@ class Derivation:
         out = {"conventions": self.conventions, "pins": pins, "steps": steps,
                "checks": checks, "notes": list(self.notes)}
         if self.placeholders:
-            out["cancels"] = {n: self._json_value(n) for n in self.placeholders}
+            out["cancels"] = {n: self.json_value(n) for n in self.placeholders}
         return out
 
-    def _json_value(self, name: str) -> dict:
+    def json_value(self, name: str) -> dict:
         variable = self.model.variables[name]
         return {"value": self.declared(name), "unit": variable.unit}
 

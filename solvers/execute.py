@@ -50,7 +50,10 @@ class _CompiledCandidate:
 
 
 @dataclass
-class _CompiledStep:
+class CompiledStep:
+    """One step of a compiled plan: its relations and what solving them needs
+    (closed-form candidates, regime arguments), fixed once per plan."""
+
     step: Step
     kind: str  # "explicit", "numeric", "block"
     relations: tuple[Relation, ...]
@@ -100,12 +103,12 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
     return CompiledPlan(plan, model, steps, checks, constants)
 
 
-def _compile_step(model: Model, step: Step, constants, timeout) -> _CompiledStep:
+def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
     relations = tuple(model.relations[r] for r in step.relations)
     if not step.simultaneous:
         relation, variable = relations[0], step.variables[0]
         solved = solve_relation(relation, variable, timeout)
-        compiled = _CompiledStep(step, "explicit", relations, note=solved.note)
+        compiled = CompiledStep(step, "explicit", relations, note=solved.note)
         if solved.numeric:
             compiled.kind = "numeric"
             compiled.equation = (compile_expr(relation.lhs, constants),
@@ -130,7 +133,7 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> _CompiledStep
     # A simultaneous block: one smooth system per combination of regimes.
     unknown_symbols = {s for r in relations for s in r.symbols if s.name in step.variables}
     per_relation = [branches(r, unknown_symbols) for r in relations]
-    compiled = _CompiledStep(step, "block", relations)
+    compiled = CompiledStep(step, "block", relations)
     for combo in itertools.product(*per_relation):
         compiled.block_branches.append(tear(relations, step.variables, list(combo), constants,
                                             timeout))
@@ -198,7 +201,7 @@ def _run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None):
         if cstep.kind == "block":
             records.append(run_block(model, cstep, env, regime))
         elif cstep.kind == "numeric":
-            records.append(_run_numeric(model, cstep, env))
+            records.append(run_numeric(model, cstep, env))
         else:
             records.append(_run_explicit(model, cstep, env, regime))
     checks = []
@@ -212,7 +215,7 @@ def _run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None):
     return values, records, checks
 
 
-def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord:
+def _run_explicit(model: Model, cstep: CompiledStep, env, regime) -> StepRecord:
     relation = cstep.relations[0]
     name = cstep.step.variables[0]
     survivors = []
@@ -271,7 +274,7 @@ def _run_explicit(model: Model, cstep: _CompiledStep, env, regime) -> StepRecord
             constants = model.constant_values()
             cstep.equation = (compile_expr(relation.lhs, constants),
                               compile_expr(relation.rhs, constants))
-        record = _run_numeric(model, cstep, env)
+        record = run_numeric(model, cstep, env)
         return StepRecord(record.relations, record.variables, None, record.method,
                           record.inputs, None,
                           "the closed form overflows in floating point; " + record.note)
@@ -333,7 +336,9 @@ def _dedupe(survivors):
     return out
 
 
-def _run_numeric(model: Model, cstep: _CompiledStep, env) -> StepRecord:
+def run_numeric(model: Model, cstep: CompiledStep, env) -> StepRecord:
+    """Solve a one-relation step with no closed form by a root scan over the plausible
+    range of its unknown; ``env`` holds the values known so far (base units)."""
     relation = cstep.relations[0]
     name = cstep.step.variables[0]
     low, high = search_range(model.variables[name])

@@ -1,9 +1,9 @@
 """Turning what the user gave (text, quantities, presets) into checked pins.
 
-Layers, later overriding earlier: the conventions preset (``careful`` unless
-another conventions preset is named), then each named preset in order, then the
-user's own pins. A preset value for a quantity the user asked for is dropped,
-and the drop is recorded. Every value is parsed by the restricted parser,
+Layers, later overriding earlier (:class:`Layer`): a conventions preset (the one
+named, else the caller's default), then each named preset in order, then the
+user's own pins. A preset value for a quantity the user asked for is kept apart
+as what the preset states about it. Every value is parsed by the restricted parser,
 dimension-checked against its quantity and range-checked.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import IntEnum
 from functools import lru_cache
 
 import pint
-from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
 from chalk.symbolic.errors import (
     BoundsError,
     DimensionMismatch,
@@ -32,20 +32,79 @@ from chalk.symbolic.units import base_factor, base_unit, dimensionality, ureg
 from chalk.symbolic.variables import Variable
 
 
+class Layer(IntEnum):
+    """Where a pin comes from; a higher layer overrides a lower one."""
+
+    CONVENTIONS = 0
+    PRESET = 1
+    GIVEN = 2
+
+
 @dataclass(frozen=True)
 class Pin:
-    """A known value: base-unit magnitude plus where it came from."""
+    """A known value: base-unit magnitude plus where it came from.
+
+    Attributes
+    ----------
+    name : str
+        The quantity's canonical name.
+    value : float
+        Magnitude in chalk's coherent base units (the nominal value of a spread).
+    text : str
+        The value as written.
+    layer : Layer
+        Conventions, a preset, or the user's own pin.
+    preset : str
+        The conventions or preset name ("" for the user's pins).
+    source, date, note : str
+        Provenance of a preset value.
+    estimate : bool
+        Whether the source gives the value as an estimate.
+    replaces : str
+        Origin of a lower-layer value this pin overrode.
+    spread : Spread or None
+        A range or distribution.
+    """
 
     name: str
     value: float
     text: str
-    origin: str  # "given", "preset h100", "conventions careful"
+    layer: Layer = Layer.GIVEN
+    preset: str = ""
     source: str = ""
     date: str = ""
     note: str = ""
     estimate: bool = False
-    replaces: str = ""  # origin of a value this pin overrode
-    spread: Spread | None = None  # a range or distribution; value is then its nominal
+    replaces: str = ""
+    spread: Spread | None = None
+
+    @property
+    def origin(self) -> str:
+        """Where the pin comes from, as shown: ``given``, ``preset h100``,
+        ``conventions careful``."""
+        if self.layer is Layer.GIVEN:
+            return "given"
+        word = "conventions" if self.layer is Layer.CONVENTIONS else "preset"
+        return f"{word} {self.preset}"
+
+
+@dataclass(frozen=True)
+class ResolvedPins:
+    """Every pin in force for a question, with what was set aside.
+
+    Attributes
+    ----------
+    pins : dict of name to Pin
+    conventions : str
+        Name of the conventions preset in force ("" if none).
+    stated : dict of name to Pin
+        For each target a preset or the conventions give a value for: that value
+        (what the preset states about a quantity that is asked for).
+    """
+
+    pins: dict[str, Pin]
+    conventions: str = ""
+    stated: dict[str, Pin] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=4096)
@@ -169,23 +228,26 @@ def resolve_pins(
     given: Iterable[str] | Mapping[str, object] = (),
     presets: Iterable[Preset] = (),
     targets: Iterable[str] = (),
-    stated: dict[str, Pin] | None = None,
-) -> tuple[dict[str, Pin], list[str], str]:
+    default_conventions: Preset | None = None,
+) -> ResolvedPins:
     """Layer conventions, presets and user pins into one checked set.
 
     Parameters
     ----------
-    stated : dict, optional
-        If given, receives the preset or conventions value of each target (as a Pin):
-        what the preset states about a quantity that is asked for.
+    model : Model
+    given : mapping or iterable of "NAME=VALUE UNIT"
+        The user's pins.
+    presets : iterable of Preset
+        In order; at most one may be a conventions preset.
+    targets : iterable of str
+        Quantities asked for: a preset value for one of them is kept apart as
+        stated (see :class:`ResolvedPins`), and a user pin for one is an error.
+    default_conventions : Preset, optional
+        The conventions in force when no conventions preset is named.
 
     Returns
     -------
-    pins : dict of name to Pin
-    dropped : list of str
-        Notes on preset values set aside because the quantity is a target.
-    conventions : str
-        Name of the conventions preset in force.
+    ResolvedPins
     """
     targets = [model.variable(t).name for t in targets]
     presets = list(presets)
@@ -193,33 +255,22 @@ def resolve_pins(
     if len({p.name for p in named_conventions}) > 1:
         names = " and ".join(sorted({p.name for p in named_conventions}))
         raise UsageError(f"presets {names} are both counting conventions; pick one")
-    conventions = named_conventions[0] if named_conventions else CONVENTIONS[DEFAULT_CONVENTIONS]
-    layers = [(conventions, f"conventions {conventions.name}")]
-    layers += [(p, f"preset {p.name}") for p in presets if p.kind != "conventions"]
+    conventions = named_conventions[0] if named_conventions else default_conventions
+    layers = [(conventions, Layer.CONVENTIONS)] if conventions is not None else []
+    layers += [(p, Layer.PRESET) for p in presets if p.kind != "conventions"]
 
     pins: dict[str, Pin] = {}
-    dropped: list[str] = []
-    for preset, origin in layers:
+    stated: dict[str, Pin] = {}
+    for preset, layer in layers:
         for raw_name, item in preset.values.items():
             if preset.kind == "conventions" and raw_name not in model.variables:
                 continue  # a default for a quantity this model does not have
             variable = model.variable(raw_name)
-            if variable.name in targets:
-                if stated is not None:
-                    value, text = read_value(variable, item.text)
-                    stated[variable.name] = Pin(variable.name, value, text, origin,
-                                                item.source, item.date, item.note,
-                                                item.estimate)
-                else:
-                    dropped.append(f"{origin} value {item.text} of {variable.name} set "
-                                   "aside: it is asked for")
-                continue
             value, text = read_value(variable, item.text)
             previous = pins.get(variable.name)
-            pins[variable.name] = Pin(
-                variable.name, value, text, origin, item.source, item.date, item.note,
-                item.estimate, previous.origin if previous else "",
-            )
+            pin = Pin(variable.name, value, text, layer, preset.name, item.source, item.date,
+                      item.note, item.estimate, previous.origin if previous else "")
+            (stated if variable.name in targets else pins)[variable.name] = pin
     for raw_name, raw_value in parse_given(given):
         variable = model.variable(raw_name)
         if variable.name in targets:
@@ -240,9 +291,9 @@ def resolve_pins(
         else:
             value, text = read_value(variable, raw_value)
         previous = pins.get(variable.name)
-        if previous is not None and previous.origin == "given":
+        if previous is not None and previous.layer is Layer.GIVEN:
             raise UsageError(f"{variable.name} is pinned twice; give it once")
-        pins[variable.name] = Pin(variable.name, value, text, "given",
+        pins[variable.name] = Pin(variable.name, value, text, Layer.GIVEN,
                                   replaces=previous.origin if previous else "", spread=spread,
                                   **provenance)
-    return pins, dropped, conventions.name
+    return ResolvedPins(pins, conventions.name if conventions is not None else "", stated)

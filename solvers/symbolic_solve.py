@@ -114,7 +114,7 @@ def _solve_cached(relation: Relation, variable: str, timeout: float) -> Solved:
             continue
         try:
             forms, method = solve_equation(branch.lhs, branch.rhs, x, timeout)
-        except _NoClosedForm as exc:
+        except NoClosedForm as exc:
             notes.append(str(exc))
             continue
         for form in forms:
@@ -124,8 +124,8 @@ def _solve_cached(relation: Relation, variable: str, timeout: float) -> Solved:
     return Solved(relation.name, variable, tuple(candidates), "; ".join(notes))
 
 
-class _NoClosedForm(Exception):
-    pass
+class NoClosedForm(Exception):
+    """sympy found no usable closed form (or ran out of time): solve numerically."""
 
 
 def solve_equation(lhs: sympy.Expr, rhs: sympy.Expr, x: sympy.Symbol,
@@ -176,20 +176,20 @@ def _sympy_solve_plain(equation, x, timeout):
     sender.close()
     try:
         if not receiver.poll(timeout):
-            raise _NoClosedForm(f"sympy.solve did not finish within {timeout:g} s")
+            raise NoClosedForm(f"sympy.solve did not finish within {timeout:g} s")
         status, payload = receiver.recv()
     except EOFError:
-        raise _NoClosedForm("sympy.solve worker died") from None
+        raise NoClosedForm("sympy.solve worker died") from None
     finally:
         if worker.is_alive():
             worker.kill()
         worker.join()
         receiver.close()
     if status != "ok":
-        raise _NoClosedForm(f"sympy.solve found no closed form ({payload})")
+        raise NoClosedForm(f"sympy.solve found no closed form ({payload})")
     solutions = _filter(payload)
     if not solutions:
-        raise _NoClosedForm("sympy.solve found no closed form")
+        raise NoClosedForm("sympy.solve found no closed form")
     return solutions
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from chalk.solvers import strategies
 from chalk.solvers.numeric import residual_at, solve_tears
 from chalk.solvers.strategies import Search
-from chalk.solvers.symbolic_solve import Branch, _NoClosedForm, solve_equation
+from chalk.solvers.symbolic_solve import Branch, NoClosedForm, solve_equation
 from chalk.solvers.tolerances import BLOCK
 from chalk.symbolic.evaluate import compile_expr
 
@@ -126,7 +126,7 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
         if x in (branch.lhs - branch.rhs).free_symbols:  # in this regime it may not be
             try:
                 exprs, _ = solve_equation(branch.lhs, branch.rhs, x, timeout)
-            except _NoClosedForm:
+            except NoClosedForm:
                 pass
         forms[name] = exprs[0] if len(exprs) == 1 else None
     needs = {name: {s.name for s in (b.lhs - b.rhs).free_symbols} - {matched[name]}

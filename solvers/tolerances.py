@@ -229,6 +229,21 @@ class ConditioningOptions:
     step: float = 1e-7
 
 
+@dataclass(frozen=True)
+class PinOptions:
+    """Agreement between pins (solvers.solving).
+
+    agreement_rtol : default relative tolerance of a cross-check between pins: public
+        figures are rounded, so pins within 1% agree.
+    yield_rtol : a conventions or preset number gives way to higher-layer pins that
+        determine it only if they roughly agree with it (relative); otherwise the
+        disagreement is reported.
+    """
+
+    agreement_rtol: float = 1e-2
+    yield_rtol: float = 0.25
+
+
 REFERENCE = ReferenceOptions()
 SCAN = ScanOptions()
 RANK = RankOptions()
@@ -237,3 +252,4 @@ NEWTON = NewtonOptions()
 BLOCK = BlockOptions()
 STEPS = StepOptions()
 CONDITIONING = ConditioningOptions()
+PINS = PinOptions()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from chalk.solvers.blocks import run_block, set_aside
-from chalk.solvers.execute import CompiledPlan, _run_numeric, placeholder_values
+from chalk.solvers.execute import CompiledPlan, placeholder_values, run_numeric
 from chalk.solvers.steps import physical, regime_for
 from chalk.solvers.strategies import NEWTON_MULTI_START, search_range
 from chalk.solvers.tolerances import BLOCK, SCAN, STEPS
@@ -278,7 +278,7 @@ def _scalar_fallback(model, cstep, env, regime, size, result):
         scalar = {k: (float(v[i]) if isinstance(v, np.ndarray) else v) for k, v in env.items()}
         try:
             if cstep.kind == "numeric":
-                _run_numeric(model, cstep, scalar)
+                run_numeric(model, cstep, scalar)
             else:
                 run_block(model, cstep, scalar, regime)
         except ChalkError:

@@ -122,3 +122,9 @@ class Relation:
 
     def has_regimes(self) -> bool:
         return bool(self.lhs.atoms(sympy.Max, sympy.Min) | self.rhs.atoms(sympy.Max, sympy.Min))
+
+    def is_min(self) -> bool:
+        """Whether the relation's regimes come from a min() (the smallest argument
+        holds) rather than a max()."""
+        nodes = self.lhs.atoms(sympy.Max, sympy.Min) | self.rhs.atoms(sympy.Max, sympy.Min)
+        return any(isinstance(n, sympy.Min) for n in nodes)

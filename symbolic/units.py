@@ -32,3 +32,9 @@ def dimensionality(unit: pint.Unit) -> pint.util.UnitsContainer:
 def base_unit(unit: pint.Unit) -> pint.Unit:
     """The coherent base unit with the dimension of ``unit``."""
     return Q_(1.0, unit).to_base_units().units
+
+
+@lru_cache(maxsize=1024)
+def unit_items(unit: pint.Unit) -> tuple[tuple[str, float], ...]:
+    """The unit's names and exponents, e.g. ``(("terabyte", 1), ("second", -1))``."""
+    return tuple(Q_(1.0, unit).unit_items())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from chalk.applications.optimize import _Curve
+from chalk.applications.optimize import Curve
 from chalk.symbolic.errors import NoSolution
 
 
@@ -40,7 +40,7 @@ def compute_optimal(compute_flops: float, fit: str = "besiroglu2024",
     """Minimise loss for a pre-training budget of ``compute_flops`` (6ND)."""
     from scipy.optimize import minimize_scalar
 
-    curve = _Curve(["loss", "pretrain_tokens"], "active_params",
+    curve = Curve(["loss", "pretrain_tokens"], "active_params",
                    {"train_flops": f"{compute_flops!r} FLOP"}, [fit])
     best = minimize_scalar(lambda log_n: curve(math.exp(log_n))["loss"][0],
                            bounds=tuple(map(math.log, bounds)), method="bounded",
@@ -79,7 +79,7 @@ def lifetime_optimum(target_loss: float, inference_tokens: float, fit: str = "be
 
     pins = {"loss": f"{target_loss!r}", "inference_tokens": f"{inference_tokens!r} token",
             "decode_inefficiency": f"{decode_inefficiency!r}"}
-    curve = _Curve(["pretrain_tokens", "train_flops", "inference_compute"], "active_params",
+    curve = Curve(["pretrain_tokens", "train_flops", "inference_compute"], "active_params",
                    pins, [fit])
 
     def total(log_n):

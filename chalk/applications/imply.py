@@ -12,10 +12,10 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from chalk.api import Solution, _presets, solve
+from chalk.api import Solution, load_presets, resolve, solve
 from chalk.knowledge import load_model
 from chalk.knowledge.price_sheets import PriceSheet, price_sheet
-from chalk.solvers.pins import parse_given, resolve_pins
+from chalk.solvers.pins import Layer, parse_given
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.parsing import parse_unit_cached
 from chalk.symbolic.printing.quantities import format_seconds
@@ -91,14 +91,15 @@ def imply(sheet: str | PriceSheet, given: Iterable[str] | Mapping[str, object] =
     sheet = price_sheet(sheet) if isinstance(sheet, str) else sheet
     model = load_model()
     given_pairs = [(model.variable(n).name, v) for n, v in parse_given(given)]
-    preset_objects = _presets(presets)
-    pinned, _, conventions = resolve_pins(model, dict(given_pairs), preset_objects)
+    preset_objects = load_presets(presets)
+    resolved = resolve(model, dict(given_pairs), preset_objects)
+    pinned, conventions = resolved.pins, resolved.conventions
     user = dict(given_pairs)
     assumptions: list[tuple[str, str, str]] = []
     for name, pin in pinned.items():
-        if pin.origin == "given":
+        if pin.layer is Layer.GIVEN:
             assumptions.append((name, pin.text, "given"))
-        elif not pin.origin.startswith("conventions"):
+        elif pin.layer is Layer.PRESET:
             assumptions.append((name, pin.text, pin.origin))
     assumptions.append(("conventions", conventions,
                         "named preset" if any(p.kind == "conventions" for p in preset_objects)

@@ -24,8 +24,14 @@ from chalk.symbolic.printing.quantities import format_quantity
 GRID = 400
 
 
-class _Curve:
-    """Targets as functions of one quantity, from a compiled plan."""
+class Curve:
+    """Targets as functions of one quantity, from a compiled plan.
+
+    ``Curve(targets, over, given, presets)`` plans the targets with ``over`` pinned
+    (at its typical value, as a stand-in); calling it with an array of ``over`` values
+    (base units) evaluates every target at once. Quantities in ``tie`` move in
+    proportion with ``over``.
+    """
 
     def __init__(self, targets: Sequence[str], over: str, given, presets, tie: Sequence[str] = (),
                  regime: str | None = None):
@@ -104,7 +110,7 @@ def crossover(first: str, second: str, over: str, low, high, given=(), presets=(
     """
     from scipy.optimize import brentq
 
-    curve = _Curve([first, second], over, given, presets, tie, regime)
+    curve = Curve([first, second], over, given, presets, tie, regime)
     lo, hi = _bounds(curve.model, over, low, high)
     grid = np.geomspace(lo, hi, GRID)
     values = curve(grid)
@@ -168,11 +174,11 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
         if "pipeline_stages" not in names:
             pairs = [*pairs, ("pipeline_stages", "1")]
     try:
-        curve = _Curve(targets, "batch_size", pairs, presets, tie)
+        curve = Curve(targets, "batch_size", pairs, presets, tie)
     except UnderdeterminedError:
         if not use_memory:
             raise
-        curve = _Curve(targets[:2], "batch_size", parse_given(given), presets)
+        curve = Curve(targets[:2], "batch_size", parse_given(given), presets)
         use_memory = False
     try:
         budget, _ = read_value(curve.model.variable("step_time"), latency_budget)
@@ -265,7 +271,7 @@ def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
 
     if price_ratio < 1 or speedup <= 1:
         raise UsageError("fast mode needs a price ratio >= 1 and a speed-up > 1")
-    curve = _Curve(["step_time", "t_weight_fetch"], "batch_size", given, presets)
+    curve = Curve(["step_time", "t_weight_fetch"], "batch_size", given, presets)
     limit, _ = read_value(curve.model.variable("step_time"), normal_step_limit)
     shrink = price_ratio * speedup
     grid = np.geomspace(shrink, max_batch, GRID)

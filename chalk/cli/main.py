@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from chalk.cli.options import add_pin_options
 from chalk.symbolic.errors import ChalkError, KnowledgeError
 
 EXAMPLES = """examples:
@@ -28,18 +29,6 @@ class _Parser(argparse.ArgumentParser):
 
 class _UsageProblem(Exception):
     pass
-
-
-def add_pin_options(parser, json: bool = True,
-                    given_help: str = "a known quantity, e.g. \"hbm_bandwidth=3.35 TB/s\" "
-                                      "(repeatable)") -> None:
-    """The -g/--given and -p/--preset options every command shares (and --json)."""
-    parser.add_argument("-g", "--given", action="append", default=[], metavar='"NAME=VALUE UNIT"',
-                        help=given_help)
-    parser.add_argument("-p", "--preset", action="append", default=[], metavar="NAME",
-                        help="apply a preset (conventions, accelerator, model); repeatable")
-    if json:
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _add_question(parser):

@@ -17,7 +17,7 @@ def add_parser(commands, parser_class) -> None:
     kinds = optimize.add_subparsers(dest="kind", metavar="KIND", parser_class=parser_class,
                                     required=True)
 
-    from chalk.cli.main import add_pin_options as common
+    from chalk.cli.options import add_pin_options as common
 
     c = kinds.add_parser("crossover", help="where two quantities are equal as a third varies")
     c.add_argument("first")

@@ -10,7 +10,7 @@ import math
 from functools import lru_cache
 
 import pint
-from chalk.symbolic.units import Unit, base_factor, dimensionality, ureg
+from chalk.symbolic.units import Unit, base_factor, dimensionality, unit_items, ureg
 
 # How base dimensions read in messages.
 _DIMENSION_WORDS = {
@@ -57,7 +57,8 @@ _SHORT = {"second": "s", "minute": "min", "hour": "h", "percent": "%"}
 def _unit_word(name: str) -> str:
     if name in _SHORT:
         return _SHORT[name]
-    if name in ureg._units:  # an unprefixed unit: keep its readable name
+    if any(prefix == "" and unit == name for prefix, unit, _ in ureg.parse_unit_name(name)):
+        # an unprefixed unit: keep its readable name
         return name
     # A prefixed unit: pint's symbol form reads best (TB, ms, GiB).
     return f"{Unit(name):~}"
@@ -66,7 +67,7 @@ def _unit_word(name: str) -> str:
 @lru_cache(maxsize=1024)
 def format_unit(unit: pint.Unit) -> str:
     """Human form of a unit, e.g. ``FLOP/(param·token)``, ``byte/s``, ``TB``."""
-    items = list(unit._units.items())
+    items = list(unit_items(unit))
     if not items:
         return ""
     num = [(n, e) for n, e in items if e > 0]

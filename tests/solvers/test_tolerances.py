@@ -21,7 +21,7 @@ from chalk.solvers import tolerances
 
 SOLVERS = Path(__file__).resolve().parents[2] / "solvers"
 MODULES = ["numeric", "tearing", "blocks", "strategies", "execute", "steps", "conditioning",
-           "vectorised"]
+           "solving", "vectorised"]
 PLAIN_FLOATS = {0.0, 0.5, 1.0, 2.0}
 LARGEST_PLAIN_INT = 3
 

@@ -1,0 +1,316 @@
+"""Solving a plan and holding it to account.
+
+:func:`compute` runs a determined plan from pins: it checks every surplus pin against
+the relation that links it, refuses a target the pins do not fix where the solution
+actually is, and, when a block through ``max()`` defeats the search as a whole, solves
+again regime by regime. :func:`yield_defaults` lets lower-layer pins give way to
+higher-layer pins that determine them. Nothing here knows what the quantities mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from chalk.solvers.blocks import MULTI_START
+from chalk.solvers.conflicts import inconsistency
+from chalk.solvers.execute import CompiledPlan, compile_plan, run
+from chalk.solvers.pins import Layer, Pin
+from chalk.solvers.plan import Plan, analyse_pins, make_plan, regime_mapping, regime_plans
+from chalk.solvers.rank import open_at
+from chalk.solvers.steps import CheckRecord, StepRecord
+from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
+from chalk.solvers.tolerances import PINS, STEPS
+from chalk.symbolic.errors import AmbiguousSolution, ChalkError, SearchFailed
+from chalk.symbolic.evaluate import compile_expr
+from chalk.symbolic.model import Model
+from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.relations import Relation
+from chalk.symbolic.variables import known_constant
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A plan run to numbers.
+
+    Attributes
+    ----------
+    plan : Plan
+        The plan the numbers come from (a regime's plan if the solve went regime by
+        regime).
+    compiled : CompiledPlan
+    values : dict of name to float
+        Every quantity computed or pinned, in base units.
+    records : tuple of StepRecord
+        What each step did.
+    checks : tuple of CheckRecord
+        The cross-checks of surplus pins, all within tolerance.
+    notes : tuple of str
+        How the solve went where that matters to the answer (regime by regime, a
+        multi-start search that cannot prove the answer unique).
+    """
+
+    plan: Plan
+    compiled: CompiledPlan
+    values: dict[str, float]
+    records: tuple[StepRecord, ...]
+    checks: tuple[CheckRecord, ...]
+    notes: tuple[str, ...] = ()
+
+
+def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | None = None,
+            rtol: float = PINS.agreement_rtol, timeout: float = DEFAULT_TIMEOUT) -> Computed:
+    """Run a determined plan from pins, with its cross-checks.
+
+    Parameters
+    ----------
+    model : Model
+    plan : Plan
+        A plan that determines its targets (else its under-determined error is raised).
+    pins : mapping of name to Pin
+    regime : str, optional
+        The max() regime the user chose.
+    rtol : float
+        Relative tolerance of the cross-checks.
+    timeout : float
+        Seconds allowed for any one symbolic solve.
+
+    Raises
+    ------
+    ChalkError
+        Under-determined, inconsistent pins, no or several physical values.
+    """
+    if not plan.determined:
+        raise plan.underdetermined_error()
+    base = {n: p.value for n, p in pins.items()}
+    notes: tuple[str, ...] = ()
+    try:
+        done = run_checked(model, plan, base, pins, regime, rtol, timeout)
+    except SearchFailed as exc:  # an ambiguity found is information; a failed search is not
+        done = solve_by_regimes(model, plan, base, pins, regime, rtol, timeout, exc)
+        notes = (f"solved in each combination of max() regimes: only {done.notes[0]} holds "
+                 "at the solution",)
+    else:
+        if any(r.method == MULTI_START for r in done.records):
+            # not proven unique: each regime on its own may settle it with complete searches
+            try:  # two regimes each with a solution prove the answer ambiguous: say so
+                found = solve_by_regimes(model, plan, base, pins, regime, rtol, timeout, None)
+            except AmbiguousSolution:
+                raise
+            except ChalkError:
+                found = None
+            if found is not None and not any(r.method == MULTI_START for r in found.records):
+                done = found
+                notes = (f"solved in each combination of max() regimes (the block as a whole "
+                         f"needed a multi-start search): only {found.notes[0]} holds at the "
+                         "solution",)
+    notes += tuple(
+        f"step {i} ({', '.join(r.variables)}) is one solution a multi-start search found; "
+        "others may exist: pin one of its quantities to make the answer unique"
+        for i, r in enumerate(done.records, 1) if r.method == MULTI_START)
+    return replace(done, notes=notes)
+
+
+def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
+                pins: Mapping[str, Pin], regime, rtol: float, timeout: float) -> Computed:
+    """Run a plan once; raise on a failed cross-check or a target left open at the
+    solution. ``regime`` is a regime name or a mapping of relation to regime label."""
+    compiled = compile_plan(model, plan, timeout)
+    values, records, checks = run(compiled, base, regime)
+    for check in checks:
+        if not check.ok(rtol):
+            raise inconsistency(model, check, pins, plan)
+    check_fixed_at_solution(model, plan, values, records, regime)
+    return Computed(plan, compiled, values, tuple(records), tuple(checks))
+
+
+def solve_by_regimes(model: Model, plan: Plan, base: Mapping[str, float],
+                     pins: Mapping[str, Pin], regime, rtol: float, timeout: float,
+                     first: ChalkError | None) -> Computed | None:
+    """Solve again in each combination of max()/min() regimes separately.
+
+    A block with a max() solved as one system can defeat the numeric search, or leave
+    a target open at the point it finds, where each regime on its own is a short chain
+    of closed forms. Each regime combination that fixes the targets is planned and run
+    in that regime; a solution counts only if every max() relation whose quantities it
+    has holds with its arguments in that regime. One solution is the answer (its
+    ``notes`` hold the regimes it was found in); several are an ambiguity; none
+    re-raises ``first`` (or returns None if there is none). Regime combinations in which
+    the pins leave a target free are not searched.
+    """
+    if regime is not None or not any(r.has_regimes() for r in model.relations.values()):
+        if first is None:
+            return None
+        raise first
+    targets = plan.targets
+    wanted = tuple(dict.fromkeys(
+        targets + tuple(v for r in model.relations.values() if r.has_regimes()
+                        for v in sorted(model.variables_in(r.name)) if v not in pins)))
+    found: list[Computed] = []
+    for candidate in regime_plans(model, frozenset(pins), targets):
+        mapping = regime_mapping(candidate.regime)
+        # also compute the arguments of every max() the regime plan fixes, to test it
+        checked = [v for v in wanted if candidate.analysis.is_determined(v)]
+        full = make_plan(model, frozenset(pins), tuple(checked), candidate.regime)
+        try:
+            result = run_checked(model, full, base, pins, mapping, rtol, timeout)
+        except ChalkError:
+            continue
+        if not regimes_hold(model, result.values, mapping):
+            continue
+        used = [label for label in candidate.regime
+                if model.variables_in(label.split(": ", 1)[0]) <= set(result.values)]
+        found.append(replace(result, plan=replace(full, targets=targets),
+                             notes=(", ".join(used) or ", ".join(candidate.regime),)))
+    distinct: list[Computed] = []
+    for entry in found:
+        if not any(all(abs(entry.values[t] - other.values[t])
+                       <= STEPS.distinct_rtol * abs(other.values[t]) for t in targets)
+                   for other in distinct):
+            distinct.append(entry)
+    if not distinct:
+        if first is None:
+            return None
+        raise first
+    if len(distinct) > 1:
+        name = targets[0]
+        variable = model.variables[name]
+        options = [f"{format_quantity(e.values[name] / variable.to_base, variable.pint_unit)}"
+                   f" ({e.notes[0]})" for e in distinct]
+        raise AmbiguousSolution(name, options, "pin another quantity or choose a --regime")
+    return distinct[0]
+
+
+def _regime_arguments(relation: Relation, values: Mapping[str, float]) -> dict[str, float]:
+    """The value of each regime argument of a max()/min() relation (KeyError if a
+    quantity has no value)."""
+    constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
+                 if known_constant(s.name) is not None}
+    return {label: float(compile_expr(expr, constants)(values))
+            for label, expr in relation.regimes}
+
+
+def regimes_hold(model: Model, values: Mapping[str, float], mapping: Mapping[str, str]) -> bool:
+    """Whether every max()/min() relation whose quantities all have values holds with its
+    arguments in the regime ``mapping`` names for it."""
+    for name, label in mapping.items():
+        relation = model.relations[name]
+        if not model.variables_in(name) <= set(values):
+            continue
+        args = _regime_arguments(relation, values)
+        best = min(args.values()) if relation.is_min() else max(args.values())
+        if abs(args[label] - best) > STEPS.guard_rtol * abs(best):
+            return False
+    return True
+
+
+def balanced(relation: Relation, values: Mapping[str, float]) -> bool:
+    """Whether a max()/min() relation sits where its regime arguments are equal."""
+    if not relation.regimes:
+        return False
+    try:
+        args = sorted(_regime_arguments(relation, values).values())
+    except KeyError:
+        return False
+    return len(args) > 1 and abs(args[-1] - args[-2]) <= STEPS.guard_rtol * abs(args[-1])
+
+
+def check_fixed_at_solution(model: Model, plan: Plan, values: Mapping[str, float], records,
+                            regime=None) -> None:
+    """Refuse a target the pins do not fix where the solution actually is.
+
+    The plan decides with generic rows (a max() as a mixture of its regimes, sums at a
+    reference point); in the regime the numbers land in, or with placeholders held,
+    a target may still be free. At a balance point, where a max()'s arguments are equal,
+    both regimes hold, and the target must be fixed in each (unless the user chose one).
+    Checked only when something of this kind can happen.
+
+    Raises
+    ------
+    AmbiguousSolution
+        Naming the first target left open.
+    """
+    steps = plan.steps
+    risky = (plan.placeholders or plan.regime
+             or any(s.simultaneous or any(model.relations[r].has_regimes()
+                                          for r in s.relations) for s in steps))
+    if not risky:
+        return
+    relations = [r for s in steps for r in s.relations] + list(plan.checks)
+    unknowns = set(plan.computed) | set(plan.placeholders)
+    chosen = {}
+    for record in records:
+        for r in record.relations:
+            for label, _ in model.relations[r].regimes:
+                if record.regime and label in record.regime.split(", "):
+                    chosen[r] = label
+    combos = [chosen]
+    if regime is None:
+        for name in dict.fromkeys(relations):
+            if balanced(model.relations[name], values):
+                combos = [{**c, name: label} for c in combos
+                          for label, _ in model.relations[name].regimes]
+    left_open = ()
+    for combo in combos:
+        left_open = open_at(model, relations, values, unknowns, plan.targets, combo)
+        if left_open:
+            break
+    if not left_open:
+        return
+    regimes = sorted({r.regime for r in records if r.regime})
+    where = f" in the {', '.join(regimes)} regime the numbers put it in" if regimes else ""
+    name = left_open[0]
+    raise AmbiguousSolution(name, [f"any value the relations allow{where}"],
+                            "pin another quantity" + (" or choose another --regime"
+                                                      if regimes else ""))
+
+
+@dataclass(frozen=True)
+class Yielded:
+    """Pins after lower layers gave way: the pins in force and a note per pin set aside."""
+
+    pins: dict[str, Pin]
+    notes: tuple[str, ...]
+
+
+def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...]) -> Yielded:
+    """Set aside lower-layer pins that higher layers already determine.
+
+    A conventions value (the lecture's 300 FLOP/byte, say) yields to a chip's own FLOP/s
+    and bandwidth; a preset value yields to what the user gave. A number yields only to
+    pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
+    the disagreement stays and is reported as a conflict; a zero stands for absence and
+    always yields. Conflicts among equals remain errors.
+    """
+    pins = dict(pins)
+    notes = []
+    for layer in (Layer.CONVENTIONS, Layer.PRESET):
+        for name in sorted(n for n, p in pins.items() if p.layer is layer):
+            without = {n: p for n, p in pins.items() if n != name}
+            trial = make_plan(model, frozenset(without), targets)
+            if not trial.determines(name):
+                continue
+            higher = list(analyse_pins(model, frozenset(without), (name,)).pins_behind(
+                model, name))
+            if higher and all(without[h].layer > layer for h in higher):
+                default = pins[name].value
+                implied = implied_value(model, without, name) if default else None
+                if default and (implied is None
+                                or abs(implied - default) > PINS.yield_rtol * abs(default)):
+                    continue
+                notes.append(f"{pins[name].origin} value {pins[name].text} of {name} set "
+                             f"aside: {', '.join(sorted(higher))} determine it")
+                pins = without
+    return Yielded(pins, tuple(notes))
+
+
+def implied_value(model: Model, pins: Mapping[str, Pin], name: str) -> float | None:
+    """The value (base units) the pins imply for ``name``; None if they do not give one."""
+    plan = make_plan(model, frozenset(pins), (name,))
+    if not plan.determined:
+        return None
+    try:
+        values, _, _ = run(compile_plan(model, plan), {n: p.value for n, p in pins.items()})
+    except ChalkError:
+        return None
+    return values.get(name)
