@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# Slow tier: deselect with -m 'not slow' for the fast loop.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

@@ -18,6 +18,7 @@ def test_there_is_a_notebook_per_lecture_section():
     assert len(NOTEBOOKS) >= 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_executes(path):
     nb = nbformat.read(path, as_version=4)

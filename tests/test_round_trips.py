@@ -20,6 +20,9 @@ from hypothesis import strategies as st
 
 from chalk.selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
 
+# Slow tier: deselect with -m 'not slow' for the fast loop.
+pytestmark = pytest.mark.slow
+
 MODELS = {topic: topic_model(topic) for topic in TOPIC_MODULES}
 SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
 PROFILE = settings(max_examples=30, deadline=None,

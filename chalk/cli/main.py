@@ -199,6 +199,10 @@ def _report(args) -> str:
     from chalk.applications.plots import write_atomically
     from chalk.report import report as reports
 
+    for given in (args.html, args.md):  # say so before minutes of work, not after
+        if given and not Path(given).parent.is_dir():
+            raise _UsageProblem(f"cannot write {given}: folder {Path(given).parent} does not "
+                                "exist")
     built = reports.build(args.file)
     outputs: dict[Path, bytes] = {}
     if args.html:

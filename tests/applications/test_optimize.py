@@ -116,6 +116,7 @@ def test_compute_optimal_tokens_per_param(fit, constants, ratio):
     assert found.tokens_per_param == pytest.approx(ratio, abs=1)
 
 
+@pytest.mark.slow
 def test_lifetime_optimum_beats_the_heuristic_and_keeps_the_loss():
     result = lifetime_optimum(2.0, 2e13, "besiroglu2024")
     e, a, b, alpha, beta = 1.8172, 482.01, 2085.43, 0.3478, 0.3658

@@ -79,6 +79,7 @@ def sensitivity(relation, state, name, step=1e-6):
     return abs(signed_residual(relation, nudged)) / step
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("relation_name", "unknown"), CASES,
                          ids=[f"{r}->{v}" for r, v in CASES])
 def test_relation_round_trip(relation_name, unknown):

@@ -49,6 +49,7 @@ def lecture_report(tmp_path_factory):
     return folder, html.read_text(encoding="utf-8"), md.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(LECTURE_NUMBERS))
 def test_lecture_report_has_every_number(lecture_report, label):
     _, html, md = lecture_report
@@ -72,6 +73,7 @@ class _ExternalRefs(HTMLParser):
                 self.found.append((tag, key, value))
 
 
+@pytest.mark.slow
 def test_html_is_self_contained(lecture_report):
     _, html, _ = lecture_report
     parser = _ExternalRefs()
@@ -82,6 +84,7 @@ def test_html_is_self_contained(lecture_report):
     assert "<math" in html and "<svg" in html  # maths as MathML, plots inline
 
 
+@pytest.mark.slow
 def test_markdown_links_its_plots(lecture_report):
     folder, _, md = lecture_report
     images = [line.rsplit("](", 1)[1].rstrip(")") for line in md.splitlines()
@@ -91,6 +94,7 @@ def test_markdown_links_its_plots(lecture_report):
         assert (folder / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
+@pytest.mark.slow
 def test_report_shows_assumption_sources_and_derivations(lecture_report):
     _, _, md = lecture_report
     assert "| `hbm_bandwidth` | 3.35 TB/s | preset h100 | https://www.nvidia.com" in md
@@ -120,6 +124,7 @@ AXIS_LABELS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PLOT_ARGS))
 def test_plots_write_png_and_svg_with_units(run_cli, tmp_path, name):
     png, svg = tmp_path / f"{name}.png", tmp_path / f"{name}.svg"
@@ -156,6 +161,7 @@ def test_failing_question_names_itself_and_writes_nothing(run_cli, tmp_path):
     assert list(tmp_path.iterdir()) == [bad]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
 def test_html_renders_in_headless_chromium(lecture_report, tmp_path):
     from PIL import Image

@@ -89,6 +89,7 @@ def test_seed_makes_runs_repeatable():
     assert np.isfinite(c.uncertainty.summaries["kv_bytes_per_token"].low)
 
 
+@pytest.mark.slow
 def test_a_range_through_a_step_with_no_closed_form_lowers_the_sample_count(monkeypatch):
     # x^2 + y^2 = p, y^2 + z^2 = q, z^2 + x^2 = r has no closed form for any one quantity,
     # so every sample is solved on its own; with a tiny time budget the default sample
