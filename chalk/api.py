@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
 from chalk.solvers.derivation import Derivation
-from chalk.solvers.pins import Pin, ResolvedPins, resolve_pins
+from chalk.solvers.pinned import Pin
+from chalk.solvers.pins import ResolvedPins, resolve_pins
 from chalk.solvers.plan import Plan, make_plan
 from chalk.solvers.solving import compute, yield_defaults
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
@@ -25,7 +26,8 @@ from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.model import Model
 from chalk.symbolic.presets import Preset
 from chalk.symbolic.printing.expressions import monomial_text
-from chalk.symbolic.printing.quantities import format_gap, format_quantity
+from chalk.symbolic.printing.numbers import format_gap
+from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.units import Q_
 
 DEFAULT_RTOL = PINS.agreement_rtol  # pins from public sources are rounded

@@ -15,7 +15,7 @@ from chalk.knowledge import data
 from chalk.knowledge.conventions import CONVENTIONS, EQUAL_SPLIT, FITS, PRECISIONS
 from chalk.symbolic.errors import UnknownNameError
 from chalk.symbolic.presets import Preset, PresetValue
-from chalk.symbolic.printing.quantities import format_number
+from chalk.symbolic.printing.numbers import format_number
 from chalk.symbolic.units import Q_
 
 # accelerator fact -> quantity it pins directly

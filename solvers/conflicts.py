@@ -8,7 +8,8 @@ from chalk.solvers.plan import Plan, upstream_pins
 from chalk.solvers.steps import CheckRecord
 from chalk.symbolic.errors import InconsistentPins
 from chalk.symbolic.model import Model
-from chalk.symbolic.printing.quantities import format_gap, format_quantity
+from chalk.symbolic.printing.numbers import format_gap
+from chalk.symbolic.printing.quantities import format_quantity
 
 
 def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from chalk.solvers.pins import Pin
 from chalk.solvers.steps import CheckRecord, StepRecord
-from chalk.symbolic.model import Model
-from chalk.symbolic.printing.expressions import latex, plain, substituted
-from chalk.symbolic.printing.quantities import format_gap, format_quantity, format_unit
+from chalk.symbolic.printing.numbers import format_display, format_gap
+
+if TYPE_CHECKING:  # pragma: no cover
+    from chalk.solvers.pinned import Pin
+    from chalk.symbolic.model import Model
+
+# Text and JSON are rendered from the model's variables (unit, to_base, display) and
+# relations (name, equation, source) and the records alone, so a derivation replayed
+# from a cached plan renders with light stand-ins for them (chalk.cli.fast) and needs
+# neither sympy nor pint. Markdown and LaTeX import the printers when asked.
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ class Derivation:
     def show(self, name: str) -> str:
         """A quantity's value for people, e.g. ``14.4 ms``."""
         variable = self.model.variables[name]
-        return format_quantity(self.values[name] / variable.to_base, variable.pint_unit)
+        return format_display(self.values[name] / variable.to_base, variable.display)
 
     def declared(self, name: str) -> float:
         """A quantity's value in its declared unit."""
@@ -71,11 +78,11 @@ class Derivation:
         relations = [self.model.relations[r] for r in step.relations]
         cite = "; ".join(f"{r.name}: {r.source}" for r in relations)
         lines = []
-        if step.expression is not None:
+        if step.closed_form:
             name = step.variables[0]
             shown = {n: self._shown(n) for n in step.inputs}
-            lines.append(f"{index}. {name} = {plain(step.expression)}")
-            lines.append(f"     = {substituted(step.expression, shown)}")
+            lines.append(f"{index}. {name} = {step.formula_text()}")
+            lines.append(f"     = {step.substituted_text(shown)}")
             lines.append(f"     = {self._shown(name)}")
         else:
             lines.append(f"{index}. solve for {', '.join(step.variables)}:")
@@ -139,10 +146,10 @@ class Derivation:
                 "method": step.method,
                 "values": {n: self.json_value(n) for n in (*step.inputs, *step.variables)},
             }
-            if step.expression is not None:
-                entry["expression"] = plain(step.expression)
-                entry["substituted"] = substituted(step.expression,
-                                                   {n: self.show(n) for n in step.inputs})
+            if step.closed_form:
+                entry["expression"] = step.formula_text()
+                entry["substituted"] = step.substituted_text(
+                    {n: self.show(n) for n in step.inputs})
             if step.regime:
                 entry["regime"] = step.regime
             if any(n in self.provisional for n in step.variables):
@@ -184,6 +191,8 @@ class Derivation:
 
     def markdown(self) -> str:
         """Markdown with LaTeX maths, for notebooks and reports."""
+        from chalk.symbolic.printing.expressions import latex
+
         lines = [f"**conventions:** {self.conventions}", "", "| pin | value | from |",
                  "|---|---|---|"]
         for pin in self.used_pins():
@@ -224,6 +233,3 @@ def _origin(pin: Pin) -> str:
         text += f" (overrides {pin.replaces})"
     return text
 
-
-def unit_text(model: Model, name: str) -> str:
-    return format_unit(model.variables[name].pint_unit)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
 from functools import lru_cache
 
 import pint
+from chalk.solvers.pinned import Layer, Pin
 from chalk.symbolic.errors import (
     BoundsError,
     DimensionMismatch,
@@ -30,62 +30,6 @@ from chalk.symbolic.printing.quantities import describe_dimension, format_unit
 from chalk.symbolic.uncertain import Spread
 from chalk.symbolic.units import base_factor, base_unit, dimensionality, ureg
 from chalk.symbolic.variables import Variable
-
-
-class Layer(IntEnum):
-    """Where a pin comes from; a higher layer overrides a lower one."""
-
-    CONVENTIONS = 0
-    PRESET = 1
-    GIVEN = 2
-
-
-@dataclass(frozen=True)
-class Pin:
-    """A known value: base-unit magnitude plus where it came from.
-
-    Attributes
-    ----------
-    name : str
-        The quantity's canonical name.
-    value : float
-        Magnitude in chalk's coherent base units (the nominal value of a spread).
-    text : str
-        The value as written.
-    layer : Layer
-        Conventions, a preset, or the user's own pin.
-    preset : str
-        The conventions or preset name ("" for the user's pins).
-    source, date, note : str
-        Provenance of a preset value.
-    estimate : bool
-        Whether the source gives the value as an estimate.
-    replaces : str
-        Origin of a lower-layer value this pin overrode.
-    spread : Spread or None
-        A range or distribution.
-    """
-
-    name: str
-    value: float
-    text: str
-    layer: Layer = Layer.GIVEN
-    preset: str = ""
-    source: str = ""
-    date: str = ""
-    note: str = ""
-    estimate: bool = False
-    replaces: str = ""
-    spread: Spread | None = None
-
-    @property
-    def origin(self) -> str:
-        """Where the pin comes from, as shown: ``given``, ``preset h100``,
-        ``conventions careful``."""
-        if self.layer is Layer.GIVEN:
-            return "given"
-        word = "conventions" if self.layer is Layer.CONVENTIONS else "preset"
-        return f"{word} {self.preset}"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.conflicts import inconsistency
 from chalk.solvers.execute import CompiledPlan, compile_plan, run
-from chalk.solvers.pins import Layer, Pin
+from chalk.solvers.pinned import Layer, Pin
 from chalk.solvers.plan import Plan, analyse_pins, make_plan, regime_mapping, regime_plans
 from chalk.solvers.rank import open_at
 from chalk.solvers.steps import CheckRecord, StepRecord

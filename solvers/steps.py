@@ -8,19 +8,29 @@ inequalities hold, and how a value is shown in a message.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import sympy
 from chalk.solvers.tolerances import STEPS
-from chalk.symbolic.model import Model
-from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.printing.numbers import format_display
+
+if TYPE_CHECKING:  # pragma: no cover
+    import sympy
+    from chalk.symbolic.model import Model
 
 GUARD_RTOL = STEPS.guard_rtol  # a regime inequality may fail by this much and still hold
 
 
 @dataclass(frozen=True)
 class StepRecord:
-    """One line of a derivation: what was solved, how, and from what."""
+    """One line of a derivation: what was solved, how, and from what.
+
+    ``expression`` is the closed form used (None for a numeric or simultaneous
+    solve). A record replayed from a cached plan carries the closed form as text
+    instead: ``formula``, and ``template``, the formula with each input as a slot
+    (see :func:`fill`).
+    """
 
     relations: tuple[str, ...]
     variables: tuple[str, ...]
@@ -29,6 +39,41 @@ class StepRecord:
     inputs: tuple[str, ...]
     regime: str | None = None
     note: str = ""
+    formula: str = ""
+    template: str = ""
+
+    @property
+    def closed_form(self) -> bool:
+        return self.expression is not None or bool(self.formula)
+
+    def formula_text(self) -> str:
+        """The closed form as text: ``total_params/active_params``."""
+        if self.formula:
+            return self.formula
+        from chalk.symbolic.printing.expressions import plain
+
+        return plain(self.expression)
+
+    def substituted_text(self, shown: Mapping[str, str]) -> str:
+        """The closed form with each input replaced by its shown value."""
+        if self.template:
+            return fill(self.template, self.inputs, shown)
+        from chalk.symbolic.printing.expressions import substituted
+
+        return substituted(self.expression, shown)
+
+
+def slot(index: int) -> str:
+    """The placeholder for the ``index``-th input of a formula template: characters no
+    printed formula or value contains."""
+    return f"\x00{index}\x00"
+
+
+def fill(template: str, inputs: tuple[str, ...], shown: Mapping[str, str]) -> str:
+    """A formula template with each input's slot replaced by its shown value."""
+    for index, name in enumerate(inputs):
+        template = template.replace(slot(index), shown[name])
+    return template
 
 
 @dataclass(frozen=True)
@@ -87,4 +132,4 @@ def guards_hold(guards, env) -> bool:
 
 def show(model: Model, name: str, value: float) -> str:
     v = model.variables[name]
-    return format_quantity(value / v.to_base, v.pint_unit)
+    return format_display(value / v.to_base, v.display)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from chalk.solvers.execute import CompiledPlan
-from chalk.solvers.pins import Pin
+from chalk.solvers.pinned import Pin
 from chalk.solvers.vectorised import evaluate
 from chalk.symbolic.uncertain import Z90
 

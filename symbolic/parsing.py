@@ -12,12 +12,14 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import pint
 from chalk.symbolic.errors import ParseError, UnitError
 from chalk.symbolic.symbols import NAME_PATTERN
-from chalk.symbolic.units import ureg
-from pint.util import UnitsContainer
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pint
+    from pint.util import UnitsContainer
 
 MAX_TEXT = 200  # longer values are refused before any work is done
 
@@ -87,6 +89,8 @@ def parse_unit(text: str) -> pint.Unit:
     Grammar: products (``*``, ``·`` or a space) and quotients (``/``) of unit
     names with integer powers (``^2``, ``**-1``) and parentheses.
     """
+    from chalk.symbolic.units import ureg  # numbers alone need no unit registry
+
     original = text
     tokens = _tokenize_unit(text)
     parser = _UnitParser(tokens, original)
@@ -167,6 +171,8 @@ class _UnitParser:
         return base
 
     def atom(self) -> UnitsContainer:
+        from pint.util import UnitsContainer
+
         kind, value = self.take()
         if kind == "name":
             return UnitsContainer({_unit_name(value, self.text): 1})
@@ -185,6 +191,8 @@ class _UnitParser:
 def _unit_name(name: str, text: str) -> str:
     if len(name) > 40:
         raise ParseError(text, "unit name too long")
+    from chalk.symbolic.units import ureg
+
     candidates = ureg.parse_unit_name(name)
     if not candidates:
         raise UnitError(name, "not a unit chalk knows (e.g. s, ms, h, day, byte, GB, TB/s, "

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import keyword
 import re
+from typing import TYPE_CHECKING
 
-import sympy
+if TYPE_CHECKING:  # pragma: no cover
+    import sympy
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
@@ -37,6 +39,8 @@ def symbol(name: str) -> sympy.Symbol:
     if existing is not None:
         return existing
     validate_name(name)
+    import sympy  # only here: checking names needs no algebra
+
     made = sympy.Symbol(name, positive=True)
     _SYMBOLS[name] = made
     return made

@@ -4,12 +4,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import pint
-import sympy
-from chalk.symbolic.parsing import parse_unit_cached
 from chalk.symbolic.symbols import symbol, validate_name
-from chalk.symbolic.units import Q_, base_factor, dimensionality
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pint
+    import sympy
+
+# Units are parsed and converted with pint only when a declaration is made or used, so
+# checking a value against a quantity's bounds (within_bounds) needs neither pint nor sympy.
+
+
+def _unit(text: str):
+    from chalk.symbolic.parsing import parse_unit_cached
+
+    return parse_unit_cached(text)
+
+
+def within_bounds(value: float, lower: float | None, upper: float | None,
+                  allow_zero: bool, rtol: float = 1e-9) -> bool:
+    """Whether ``value`` (in the declared unit) is finite and in the allowed range:
+    positive (or zero, with ``allow_zero``), and within ``lower``/``upper`` up to ``rtol``."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return False
+    if value < 0 or (value == 0 and not allow_zero):
+        return False
+    if lower is not None and value < lower * (1 - rtol):
+        return False
+    if upper is not None and value > upper * (1 + rtol):
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -59,7 +84,7 @@ class Variable:
         validate_name(self.name)
         for alias in self.aliases:
             validate_name(alias)
-        parse_unit_cached(self.unit)  # fail at declaration on a bad unit
+        _unit(self.unit)  # fail at declaration on a bad unit
 
     @property
     def symbol(self) -> sympy.Symbol:
@@ -67,19 +92,33 @@ class Variable:
 
     @property
     def pint_unit(self) -> pint.Unit:
-        return parse_unit_cached(self.unit)
+        return _unit(self.unit)
 
     @property
     def dimensionality(self):
+        from chalk.symbolic.units import dimensionality
+
         return dimensionality(self.pint_unit)
 
     @cached_property
     def to_base(self) -> float:
         """Factor from the declared unit to the coherent base unit."""
+        from chalk.symbolic.units import base_factor
+
         return base_factor(self.pint_unit)
+
+    @cached_property
+    def display(self):
+        """How values of this quantity are shown (a
+        :class:`~chalk.symbolic.printing.numbers.UnitDisplay`)."""
+        from chalk.symbolic.printing.quantities import unit_display
+
+        return unit_display(self.pint_unit)
 
     def quantity(self, base_value):
         """A pint Quantity in the declared unit from a base-unit magnitude."""
+        from chalk.symbolic.units import Q_
+
         return Q_(base_value / self.to_base, self.pint_unit)
 
     def plausible_range(self) -> tuple[float, float]:
@@ -105,16 +144,8 @@ class Variable:
 
     def admits(self, base_value: float, rtol: float = 1e-9) -> bool:
         """Whether a base-unit magnitude lies in the allowed range."""
-        value = base_value / self.to_base
-        if value != value or value in (float("inf"), float("-inf")):
-            return False
-        if value < 0 or (value == 0 and not self.allow_zero):
-            return False
-        if self.lower is not None and value < self.lower * (1 - rtol):
-            return False
-        if self.upper is not None and value > self.upper * (1 + rtol):
-            return False
-        return True
+        return within_bounds(base_value / self.to_base, self.lower, self.upper,
+                             self.allow_zero, rtol)
 
 
 @dataclass(frozen=True)
@@ -133,7 +164,7 @@ class Constant:
 
     def __post_init__(self):
         validate_name(self.name)
-        parse_unit_cached(self.unit)
+        _unit(self.unit)
 
     @property
     def symbol(self) -> sympy.Symbol:
@@ -141,14 +172,18 @@ class Constant:
 
     @property
     def pint_unit(self) -> pint.Unit:
-        return parse_unit_cached(self.unit)
+        return _unit(self.unit)
 
     @property
     def dimensionality(self):
+        from chalk.symbolic.units import dimensionality
+
         return dimensionality(self.pint_unit)
 
     @property
     def base_value(self) -> float:
+        from chalk.symbolic.units import base_factor
+
         return self.value * base_factor(self.pint_unit)
 
     @property

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from chalk.api import Solution, load_presets, resolve, solve
 from chalk.knowledge import load_model
 from chalk.knowledge.price_sheets import PriceSheet, price_sheet
-from chalk.solvers.pins import Layer, parse_given
+from chalk.solvers.pinned import Layer
+from chalk.solvers.pins import parse_given
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.parsing import parse_unit_cached
 from chalk.symbolic.printing.quantities import format_seconds

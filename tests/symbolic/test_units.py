@@ -2,7 +2,8 @@
 
 import pytest
 from chalk.symbolic.parsing import parse_unit_cached
-from chalk.symbolic.printing.quantities import format_number, format_quantity
+from chalk.symbolic.printing.numbers import format_number
+from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.units import Q_, ureg
 
 
@@ -40,7 +41,7 @@ def test_format_quantity_picks_readable_prefixes():
 
 
 def test_gap_reads_as_percent_when_small_and_as_factor_when_large():
-    from chalk.symbolic.printing.quantities import format_gap
+    from chalk.symbolic.printing.numbers import format_gap
 
     # 20 ms against 14.4 ms: |20 - 14.4| / 20 = 28%.
     assert format_gap(abs(20 - 14.4) / 20) == "28% apart"
