@@ -286,22 +286,39 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     notes = []
     for layer in (Layer.CONVENTIONS, Layer.PRESET):
         for name in sorted(n for n, p in pins.items() if p.layer is layer):
-            without = {n: p for n, p in pins.items() if n != name}
-            trial = make_plan(model, frozenset(without), targets)
-            if not trial.determines(name):
+            higher = _determined_from_above(model, pins, targets, name)
+            if higher is None:
                 continue
-            higher = list(analyse_pins(model, frozenset(without), (name,)).pins_behind(
-                model, name))
-            if higher and all(without[h].layer > layer for h in higher):
-                default = pins[name].value
-                implied = implied_value(model, without, name) if default else None
-                if default and (implied is None
-                                or abs(implied - default) > PINS.yield_rtol * abs(default)):
-                    continue
-                notes.append(f"{pins[name].origin} value {pins[name].text} of {name} set "
-                             f"aside: {', '.join(sorted(higher))} determine it")
-                pins = without
+            without = {n: p for n, p in pins.items() if n != name}
+            default = pins[name].value
+            implied = implied_value(model, without, name) if default else None
+            if default and (implied is None
+                            or abs(implied - default) > PINS.yield_rtol * abs(default)):
+                continue
+            notes.append(f"{pins[name].origin} value {pins[name].text} of {name} set "
+                         f"aside: {', '.join(sorted(higher))} determine it")
+            pins = without
     return Yielded(pins, tuple(notes))
+
+
+def yield_candidates(model: Model, pins: Mapping[str, Pin],
+                     targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The lower-layer pins that higher layers determine: those :func:`yield_defaults`
+    weighs against the numbers. With none, no pin yields whatever the values are."""
+    return tuple(name for layer in (Layer.CONVENTIONS, Layer.PRESET)
+                 for name in sorted(n for n, p in pins.items() if p.layer is layer)
+                 if _determined_from_above(model, pins, targets, name) is not None)
+
+
+def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:
+    """The pins behind ``name`` if, without it, pins of higher layers alone determine it."""
+    without = {n: p for n, p in pins.items() if n != name}
+    if not make_plan(model, frozenset(without), targets).determines(name):
+        return None
+    higher = tuple(analyse_pins(model, frozenset(without), (name,)).pins_behind(model, name))
+    if higher and all(without[h].layer > pins[name].layer for h in higher):
+        return higher
+    return None
 
 
 def implied_value(model: Model, pins: Mapping[str, Pin], name: str) -> float | None:

@@ -10,6 +10,16 @@ import pytest
 from chalk.cli.main import main
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Every test, and every process a test starts, uses a cache of compiled questions of
+    its own: nothing is read from or written to the user's."""
+    folder = tmp_path_factory.mktemp("chalk-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHALK_CACHE_DIR", str(folder))
+        yield folder
+
+
 @pytest.fixture
 def run_cli():
     """Run the CLI in-process; return (status, stdout, stderr)."""

@@ -36,13 +36,7 @@ def _add_question(parser):
     add_pin_options(parser)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="chalk", description="Deduce how LLMs are trained and served from "
-                     "public numbers, with units checked and every step shown.",
-                     epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version="chalk 0.1.0")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
+def _add_solve(commands) -> None:
     solve = commands.add_parser("solve", help="solve for quantities from pins",
                                 description="Solve for TARGETs from pins and presets.")
     _add_question(solve)
@@ -53,6 +47,24 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--samples", type=int, default=None, metavar="N",
                        help="Monte Carlo samples when a pin is a range (default 100000)")
     solve.add_argument("--seed", type=int, default=0, help="random seed for the samples")
+
+
+def solve_parser() -> argparse.ArgumentParser:
+    """A parser for ``chalk solve`` alone, the same options as in :func:`build_parser`,
+    without loading what the other commands need (for the cached path)."""
+    parser = _Parser(prog="chalk")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_solve(commands)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="chalk", description="Deduce how LLMs are trained and served from "
+                     "public numbers, with units checked and every step shown.",
+                     epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version="chalk 0.1.0")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_solve(commands)
 
     explain = commands.add_parser("explain", help="show the plan and diagnosis, no numbers",
                                   description="Show how TARGETs would be solved, or what is "
@@ -154,7 +166,11 @@ def _run(args) -> str:
                 raise _UsageProblem("--rtol must be between 0 and 1")
             options["rtol"] = args.rtol
         solution = api.solve(args.targets, args.given, args.preset, **options)
-        return solution.to_json() if args.json else str(solution)
+        output = solution.to_json() if args.json else str(solution)
+        from chalk.cli.fast import remember
+
+        remember(args, solution)  # compiled for the next run of a question of this shape
+        return output
     if args.command == "explain":
         explanation = api.explain(args.targets, args.given, args.preset)
         return json.dumps(explanation.to_dict(), indent=2) if args.json else explanation.text()

@@ -1,0 +1,258 @@
+"""A repeated ``chalk solve`` answered from a compiled question, without sympy or pint.
+
+The first time a question of a given shape is solved (the same targets, presets, pin
+names, units and options; any numbers), :func:`remember` stores what the answer took:
+the pins the presets and conventions add, each step's closed form as plain data
+(:mod:`chalk.symbolic.ir`) with its printed formula and a template for the values, the
+cross-checks, and how each quantity is shown. :func:`answer` replays such an entry with
+the new numbers and renders it with the same :class:`~chalk.solvers.derivation.Derivation`
+as the full solver, so the output is the same to the byte.
+
+Only questions whose answer cannot depend on the numbers in any other way are stored:
+straight-line closed forms (products of powers, one root, no regime, no conditioning
+note), no ranges, no stated targets, no placeholders, no pin that could give way to
+another. At replay, a value outside its quantity's bounds, a failed cross-check or any
+text the cache cannot read hands the question to the full solver, which then gives the
+answer or the error in its own words.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from chalk.cli import cache
+from chalk.solvers.derivation import Derivation
+from chalk.solvers.pinned import Layer, Pin
+from chalk.solvers.steps import CheckRecord, StepRecord
+from chalk.solvers.tolerances import STEPS
+from chalk.symbolic.errors import ChalkError
+from chalk.symbolic.ir import evaluate_ir
+from chalk.symbolic.parsing import looks_uncertain, parse_number, split_pin
+from chalk.symbolic.printing.numbers import UnitDisplay, format_display
+from chalk.symbolic.variables import within_bounds
+
+
+@dataclass(frozen=True)
+class _Variable:
+    """What rendering and checking need of a quantity, read from an entry."""
+
+    name: str
+    unit: str
+    to_base: float
+    display: UnitDisplay
+    lower: float | None
+    upper: float | None
+    allow_zero: bool
+
+    def admits(self, base_value: float, rtol: float = 1e-9) -> bool:  # as Variable.admits
+        return within_bounds(base_value / self.to_base, self.lower, self.upper,
+                             self.allow_zero, rtol)
+
+
+@dataclass(frozen=True)
+class _Relation:
+    name: str
+    equation: str
+    source: str
+
+
+@dataclass(frozen=True)
+class _Model:
+    variables: dict
+    relations: dict
+
+
+def shape(args) -> dict | None:
+    """What keys a question in the cache: everything but the pins' numbers (None if the
+    question is not one the cache holds)."""
+    if args.command != "solve":
+        return None
+    given = []
+    try:
+        for item in args.given:
+            name, value = split_pin(item)
+            if looks_uncertain(value):
+                return None
+            _, unit = parse_number(value)
+            given.append([name, unit.strip()])
+    except ChalkError:
+        return None
+    return {"command": "solve", "targets": list(args.targets), "presets": list(args.preset),
+            "given": given, "regime": args.regime, "rtol": args.rtol,
+            "samples": args.samples, "seed": args.seed, "json": args.json}
+
+
+def answer(argv: list[str]) -> str | None:
+    """The output of ``chalk ARGV`` from the cache, or None to solve it in full."""
+    if not argv or argv[0] != "solve" or not cache.enabled() \
+            or any(a in ("-h", "--help") for a in argv):
+        return None
+    from chalk.cli.main import solve_parser
+
+    try:
+        args = solve_parser().parse_args(argv)
+    except Exception:  # noqa: BLE001 - a usage mistake: the full path says what it is
+        return None
+    question = shape(args)
+    if question is None:
+        return None
+    entry = cache.load(cache.key(question))
+    if entry is None:
+        return None
+    try:
+        return _replay(entry, args)
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return None  # an entry that does not fit these numbers: solve in full
+
+
+def _replay(entry: dict, args) -> str | None:
+    variables = {name: _Variable(name, v["unit"], v["to_base"], UnitDisplay(*v["display"]),
+                                 v["lower"], v["upper"], v["allow_zero"])
+                 for name, v in entry["variables"].items()}
+    relations = {name: _Relation(name, r["equation"], r["source"])
+                 for name, r in entry["relations"].items()}
+    given = []
+    for item, spec in zip(args.given, entry["given"], strict=True):
+        _, text = split_pin(item)
+        number, unit = parse_number(text)
+        base = number * spec["factor"]
+        if unit.strip() != spec["unit"] or not math.isfinite(base) \
+                or not variables[spec["name"]].admits(base):
+            return None
+        given.append((spec, base, text.strip()))
+    pins: dict[str, Pin] = {}
+    for item in entry["pins"]:
+        if "given" in item:
+            spec, base, text = given[item["given"]]
+            pins[spec["name"]] = Pin(spec["name"], base, text, Layer.GIVEN,
+                                     replaces=spec["replaces"])
+        else:
+            pins[item["name"]] = Pin(item["name"], item["value"], item["text"],
+                                     Layer(item["layer"]), item["preset"], item["source"],
+                                     item["date"], item["note"], item["estimate"],
+                                     item["replaces"])
+    env = {name: pin.value for name, pin in pins.items()}
+    records = []
+    for step in entry["steps"]:
+        name = step["variable"]
+        value = evaluate_ir(step["ir"], env)
+        if not isinstance(value, float) or not variables[name].admits(value,
+                                                                       STEPS.bound_rtol):
+            return None
+        env[name] = value
+        records.append(StepRecord((step["relation"],), (name,), None, step["method"],
+                                  tuple(step["inputs"]), formula=step["formula"],
+                                  template=step["template"]))
+    checks = []
+    for check in entry["checks"]:
+        left, right = evaluate_ir(check["lhs"], env), evaluate_ir(check["rhs"], env)
+        scale = max(abs(left), abs(right))
+        record = CheckRecord(check["relation"], left, right,
+                             0.0 if scale == 0 else abs(left - right) / scale)
+        if not record.ok(entry["rtol"]):
+            return None  # the full solver names the conflict
+        checks.append(record)
+    targets = tuple(entry["targets"])
+    derivation = Derivation(_Model(variables, relations), entry["conventions"], pins,
+                            tuple(records), tuple(checks), env, (), tuple(entry["unused"]),
+                            entry["rtol"], (), frozenset(), targets)
+    shown = [format_display(env[n] / variables[n].to_base, variables[n].display)
+             for n in env if n in variables]
+    if any("*" in text for text in shown):
+        return None  # the live printer would tidy it: leave such a value to it
+    if args.json:
+        results = {t: derivation.json_value(t) for t in targets}
+        return json.dumps({"results": results, **derivation.to_dict()}, indent=2)
+    headline = "\n".join(f"{t} = {derivation.show(t)}" for t in targets)
+    return headline + "\n\n" + derivation.text()
+
+
+def remember(args, solution) -> bool:
+    """Store a solved question for :func:`answer`, if its answer can only depend on the
+    numbers through straight-line closed forms; True if stored."""
+    if not cache.enabled():
+        return False
+    question = shape(args)
+    if question is None:
+        return False
+    entry = _freeze(args, solution)
+    return entry is not None and cache.store(cache.key(question), entry)
+
+
+def _freeze(args, solution) -> dict | None:
+    from chalk.solvers.solving import yield_candidates
+    from chalk.solvers.steps import slot
+    from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
+    from chalk.symbolic.ir import to_ir
+    from chalk.symbolic.parsing import parse_unit
+    from chalk.symbolic.printing.expressions import plain, substituted
+    from chalk.symbolic.units import base_factor
+
+    d, plan = solution.derivation, solution.plan
+    model = d.model
+    if (solution.uncertainty is not None or solution.stated or d.notes or d.placeholders
+            or d.provisional or plan.regime):
+        return None
+    if d.checks and yield_candidates(model, d.pins, d.targets):
+        return None  # a pin might give way at other numbers
+    constants = model.constant_values()
+    steps = []
+    for record in d.steps:
+        if record.expression is None or record.regime or record.note \
+                or len(record.relations) != 1:
+            return None
+        relation, name = model.relations[record.relations[0]], record.variables[0]
+        solved = solve_relation(relation, name, DEFAULT_TIMEOUT)
+        (candidate, *others) = solved.candidates or (None,)
+        if (others or candidate is None or solved.numeric or solved.note or relation.regimes
+                or candidate.guards or candidate.regime):
+            return None  # more than one way this step could go at other numbers
+        ir = to_ir(record.expression, constants)
+        if ir is None:
+            return None
+        steps.append({
+            "relation": relation.name, "variable": name, "inputs": list(record.inputs),
+            "method": record.method, "ir": ir, "formula": plain(record.expression),
+            "template": substituted(record.expression,
+                                    {n: slot(i) for i, n in enumerate(record.inputs)}),
+        })
+    checks = []
+    for check in d.checks:
+        relation = model.relations[check.relation]
+        lhs, rhs = to_ir(relation.lhs, constants), to_ir(relation.rhs, constants)
+        if lhs is None or rhs is None:
+            return None
+        checks.append({"relation": relation.name, "lhs": lhs, "rhs": rhs})
+    given_names = [model.variable(n).name for n, _ in (split_pin(g) for g in args.given)]
+    given = []
+    for (typed, unit), name in zip(shape(args)["given"], given_names, strict=True):
+        pin = d.pins[name]
+        given.append({"name": name, "typed": typed, "unit": unit,
+                      "factor": base_factor(parse_unit(unit)) if unit else 1.0,
+                      "replaces": pin.replaces})
+    pins = []
+    for name, pin in d.pins.items():
+        if pin.layer is Layer.GIVEN:
+            pins.append({"given": given_names.index(name)})
+        else:
+            pins.append({"name": name, "value": pin.value, "text": pin.text,
+                         "layer": int(pin.layer), "preset": pin.preset, "source": pin.source,
+                         "date": pin.date, "note": pin.note, "estimate": pin.estimate,
+                         "replaces": pin.replaces})
+    shown = set(d.pins) | set(d.targets) | {n for r in d.steps
+                                             for n in (*r.inputs, *r.variables)}
+    variables = {}
+    for name in shown:
+        v = model.variables[name]
+        display = v.display
+        variables[name] = {"unit": v.unit, "to_base": v.to_base,
+                           "display": [display.text, display.to_base, display.ladder],
+                           "lower": v.lower, "upper": v.upper, "allow_zero": v.allow_zero}
+    used = {r for record in d.steps for r in record.relations} | {c.relation for c in d.checks}
+    relations = {r: {"equation": model.relations[r].equation,
+                     "source": str(model.relations[r].source)} for r in used}
+    return {"targets": list(d.targets), "conventions": d.conventions, "rtol": d.rtol,
+            "unused": list(d.unused_pins), "given": given, "pins": pins, "steps": steps,
+            "checks": checks, "variables": variables, "relations": relations}

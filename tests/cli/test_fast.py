@@ -1,0 +1,146 @@
+"""The cache of compiled questions: a repeated ``chalk solve`` answers without sympy, the
+same to the byte as the full solver, and never from an entry that does not fit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from chalk.cli import cache
+
+# The console script's entry, reporting on stderr's last line whether sympy was loaded.
+RUNNER = ("import sys; from chalk.cli import main; code = main(); "
+          "sys.stderr.write('\\nsympy loaded: %s' % ('sympy' in sys.modules)); sys.exit(code)")
+
+CRITICAL = ["solve", "critical_batch_size", "--given", "chip_flops=989e12 FLOP/s",
+            "--given", "hbm_bandwidth=3.35 TB/s", "--given", "bytes_per_param=2 byte/param",
+            "--given", "flops_per_param=2 FLOP/param/token",
+            "--given", "total_params=671e9 param", "--given", "active_params=37e9 param"]
+
+
+def _chalk(argv, folder, no_cache=False):
+    env = {**os.environ, "CHALK_CACHE_DIR": str(folder)}
+    if no_cache:
+        env["CHALK_NO_CACHE"] = "1"
+    done = subprocess.run([sys.executable, "-c", RUNNER, *argv], capture_output=True,
+                          text=True, env=env, timeout=300)
+    err, _, flag = done.stderr.rpartition("\nsympy loaded: ")
+    return done.returncode, done.stdout, err, flag == "True"
+
+
+QUESTIONS = {
+    "critical batch": CRITICAL,
+    "critical batch as JSON": [*CRITICAL, "--json"],
+    "sparsity from the critical batch": ["solve", "sparsity_factor", "--preset", "lecture",
+                                         "--given", "critical_batch_size=2400 sequence"],
+    "drain time": ["solve", "hbm_drain_time", "--given", "hbm_capacity=288 GB",
+                   "--given", "hbm_bandwidth=20 TB/s"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label", sorted(QUESTIONS))
+def test_a_repeated_question_is_answered_from_the_cache_as_the_solver_answers_it(
+        tmp_path, label):
+    argv = QUESTIONS[label]
+    full = _chalk(argv, tmp_path / "none", no_cache=True)
+    first = _chalk(argv, tmp_path)
+    second = _chalk(argv, tmp_path)
+    assert full[0] == first[0] == second[0] == 0
+    assert first[1] == full[1] and second[1] == full[1]
+    assert first[3] is True  # solved in full, and compiled for next time
+    assert second[3] is False  # answered without sympy
+
+
+@pytest.mark.slow
+def test_new_numbers_for_a_cached_shape_give_their_own_answer(tmp_path):
+    _chalk(CRITICAL, tmp_path)
+    argv = ["solve", "critical_batch_size", "--given", "chip_flops=2250e12 FLOP/s",
+            "--given", "hbm_bandwidth=8 TB/s", "--given", "bytes_per_param=1 byte/param",
+            "--given", "flops_per_param=2 FLOP/param/token",
+            "--given", "total_params=1000e9 param", "--given", "active_params=32e9 param",
+            "--json"]
+    _chalk(argv, tmp_path)  # the JSON form is its own shape
+    status, out, _, loaded = _chalk(argv, tmp_path)
+    assert status == 0 and not loaded
+    # B = bytes/param · (FLOP/s / bytes/s) · (total/active) / (tokens/seq · FLOP/param/token)
+    expected = 1 * (2250e12 / 8e12) * (1000e9 / 32e9) / (1 * 2)
+    value = json.loads(out)["results"]["critical_batch_size"]
+    assert value["unit"] == "sequence"
+    assert value["value"] == pytest.approx(expected, rel=1e-12)
+    assert out == _chalk(argv, tmp_path, no_cache=True)[1]
+
+
+@pytest.mark.slow
+def test_a_value_the_entry_cannot_take_goes_to_the_solver_for_its_error(tmp_path):
+    _chalk(CRITICAL, tmp_path)
+    bad = [a.replace("chip_flops=989e12", "chip_flops=-1") for a in CRITICAL]
+    status, out, err, loaded = _chalk(bad, tmp_path)
+    assert status == 2 and out == "" and loaded
+    assert err.strip() == ("chalk: error: chip_flops=-1 FLOP/s is not allowed: chip_flops "
+                           "must be positive")
+    other_unit = [a.replace("3.35 TB/s", "3350 GB/s") for a in CRITICAL]
+    status, out, _, loaded = _chalk(other_unit, tmp_path)
+    assert status == 0 and loaded  # another unit is another shape: solved in full
+    assert out.startswith("critical_batch_size = 5,354 sequence\n")
+
+
+@pytest.mark.slow
+def test_an_unreadable_entry_is_ignored(tmp_path):
+    _chalk(CRITICAL, tmp_path)
+    (entry,) = tmp_path.glob("*.json")
+    entry.write_text("{ not json")
+    status, out, _, loaded = _chalk(CRITICAL, tmp_path)
+    assert status == 0 and loaded
+    assert out.startswith("critical_batch_size = 5,354 sequence\n")
+    assert json.loads(entry.read_text())["format"] == cache.FORMAT  # written again whole
+
+
+@pytest.mark.slow
+def test_concurrent_runs_leave_one_whole_entry(tmp_path):
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: _chalk(CRITICAL, tmp_path), range(4)))
+    assert len({r[1] for r in results}) == 1 and all(r[0] == 0 for r in results)
+    entries = list(tmp_path.iterdir())
+    assert len(entries) == 1 and entries[0].suffix == ".json"  # no temporary files left
+    json.loads(entries[0].read_text())
+
+
+def test_answers_that_could_depend_on_the_numbers_otherwise_are_not_stored(run_cli,
+                                                                           tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setenv("CHALK_CACHE_DIR", str(tmp_path))
+    # a range: Monte Carlo
+    assert run_cli("solve", "hbm_drain_time", "--given", "hbm_capacity=288 GB",
+                   "--given", "hbm_bandwidth=10..20 TB/s")[0] == 0
+    # quantities that cancel: the steps run at placeholder values
+    assert run_cli("solve", "rl_tokens", "--preset", "equal_split",
+                   "--given", "pretrain_tokens=15e12 token",
+                   "--given", "rl_flops_per_param=6 FLOP/param/token",
+                   "--given", "decode_inefficiency=3")[0] == 0
+    # a target a preset states
+    assert run_cli("solve", "chip_flops", "--preset", "h100")[0] == 0
+    assert list(tmp_path.iterdir()) == []
+    assert run_cli(*CRITICAL)[0] == 0
+    assert len(list(tmp_path.glob("*.json"))) == 1
+
+
+def test_the_key_changes_with_the_sources_and_the_shape(monkeypatch):
+    shape = {"command": "solve", "targets": ["critical_batch_size"]}
+    first = cache.key(shape)
+    assert cache.key({**shape, "targets": ["sparsity_factor"]}) != first
+    monkeypatch.setattr(cache, "source_digest", lambda: "another version of the sources")
+    assert cache.key(shape) != first
+
+
+def test_the_digest_covers_code_relations_data_and_units():
+    files = set(cache.hashed_files())
+    for expected in ("chalk/cli/fast.py", "chalk.solvers/plan.py", "chalk.knowledge/batch.py",
+                     "chalk.knowledge/data/accelerators.yaml",
+                     "chalk.knowledge/deductions/lecture.toml", "chalk.symbolic/units.txt"):
+        assert expected in files
