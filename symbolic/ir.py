@@ -2,13 +2,14 @@
 
 A cached plan stores each closed form as a small tree of lists (JSON-ready) and
 replays it with :func:`evaluate_ir`. Only what gives bit-for-bit the numbers of
-:func:`chalk.symbolic.evaluate.compile_expr` is accepted: symbols, numbers,
-products and quotients (split into numerator and denominator the same way), and the
-powers 1, -1, 2 and 1/2, which compile_expr turns into exactly rounded multiplications,
-divisions and square roots. Anything else (sums, other powers, max, functions) has no
-IR, and a plan that needs it is not cached.
+:func:`chalk.symbolic.evaluate.compile_expr` is accepted: symbols, numbers, sums,
+products and quotients (folded left to right and split into numerator and denominator
+the same way), max and min, and the powers 1, -1, 2 and 1/2, which compile_expr turns
+into exactly rounded multiplications, divisions and square roots. Anything else (other
+powers, functions, piecewise forms) has no IR, and a plan that needs it is not cached.
 
-Nodes: ``["num", x]``, ``["sym", name]``, ``["mul", [numerator...], [denominator...]]``,
+Nodes: ``["num", x]``, ``["sym", name]``, ``["add", [term...]]``,
+``["mul", [numerator...], [denominator...]]``, ``["max", [arg...]]``, ``["min", [arg...]]``,
 ``["inv", node]`` (1/x), ``["sq", node]`` (x·x), ``["sqrt", node]``.
 """
 
@@ -33,6 +34,12 @@ def to_ir(expr, constants: Mapping[str, float] | None = None) -> list | None:
     if expr.is_Number:
         value = float(expr)
         return ["num", value] if math.isfinite(value) else None
+    if expr.is_Add or type(expr).__name__ in ("Max", "Min"):
+        parts = [to_ir(arg, constants) for arg in expr.args]
+        if any(part is None for part in parts):
+            return None
+        kind = "add" if expr.is_Add else type(expr).__name__.lower()
+        return [kind, parts]
     if expr.is_Mul:
         top, bottom = [], []
         for arg in expr.args:
@@ -70,6 +77,20 @@ def evaluate_ir(node: list, env: Mapping[str, float]) -> float:
         return node[1]
     if kind == "sym":
         return env[node[1]]
+    if kind == "add":
+        total = evaluate_ir(node[1][0], env)
+        for part in node[1][1:]:
+            total = total + evaluate_ir(part, env)
+        return total
+    if kind in ("max", "min"):
+        pick = max if kind == "max" else min
+        result = evaluate_ir(node[1][0], env)
+        for part in node[1][1:]:
+            value = evaluate_ir(part, env)
+            if math.isnan(value) or math.isnan(result):
+                raise ValueError("max/min of nan")
+            result = pick(result, value)
+        return result
     if kind == "mul":
         top = _product(node[1], env) if node[1] else 1.0
         if not node[2]:

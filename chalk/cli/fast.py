@@ -9,9 +9,10 @@ the new numbers and renders it with the same :class:`~chalk.solvers.derivation.D
 as the full solver, so the output is the same to the byte.
 
 Only questions whose answer cannot depend on the numbers in any other way are stored:
-straight-line closed forms (products of powers, one root, no regime, no conditioning
-note), no ranges, no stated targets, no placeholders, no pin that could give way to
-another. At replay, a value outside its quantity's bounds, a failed cross-check or any
+straight-line closed forms (one root; sums, products and quotients without subtraction,
+so no conditioning note; a max() only evaluated forwards, its regime chosen again from
+the numbers), no ranges, no stated targets, no placeholders, no pin that could give way
+to another. At replay, a value outside its quantity's bounds, a failed cross-check or any
 text the cache cannot read hands the question to the full solver, which then gives the
 answer or the error in its own words.
 """
@@ -142,9 +143,10 @@ def _replay(entry: dict, args) -> str | None:
                                                                        STEPS.bound_rtol):
             return None
         env[name] = value
+        regime, note = _regime(step, env, UnitDisplay(*entry["seconds"]))
         records.append(StepRecord((step["relation"],), (name,), None, step["method"],
-                                  tuple(step["inputs"]), formula=step["formula"],
-                                  template=step["template"]))
+                                  tuple(step["inputs"]), regime, note,
+                                  formula=step["formula"], template=step["template"]))
     checks = []
     for check in entry["checks"]:
         left, right = evaluate_ir(check["lhs"], env), evaluate_ir(check["rhs"], env)
@@ -169,6 +171,30 @@ def _replay(entry: dict, args) -> str | None:
     return headline + "\n\n" + derivation.text()
 
 
+def _regime(step: dict, env: dict, seconds: UnitDisplay) -> tuple[str | None, str]:
+    """Which argument of a max() (or min()) a forward step took, and the note saying so,
+    worded as the solver words it."""
+    if not step.get("regimes"):
+        return None, ""
+    args = [(label, float(evaluate_ir(ir, env))) for label, ir in step["regimes"]]
+    pick = min if step["low_wins"] else max
+    active, _ = pick(args, key=lambda item: item[1])
+    others = ", ".join(f"{label.split('-')[0]} {format_display(v, seconds)}"
+                       for label, v in args)
+    return active, f"{active} ({others})"
+
+
+def _cancellation_free(expr) -> bool:
+    """No subtraction anywhere (every number but an exponent positive): a closed form of
+    positive quantities whose elasticities are bounded by its exponents, so the solver's
+    conditioning check has nothing to say about it at any values."""
+    if expr.is_Number:
+        return expr > 0
+    if expr.is_Pow:
+        return _cancellation_free(expr.base)
+    return all(_cancellation_free(arg) for arg in expr.args)
+
+
 def remember(args, solution) -> bool:
     """Store a solved question for :func:`answer`, if its answer can only depend on the
     numbers through straight-line closed forms; True if stored."""
@@ -179,6 +205,12 @@ def remember(args, solution) -> bool:
         return False
     entry = _freeze(args, solution)
     return entry is not None and cache.store(cache.key(question), entry)
+
+
+def _regime_nodes():
+    import sympy
+
+    return sympy.Max, sympy.Min
 
 
 def _freeze(args, solution) -> dict | None:
@@ -198,26 +230,43 @@ def _freeze(args, solution) -> dict | None:
     if d.checks and yield_candidates(model, d.pins, d.targets):
         return None  # a pin might give way at other numbers
     constants = model.constant_values()
+    from chalk.symbolic.printing.quantities import unit_display
+    from chalk.symbolic.units import ureg
+
+    seconds = unit_display(ureg.second)
     steps = []
     for record in d.steps:
-        if record.expression is None or record.regime or record.note \
-                or len(record.relations) != 1:
+        if record.expression is None or len(record.relations) != 1:
             return None
         relation, name = model.relations[record.relations[0]], record.variables[0]
         solved = solve_relation(relation, name, DEFAULT_TIMEOUT)
         (candidate, *others) = solved.candidates or (None,)
-        if (others or candidate is None or solved.numeric or solved.note or relation.regimes
-                or candidate.guards or candidate.regime):
+        if (others or candidate is None or solved.numeric or solved.note or candidate.guards
+                or candidate.regime or not _cancellation_free(record.expression)):
             return None  # more than one way this step could go at other numbers
         ir = to_ir(record.expression, constants)
         if ir is None:
             return None
-        steps.append({
+        step = {
             "relation": relation.name, "variable": name, "inputs": list(record.inputs),
             "method": record.method, "ir": ir, "formula": plain(record.expression),
             "template": substituted(record.expression,
                                     {n: slot(i) for i, n in enumerate(record.inputs)}),
-        })
+        }
+        if relation.regimes:  # a max() evaluated forwards: which argument wins varies
+            nodes = relation.lhs.atoms(*_regime_nodes()) | relation.rhs.atoms(*_regime_nodes())
+            if args.regime is not None or any(name in {s.name for s in n.free_symbols}
+                                              for n in nodes):
+                return None
+            step["regimes"] = [[label, to_ir(e, constants)] for label, e in relation.regimes]
+            step["low_wins"] = relation.is_min()
+            if any(ir is None for _, ir in step["regimes"]) or any(
+                    not _cancellation_free(e) for _, e in relation.regimes):
+                return None
+        # what a replay would say here must be what the solver said
+        if _regime(step, d.values, seconds) != (record.regime, record.note):
+            return None
+        steps.append(step)
     checks = []
     for check in d.checks:
         relation = model.relations[check.relation]
@@ -254,5 +303,6 @@ def _freeze(args, solution) -> dict | None:
     relations = {r: {"equation": model.relations[r].equation,
                      "source": str(model.relations[r].source)} for r in used}
     return {"targets": list(d.targets), "conventions": d.conventions, "rtol": d.rtol,
+            "seconds": [seconds.text, seconds.to_base, seconds.ladder],
             "unused": list(d.unused_pins), "given": given, "pins": pins, "steps": steps,
             "checks": checks, "variables": variables, "relations": relations}

@@ -40,6 +40,10 @@ QUESTIONS = {
                                          "--given", "critical_batch_size=2400 sequence"],
     "drain time": ["solve", "hbm_drain_time", "--given", "hbm_capacity=288 GB",
                    "--given", "hbm_bandwidth=20 TB/s"],
+    "step time through max()": ["solve", "step_time", "--preset", "h100", "--preset",
+                                "deepseek_v3", "--preset", "bf16",
+                                "--given", "batch_size=64 sequence",
+                                "--given", "n_chips=8 chip", "--given", "context_length=4k token"],
 }
 
 
@@ -74,6 +78,23 @@ def test_new_numbers_for_a_cached_shape_give_their_own_answer(tmp_path):
     assert value["unit"] == "sequence"
     assert value["value"] == pytest.approx(expected, rel=1e-12)
     assert out == _chalk(argv, tmp_path, no_cache=True)[1]
+
+
+@pytest.mark.slow
+def test_the_regime_a_cached_max_takes_is_chosen_again_from_the_numbers(tmp_path):
+    memory_bound = QUESTIONS["step time through max()"]
+    _chalk(memory_bound, tmp_path)
+    compute_bound = [a.replace("batch_size=64", "batch_size=20000")
+                     .replace("n_chips=8", "n_chips=64")
+                     .replace("context_length=4k", "context_length=100")
+                     for a in memory_bound]
+    status, out, _, loaded = _chalk(compute_bound, tmp_path)
+    assert status == 0 and not loaded
+    assert out == _chalk(compute_bound, tmp_path, no_cache=True)[1]
+    # 20,000 sequences · 2 FLOP/param/token · 37e9 active params over 64 H100s at 989 TFLOP/s
+    t_compute = 20000 * 2 * 37e9 / (64 * 989e12)
+    assert f"step_time = {t_compute * 1e3:.4g} ms\n" in out
+    assert "note: compute-bound (compute" in out
 
 
 @pytest.mark.slow
