@@ -99,7 +99,7 @@ def test_no_module_imports_a_private_name_of_another():
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
                     and node.module.split(".")[0] == "chalk":
                 for alias in node.names:
-                    if alias.name.startswith("_"):
+                    if alias.name.startswith("_") and not alias.name.endswith("__"):
                         offences.append(f"{path.name}:{node.lineno} imports {alias.name}")
                     if _target(node.module, alias.name) == f"{node.module}.{alias.name}":
                         aliases[alias.asname or alias.name] = alias.name

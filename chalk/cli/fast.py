@@ -90,7 +90,7 @@ def answer(argv: list[str]) -> str | None:
     if not argv or argv[0] != "solve" or not cache.enabled() \
             or any(a in ("-h", "--help") for a in argv):
         return None
-    from chalk.cli.main import solve_parser
+    from chalk.cli.options import solve_parser
 
     try:
         args = solve_parser().parse_args(argv)

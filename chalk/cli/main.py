@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from chalk.cli.options import add_pin_options
+from chalk.cli.options import Parser, UsageProblem, add_pin_options, add_question, add_solve
 from chalk.symbolic.errors import ChalkError, KnowledgeError
 
 EXAMPLES = """examples:
@@ -22,54 +22,18 @@ EXAMPLES = """examples:
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, status 2, no usage dump
-        raise _UsageProblem(f"{message}; see '{self.prog} --help'")
-
-
-class _UsageProblem(Exception):
-    pass
-
-
-def _add_question(parser):
-    parser.add_argument("targets", nargs="+", metavar="TARGET", help="quantities to determine")
-    add_pin_options(parser)
-
-
-def _add_solve(commands) -> None:
-    solve = commands.add_parser("solve", help="solve for quantities from pins",
-                                description="Solve for TARGETs from pins and presets.")
-    _add_question(solve)
-    solve.add_argument("--regime", choices=["compute-bound", "memory-bound"],
-                       help="resolve a max(compute, memory) that both regimes could satisfy")
-    solve.add_argument("--rtol", type=float, default=None,
-                       help="relative tolerance for cross-checks of surplus pins (default 0.01)")
-    solve.add_argument("--samples", type=int, default=None, metavar="N",
-                       help="Monte Carlo samples when a pin is a range (default 100000)")
-    solve.add_argument("--seed", type=int, default=0, help="random seed for the samples")
-
-
-def solve_parser() -> argparse.ArgumentParser:
-    """A parser for ``chalk solve`` alone, the same options as in :func:`build_parser`,
-    without loading what the other commands need (for the cached path)."""
-    parser = _Parser(prog="chalk")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _add_solve(commands)
-    return parser
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="chalk", description="Deduce how LLMs are trained and served from "
+    parser = Parser(prog="chalk", description="Deduce how LLMs are trained and served from "
                      "public numbers, with units checked and every step shown.",
                      epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version="chalk 0.1.0")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _add_solve(commands)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    add_solve(commands)
 
     explain = commands.add_parser("explain", help="show the plan and diagnosis, no numbers",
                                   description="Show how TARGETs would be solved, or what is "
                                   "missing, without computing numbers.")
-    _add_question(explain)
+    add_question(explain)
 
     imply = commands.add_parser("imply", help="everything a price sheet implies",
                                 description="Run every deduction a price sheet's fields "
@@ -115,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from chalk.cli.optimize import add_parser as add_optimize
 
-    add_optimize(commands, _Parser)
+    add_optimize(commands, Parser)
 
     listing = commands.add_parser("list", help="list variables, relations or presets",
                                   description="List what chalk knows.")
@@ -136,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 0
         output = _run(args)
-    except _UsageProblem as exc:
+    except UsageProblem as exc:
         print(f"chalk: error: {exc}", file=sys.stderr)
         return 2
     except ChalkError as exc:
@@ -159,11 +123,11 @@ def _run(args) -> str:
         options = {"regime": args.regime, "seed": args.seed}
         if args.samples is not None:
             if not 100 <= args.samples <= 10_000_000:
-                raise _UsageProblem("--samples must be between 100 and 10000000")
+                raise UsageProblem("--samples must be between 100 and 10000000")
             options["samples"] = args.samples
         if args.rtol is not None:
             if not 0 < args.rtol < 1:
-                raise _UsageProblem("--rtol must be between 0 and 1")
+                raise UsageProblem("--rtol must be between 0 and 1")
             options["rtol"] = args.rtol
         solution = api.solve(args.targets, args.given, args.preset, **options)
         output = solution.to_json() if args.json else str(solution)
@@ -189,7 +153,7 @@ def _run(args) -> str:
         fmt = "svg" if args.svg or args.out.lower().endswith(".svg") else "png"
         options = {"sheet": args.sheet} if args.sheet else {}
         if args.sheet and args.name != "cost_vs_context":
-            raise _UsageProblem("--sheet applies to cost_vs_context only")
+            raise UsageProblem("--sheet applies to cost_vs_context only")
         data = render(plot(args.name, args.given, args.preset, **options), fmt)
         write_atomically(args.out, data)
         return f"wrote {args.out} ({fmt}, {len(data):,} bytes)"
@@ -217,7 +181,7 @@ def _report(args) -> str:
 
     for given in (args.html, args.md):  # say so before minutes of work, not after
         if given and not Path(given).parent.is_dir():
-            raise _UsageProblem(f"cannot write {given}: folder {Path(given).parent} does not "
+            raise UsageProblem(f"cannot write {given}: folder {Path(given).parent} does not "
                                 "exist")
     built = reports.build(args.file)
     outputs: dict[Path, bytes] = {}
@@ -237,7 +201,7 @@ def _report(args) -> str:
         return text
     for path in outputs:  # check every destination before writing any
         if not path.parent.is_dir():
-            raise _UsageProblem(f"cannot write {path}: folder {path.parent} does not exist")
+            raise UsageProblem(f"cannot write {path}: folder {path.parent} does not exist")
     for path, data in outputs.items():
         write_atomically(path, data)
     return "wrote " + ", ".join(str(p) for p in outputs)

@@ -1,6 +1,12 @@
-"""Command-line options every command shares."""
+"""The command line's parser class and the options its commands share.
+
+Light on purpose: the cached path of ``chalk solve`` parses its arguments with
+:func:`solve_parser` before anything heavy is imported.
+"""
 
 from __future__ import annotations
+
+import argparse
 
 
 def add_pin_options(parser, json: bool = True,
@@ -13,3 +19,45 @@ def add_pin_options(parser, json: bool = True,
                         help="apply a preset (conventions, accelerator, model); repeatable")
     if json:
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: a mistake raises :class:`UsageProblem` (status 2,
+    no usage dump) instead of exiting."""
+
+    def error(self, message):
+        raise UsageProblem(f"{message}; see '{self.prog} --help'")
+
+
+class UsageProblem(Exception):
+    """A command line argparse cannot read."""
+
+
+def add_question(parser):
+    """The targets and pin options of ``solve`` and ``explain``."""
+    parser.add_argument("targets", nargs="+", metavar="TARGET", help="quantities to determine")
+    add_pin_options(parser)
+
+
+def add_solve(commands) -> None:
+    """The ``solve`` command and its options."""
+    solve = commands.add_parser("solve", help="solve for quantities from pins",
+                                description="Solve for TARGETs from pins and presets.")
+    add_question(solve)
+    solve.add_argument("--regime", choices=["compute-bound", "memory-bound"],
+                       help="resolve a max(compute, memory) that both regimes could satisfy")
+    solve.add_argument("--rtol", type=float, default=None,
+                       help="relative tolerance for cross-checks of surplus pins (default 0.01)")
+    solve.add_argument("--samples", type=int, default=None, metavar="N",
+                       help="Monte Carlo samples when a pin is a range (default 100000)")
+    solve.add_argument("--seed", type=int, default=0, help="random seed for the samples")
+
+
+def solve_parser() -> argparse.ArgumentParser:
+    """A parser for ``chalk solve`` alone, the same options as in
+    :func:`chalk.cli.main.build_parser`,
+    without loading what the other commands need (for the cached path)."""
+    parser = Parser(prog="chalk")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    add_solve(commands)
+    return parser
