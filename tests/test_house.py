@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import zipfile
+from functools import cache
 from pathlib import Path
 
 import networkx as nx
@@ -47,9 +48,14 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
 def _imports(path: Path):
     """(line, module, name or None) for every import in a file, at any depth."""
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name, None
@@ -93,7 +99,7 @@ def test_no_import_cycles():
 def test_no_module_imports_a_private_name_of_another():
     offences = []
     for path in MODULES.values():
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         aliases = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \

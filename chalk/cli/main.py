@@ -150,6 +150,11 @@ def _run(args) -> str:
     if args.command == "plot":
         from chalk.applications.plots import plot, render, write_atomically
 
+        from pathlib import Path
+
+        folder = Path(args.out).parent
+        if not folder.is_dir():  # say so before drawing, not after
+            raise UsageProblem(f"cannot write {args.out}: folder {folder} does not exist")
         fmt = "svg" if args.svg or args.out.lower().endswith(".svg") else "png"
         options = {"sheet": args.sheet} if args.sheet else {}
         if args.sheet and args.name != "cost_vs_context":

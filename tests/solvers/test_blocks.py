@@ -34,6 +34,7 @@ def _squares_model():
     return build_model(variables, relations)
 
 
+@pytest.mark.slow  # forked sympy solves of synthetic blocks: seconds
 def test_a_multi_start_answer_says_it_may_not_be_unique():
     model = _squares_model()
     s = solve(["x", "y", "z"], {"p": 5, "q": 13, "r": 10}, ["none"], model=model)
@@ -84,6 +85,7 @@ def test_one_tear_is_scanned_completely_and_every_solution_is_found():
     assert found == [(1.5, 3.0), (3.0, 1.5)]
 
 
+@pytest.mark.slow  # forked sympy solves of synthetic blocks: seconds
 def test_several_tears_use_newton_multi_start_which_is_not_complete():
     (search,) = _searches(_squares_model(), {"p": 5.0, "q": 13.0, "r": 10.0}, ["x", "y", "z"])
     assert search.strategy == "newton multi-start" and not search.complete
@@ -96,6 +98,7 @@ def test_a_search_names_one_of_the_strategies():
         Search((), True, "guess", "")
 
 
+@pytest.mark.slow  # forked sympy solves of synthetic blocks: seconds
 def test_only_a_complete_search_may_claim_there_is_no_solution():
     # s = 1, c = 1: x + y = x*y = 1 has no positive solution (discriminant 1 - 4 < 0). The
     # one tear is scanned over its whole plausible range, so "no solution" is proven there.
