@@ -78,6 +78,8 @@ def monomial_text(exponents: Mapping[str, object]) -> str:
     from fractions import Fraction
 
     def power(name, e):
+        if Fraction(e).limit_denominator(1000) == 0:  # a small exponent from a linearised row
+            return f"{name}^{abs(float(e)):.2g}"
         e = Fraction(e).limit_denominator(1000)
         if e == 1:
             return name
@@ -86,8 +88,7 @@ def monomial_text(exponents: Mapping[str, object]) -> str:
 
     items = sorted(exponents.items(), key=lambda item: (float(item[1]) < 0, item[0]))
     top = [power(n, e) for n, e in items if float(e) > 0]
-    bottom = [power(n, -Fraction(e).limit_denominator(1000)) for n, e in items
-              if float(e) < 0]
+    bottom = [power(n, -e) for n, e in items if float(e) < 0]
     text = "·".join(top) or "1"
     if bottom:
         text += "/" + (bottom[0] if len(bottom) == 1 else "(" + "·".join(bottom) + ")")
