@@ -148,9 +148,9 @@ def _run(args) -> str:
     if args.command == "report":
         return _report(args)
     if args.command == "plot":
-        from chalk.applications.plots import plot, render, write_atomically
-
         from pathlib import Path
+
+        from chalk.applications.plots import plot, render, write_atomically
 
         folder = Path(args.out).parent
         if not folder.is_dir():  # say so before drawing, not after
