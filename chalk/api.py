@@ -164,7 +164,7 @@ class Solution:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        parts = [self.headline()]
+        parts = ["\n".join([self.headline(), *self.derivation.flag_lines()])]
         if self.uncertainty is not None:
             parts.append(self.uncertainty_text())
         parts.append(self.derivation.text())
@@ -395,7 +395,7 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
     plan = done.plan
     derivation = Derivation(q.model, q.conventions, q.pins, done.records, done.checks,
                             done.values, q.notes + done.notes, plan.unused_pins, rtol,
-                            plan.placeholders, plan.provisional, q.targets)
+                            plan.placeholders, plan.provisional, q.targets, done.flags)
     propagation = None
     if any(p.spread is not None for p in q.pins.values()):
         if samples is not None and samples < 100:

@@ -7,6 +7,7 @@ matches, so the documentation cannot drift from the relations it describes.
 from __future__ import annotations
 
 from chalk.knowledge import load_model
+from chalk.symbolic.printing.expressions import plain
 from chalk.symbolic.printing.quantities import format_unit
 
 
@@ -31,6 +32,16 @@ def reference() -> str:
                 out.append(f"  Assumes: {'; '.join(r.assumptions)}.")
             if r.regimes:
                 out.append(f"  Regimes: {', '.join(label for label, _ in r.regimes)}.")
+        out.append("")
+    if model.conditions:
+        out += ["## Conditions", "",
+                "Bounds no relation forces; an answer past one is given with a flag.", ""]
+        for c in model.conditions.values():
+            bound = plain(c.bound)
+            if c.bound.is_Symbol:  # a unit constant: "1 sequence"
+                bound = f"1 {bound}"
+            out.append(f"- **{c.name}**: `{c.quantity} {c.kind} {bound}` — {c.meaning}. "
+                       f"*Source: {c.source}.*")
         out.append("")
     return "\n".join(out)
 

@@ -17,7 +17,9 @@ def load_model() -> Model:
 
     from chalk.knowledge.quantities import VARIABLES
 
-    relations = []
+    relations, conditions = [], []
     for name in TOPIC_MODULES:
-        relations.extend(import_module(f"{__name__}.{name}").RELATIONS)
-    return build_model(VARIABLES, relations)
+        topic = import_module(f"{__name__}.{name}")
+        relations.extend(topic.RELATIONS)
+        conditions.extend(getattr(topic, "CONDITIONS", ()))
+    return build_model(VARIABLES, relations, conditions)

@@ -9,7 +9,7 @@ size trades latency against cost.
 from __future__ import annotations
 
 from chalk.knowledge.quantities import BY_NAME, q
-from chalk.symbolic.relations import Relation, definition, lecture
+from chalk.symbolic.relations import Condition, Relation, definition, lecture
 from chalk.symbolic.variables import count, unit_constant
 from sympy import Integer, Max
 
@@ -179,6 +179,13 @@ RELATIONS = (
         topic=TOPIC,
     ),
     Relation(
+        "tokens_per_second_per_user",
+        q.tokens_per_second_per_user * q.step_time, q.decode_tokens_per_step * one_sequence,
+        "each sequence in the batch gets its tokens once per step, whatever the batch",
+        lecture("26:24", "27:29"),
+        topic=TOPIC,
+    ),
+    Relation(
         "context_crossover",
         q.context_crossover * q.kv_bytes_per_token * q.hardware_intensity,
         one_sequence * q.decode_tokens_per_step * q.flops_per_token,
@@ -189,4 +196,16 @@ RELATIONS = (
     ),
 )
 
-__all__ = ["RELATIONS", "TOPIC", "definition"]
+# Bounds no relation forces, flagged when an answer breaks them (solvers.flags).
+CONDITIONS = (
+    Condition(
+        "whole_sequences",
+        "batch_size", ">=", one_sequence,
+        "a batch holds whole sequences; check that tokens_per_second is the deployment's "
+        "throughput, not one user's speed (tokens_per_second_per_user)",
+        definition("a batch is a count of sequences"),
+        topic=TOPIC,
+    ),
+)
+
+__all__ = ["CONDITIONS", "RELATIONS", "TOPIC", "definition"]

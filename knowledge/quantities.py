@@ -19,7 +19,8 @@ DERIVED = frozenset("""
 flops_per_token weight_bytes replica_flops replica_hbm_bandwidth
 hbm_drain_time hardware_intensity sparsity_factor t_compute_per_sequence t_kv_per_sequence
 t_compute t_weight_fetch t_kv_fetch t_memory step_time critical_batch_size latency_floor
-tokens_per_second cost_per_token cost_per_token_floor context_crossover worst_case_latency
+tokens_per_second tokens_per_second_per_user cost_per_token cost_per_token_floor
+context_crossover worst_case_latency
 output_input_price_ratio long_context_price_ratio decode_mfu_ratio tier_drain_time
 chinchilla_tokens overtrain_factor train_flops training_time memory_per_chip
 scale_up_out_time_ratio pipeline_latency_added global_batch_size memory_demand memory_fill
@@ -114,6 +115,8 @@ VARIABLES: tuple[Variable, ...] = (
     _v("latency_floor", "s", "step time as the batch goes to zero: the weights read once over "
        "the whole scale-up domain", SERVING, typical=0.005),
     _v("tokens_per_second", "token/s", "throughput of one deployment", SERVING, typical=1e5),
+    _v("tokens_per_second_per_user", "token/s", "decode speed one sequence (one user's "
+       "stream) sees: its tokens per step over the step time", SERVING, typical=50),
     _v("cost_per_token", "USD/token", "chip time per step times price, per token produced",
        SERVING, typical=1e-7),
     _v("cost_per_token_floor", "USD/token", "cost per token when compute-bound, the lowest any "

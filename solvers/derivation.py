@@ -41,6 +41,11 @@ class Derivation:
     placeholders: tuple[str, ...] = ()  # quantities that cancel, held at arbitrary values
     provisional: frozenset[str] = frozenset()  # computed from a placeholder: not answers
     targets: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()  # answers past a bound the model declares (solvers.flags)
+
+    def flag_lines(self) -> list[str]:
+        """One line per flag, to stand beside the answers."""
+        return [f"flag: {text}" for text in self.flags]
 
     def determined(self, name: str) -> bool:
         """Whether ``name``'s value is fixed by the pins (not an artefact of a placeholder)."""
@@ -180,7 +185,7 @@ class Derivation:
             for c in self.checks
         ]
         out = {"conventions": self.conventions, "pins": pins, "steps": steps,
-               "checks": checks, "notes": list(self.notes)}
+               "checks": checks, "notes": list(self.notes), "flags": list(self.flags)}
         if self.placeholders:
             out["cancels"] = {n: self.json_value(n) for n in self.placeholders}
         return out

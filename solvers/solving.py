@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.conflicts import inconsistency
 from chalk.solvers.execute import CompiledPlan, compile_plan, run
+from chalk.solvers.flags import flags
 from chalk.solvers.pinned import Layer, Pin
 from chalk.solvers.plan import Plan, analyse_pins, make_plan, regime_mapping, regime_plans
 from chalk.solvers.rank import open_at
@@ -48,6 +49,8 @@ class Computed:
     notes : tuple of str
         How the solve went where that matters to the answer (regime by regime, a
         multi-start search that cannot prove the answer unique).
+    flags : tuple of str
+        Determined values past a bound the model declares (:mod:`chalk.solvers.flags`).
     """
 
     plan: Plan
@@ -56,6 +59,7 @@ class Computed:
     records: tuple[StepRecord, ...]
     checks: tuple[CheckRecord, ...]
     notes: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
 
 
 def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | None = None,
@@ -108,7 +112,10 @@ def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | Non
         f"step {i} ({', '.join(r.variables)}) is one solution a multi-start search found; "
         "others may exist: pin one of its quantities to make the answer unique"
         for i, r in enumerate(done.records, 1) if r.method == MULTI_START)
-    return replace(done, notes=notes)
+    plan = done.plan
+    found = flags(model, done.values, lambda n: n not in plan.placeholders
+                  and n not in plan.provisional)
+    return replace(done, notes=notes, flags=found)
 
 
 def run_checked(model: Model, plan: Plan, base: Mapping[str, float],

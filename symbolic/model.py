@@ -16,13 +16,13 @@ import sympy
 from chalk.symbolic.dimensions import DimensionConflict, dimension_of
 from chalk.symbolic.errors import KnowledgeError, UnknownNameError
 from chalk.symbolic.printing.quantities import describe_dimension
-from chalk.symbolic.relations import Relation
+from chalk.symbolic.relations import Condition, Relation
 from chalk.symbolic.variables import Constant, Variable, known_constant
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity
 class Model:
-    """Variables, constants and relations, checked; look-ups by name."""
+    """Variables, constants, relations and conditions, checked; look-ups by name."""
 
     variables: Mapping[str, Variable]
     relations: Mapping[str, Relation]
@@ -30,6 +30,7 @@ class Model:
     aliases: Mapping[str, str]
     _relations_of: Mapping[str, tuple[str, ...]] = field(repr=False)
     _unknowns_of: Mapping[str, frozenset[str]] = field(repr=False)
+    conditions: Mapping[str, Condition] = field(default_factory=dict)
 
     def variable(self, name: str) -> Variable:
         """The variable called ``name`` (or one of its aliases).
@@ -68,7 +69,8 @@ class Model:
         return {name: c.base_value for name, c in self.constants.items()}
 
 
-def build_model(variables: Iterable[Variable], relations: Iterable[Relation]) -> Model:
+def build_model(variables: Iterable[Variable], relations: Iterable[Relation],
+                conditions: Iterable[Condition] = ()) -> Model:
     """Check declarations and assemble a :class:`Model`.
 
     Raises
@@ -121,6 +123,26 @@ def build_model(variables: Iterable[Variable], relations: Iterable[Relation]) ->
             )
         _check_dimensions(r, dims)
         _check_regimes(r)
+    cond_map: dict[str, Condition] = {}
+    for c in conditions:
+        if c.name in cond_map:
+            raise KnowledgeError(f"condition {c.name} is declared twice")
+        if c.quantity not in var_map:
+            raise KnowledgeError(f"condition {c.name} bounds undeclared quantity {c.quantity}")
+        dims = {}
+        for s in c.bound.free_symbols:
+            constant = known_constant(s.name)
+            if constant is None:
+                raise KnowledgeError(f"condition {c.name}: its bound may hold constants only, "
+                                     f"not {s.name}")
+            dims[s] = constant.dimensionality
+        bound = dimension_of(c.bound, dims)
+        if bound != var_map[c.quantity].dimensionality:
+            raise KnowledgeError(
+                f"condition {c.name} is dimensionally inconsistent: {c.quantity} is "
+                f"{describe_dimension(var_map[c.quantity].dimensionality)} but its bound "
+                f"{c.bound} is {describe_dimension(bound)}")
+        cond_map[c.name] = c
     return Model(
         variables=MappingProxyType(var_map),
         relations=MappingProxyType(rel_map),
@@ -128,6 +150,7 @@ def build_model(variables: Iterable[Variable], relations: Iterable[Relation]) ->
         aliases=MappingProxyType(aliases),
         _relations_of=MappingProxyType({k: tuple(v) for k, v in relations_of.items()}),
         _unknowns_of=MappingProxyType(unknowns_of),
+        conditions=MappingProxyType(cond_map),
     )
 
 

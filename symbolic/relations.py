@@ -128,3 +128,41 @@ class Relation:
         holds) rather than a max()."""
         nodes = self.lhs.atoms(sympy.Max, sympy.Min) | self.rhs.atoms(sympy.Max, sympy.Min)
         return any(isinstance(n, sympy.Min) for n in nodes)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A bound an answer should respect to be physical, though no relation forces it.
+
+    ``quantity`` should be at least (``kind=">="``) or at most (``"<="``) ``bound``, an
+    expression of constants in the quantity's dimension (``1 sequence``). An answer that
+    breaks it is still given, with a flag saying so and what it means.
+
+    Parameters
+    ----------
+    name : str
+    quantity : str
+        The quantity held to the bound.
+    kind : {">=", "<="}
+    bound : sympy.Expr
+        Constants only (numbers and unit constants).
+    meaning : str
+        What a value past the bound says about the pins, one clause.
+    source : Source
+    topic : str
+    """
+
+    name: str
+    quantity: str
+    kind: str
+    bound: sympy.Expr
+    meaning: str
+    source: Source
+    topic: str = ""
+
+    def __post_init__(self):
+        validate_name(self.name)
+        validate_name(self.quantity)
+        if self.kind not in (">=", "<="):
+            raise ValueError(f"condition {self.name}: kind must be '>=' or '<='")
+        object.__setattr__(self, "bound", _as_expr(self.bound, self.name))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from chalk.cli import cache
 from chalk.solvers.derivation import Derivation
+from chalk.solvers.flags import flag_text, violated
 from chalk.solvers.pinned import Layer, Pin
 from chalk.solvers.steps import CheckRecord, StepRecord
 from chalk.solvers.tolerances import STEPS
@@ -157,9 +158,14 @@ def _replay(entry: dict, args) -> str | None:
             return None  # the full solver names the conflict
         checks.append(record)
     targets = tuple(entry["targets"])
+    found = tuple(flag_text(c["quantity"], env[c["quantity"]], c["bound"], c["kind"],
+                            c["meaning"], variables[c["quantity"]].display,
+                            variables[c["quantity"]].to_base)
+                  for c in entry["conditions"]
+                  if violated(env[c["quantity"]], c["bound"], c["kind"]))
     derivation = Derivation(_Model(variables, relations), entry["conventions"], pins,
                             tuple(records), tuple(checks), env, (), tuple(entry["unused"]),
-                            entry["rtol"], (), frozenset(), targets)
+                            entry["rtol"], (), frozenset(), targets, found)
     shown = [format_display(env[n] / variables[n].to_base, variables[n].display)
              for n in env if n in variables]
     if any("*" in text for text in shown):
@@ -167,8 +173,8 @@ def _replay(entry: dict, args) -> str | None:
     if args.json:
         results = {t: derivation.json_value(t) for t in targets}
         return json.dumps({"results": results, **derivation.to_dict()}, indent=2)
-    headline = "\n".join(f"{t} = {derivation.show(t)}" for t in targets)
-    return headline + "\n\n" + derivation.text()
+    headline = [f"{t} = {derivation.show(t)}" for t in targets]
+    return "\n".join([*headline, *derivation.flag_lines()]) + "\n\n" + derivation.text()
 
 
 def _regime(step: dict, env: dict, seconds: UnitDisplay) -> tuple[str | None, str]:
@@ -290,8 +296,14 @@ def _freeze(args, solution) -> dict | None:
                          "layer": int(pin.layer), "preset": pin.preset, "source": pin.source,
                          "date": pin.date, "note": pin.note, "estimate": pin.estimate,
                          "replaces": pin.replaces})
+    from chalk.solvers.flags import bound_value
+
+    conditions = [{"quantity": c.quantity, "kind": c.kind, "bound": bound_value(c),
+                   "meaning": c.meaning}
+                  for c in model.conditions.values() if c.quantity in d.values]
     shown = set(d.pins) | set(d.targets) | {n for r in d.steps
                                              for n in (*r.inputs, *r.variables)}
+    shown |= {c["quantity"] for c in conditions}
     variables = {}
     for name in shown:
         v = model.variables[name]
@@ -305,4 +317,5 @@ def _freeze(args, solution) -> dict | None:
     return {"targets": list(d.targets), "conventions": d.conventions, "rtol": d.rtol,
             "seconds": [seconds.text, seconds.to_base, seconds.ladder],
             "unused": list(d.unused_pins), "given": given, "pins": pins, "steps": steps,
-            "checks": checks, "variables": variables, "relations": relations}
+            "checks": checks, "conditions": conditions, "variables": variables,
+            "relations": relations}

@@ -40,6 +40,8 @@ QUESTIONS = {
                                          "--given", "critical_batch_size=2400 sequence"],
     "drain time": ["solve", "hbm_drain_time", "--given", "hbm_capacity=288 GB",
                    "--given", "hbm_bandwidth=20 TB/s"],
+    "a flagged batch": ["solve", "batch_size", "--given", "tokens_per_second=30 token/s",
+                        "--given", "step_time=20 ms"],
     "step time through max()": ["solve", "step_time", "--preset", "h100", "--preset",
                                 "deepseek_v3", "--preset", "bf16",
                                 "--given", "batch_size=64 sequence",

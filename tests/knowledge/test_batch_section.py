@@ -166,3 +166,26 @@ def test_consistent_surplus_pins_are_cross_checks():
                                             "chip_flops": "5e15 FLOP/s"})
     assert [c.relation for c in s.derivation.checks] == ["hbm_drain_time"]
     assert math.isclose(s.value("hardware_intensity"), 5e15 / 20e12)
+
+
+def test_speed_per_user_and_throughput_give_step_time_and_batch():
+    # one token per sequence per step at 50 token/s per user: a step every 1/50 s = 20 ms;
+    # 128,000 token/s over the deployment at one token per sequence per step is
+    # 128,000 × 0.02 = 2,560 sequences in the batch
+    s = solve(["step_time", "batch_size"], {"tokens_per_second_per_user": "50 token/s",
+                                            "tokens_per_second": "128k token/s"})
+    assert s.value("step_time", "ms") == pytest.approx(20.0, rel=1e-12)
+    assert s.value("batch_size", "sequence") == pytest.approx(2560.0, rel=1e-12)
+    assert s.derivation.flags == ()
+
+
+def test_a_batch_under_one_sequence_is_flagged_not_hidden():
+    # 30 token/s is one user's speed; read as the deployment's throughput at 20 ms a step
+    # it leaves 30 × 0.02 = 0.6 sequence in the batch
+    s = solve("batch_size", {"tokens_per_second": "30 token/s", "step_time": "20 ms"})
+    assert s.value("batch_size") == pytest.approx(0.6, rel=1e-12)
+    (flag,) = s.derivation.flags
+    assert flag.startswith("batch_size = 0.6 sequence is below 1 sequence: ")
+    assert "tokens_per_second_per_user" in flag
+    assert str(s).splitlines()[1] == f"flag: {flag}"  # on its own line, under the answer
+    assert s.to_dict()["flags"] == [flag]

@@ -4,8 +4,8 @@ import pytest
 import sympy
 from chalk.symbolic.errors import KnowledgeError, UnknownNameError
 from chalk.symbolic.model import build_model
-from chalk.symbolic.relations import Relation, definition
-from chalk.symbolic.variables import Variable
+from chalk.symbolic.relations import Condition, Relation, definition
+from chalk.symbolic.variables import Variable, unit_constant
 
 SPEED = Variable("test_speed", "byte/s", "a bandwidth")
 SIZE = Variable("test_size", "byte", "a capacity")
@@ -56,3 +56,19 @@ def test_variable_names_are_identifiers():
         Variable("__import__", "s", "bad")
     with pytest.raises(ValueError):
         Variable("Bad Name", "s", "bad")
+
+
+def test_a_condition_is_dimension_checked_against_its_quantity():
+    drain = Relation("test_drain", TIME.symbol * SPEED.symbol, SIZE.symbol, "drain time",
+                     definition())
+    one_token = unit_constant("token").symbol
+    good = Condition("test_some_tokens", "test_tokens", ">=", one_token, "m", definition())
+    model = build_model([SPEED, SIZE, TIME, TOKENS], [drain], [good])
+    assert list(model.conditions) == ["test_some_tokens"]
+    wrong = Condition("test_wrong_bound", "test_time", ">=", one_token, "m", definition())
+    with pytest.raises(KnowledgeError,
+                       match="condition test_wrong_bound is dimensionally inconsistent"):
+        build_model([SPEED, SIZE, TIME, TOKENS], [drain], [wrong])
+    lost = Condition("test_lost", "test_nothing", ">=", one_token, "m", definition())
+    with pytest.raises(KnowledgeError, match="bounds undeclared quantity test_nothing"):
+        build_model([SPEED, SIZE, TIME, TOKENS], [drain], [lost])

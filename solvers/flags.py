@@ -1,0 +1,58 @@
+"""Flags: answers that break a bound the model declares (a :class:`Condition`).
+
+No relation forces a batch to hold at least one sequence, or the KV cache to fit in
+memory; an answer past such a bound is still an answer, but a suspicious one, and says
+so on its own line. Plain functions over numbers, so a cached answer flags the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from chalk.solvers.tolerances import STEPS
+from chalk.symbolic.printing.numbers import UnitDisplay, format_display
+
+if TYPE_CHECKING:  # pragma: no cover
+    from chalk.symbolic.model import Model
+    from chalk.symbolic.relations import Condition
+
+
+def violated(value: float, bound: float, kind: str) -> bool:
+    """Whether ``value`` is past ``bound`` (beyond rounding)."""
+    slack = STEPS.guard_rtol * abs(bound)
+    return value < bound - slack if kind == ">=" else value > bound + slack
+
+
+def flag_text(quantity: str, value: float, bound: float, kind: str, meaning: str,
+              display: UnitDisplay, to_base: float) -> str:
+    """One line: the value, the bound it is past, and what that says."""
+    side = "below" if kind == ">=" else "above"
+    return (f"{quantity} = {format_display(value / to_base, display)} is {side} "
+            f"{format_display(bound / to_base, display)}: {meaning}")
+
+
+def bound_value(condition: Condition) -> float:
+    """The condition's bound in base units."""
+    from chalk.symbolic.evaluate import compile_expr
+    from chalk.symbolic.variables import known_constant
+
+    constants = {s.name: known_constant(s.name).base_value
+                 for s in condition.bound.free_symbols}
+    return float(compile_expr(condition.bound, constants)({}))
+
+
+def flags(model: Model, values: Mapping[str, float],
+          determined: Callable[[str], bool]) -> tuple[str, ...]:
+    """A line for every condition broken by a determined value, in declaration order."""
+    out = []
+    for condition in model.conditions.values():
+        name = condition.quantity
+        if name not in values or not determined(name):
+            continue
+        bound = bound_value(condition)
+        if violated(values[name], bound, condition.kind):
+            variable = model.variables[name]
+            out.append(flag_text(name, values[name], bound, condition.kind,
+                                 condition.meaning, variable.display, variable.to_base))
+    return tuple(out)
