@@ -11,8 +11,8 @@ cache per chip does not shrink.
 from __future__ import annotations
 
 from chalk.knowledge.quantities import BY_NAME, q
+from chalk.symbolic.relations import Condition, Source, lecture
 from chalk.symbolic.relations import Relation as R
-from chalk.symbolic.relations import Source, lecture
 from chalk.symbolic.variables import count, unit_constant
 from sympy import Integer
 
@@ -69,4 +69,11 @@ RELATIONS = (
       "fraction of a chip's HBM the deployment needs; above 1 it does not fit",
       lecture("1:04:22", "1:04:32"),
       topic=TOPIC),
+)
+
+# Bounds no relation forces, flagged when an answer breaks them (solvers.flags).
+CONDITIONS = (
+    Condition("fits_in_memory", "memory_fill", "<=", Integer(1),
+              "the weights and KV cache this needs do not fit in the chips' HBM",
+              lecture("1:04:22", "1:04:32"), topic=TOPIC),
 )

@@ -168,3 +168,20 @@ def test_fast_mode_batch():
     # 6x price for 2.5x speed on the same chips: the batch is 6 x 2.5 = 15 times smaller
     s = solve("fast_batch_ratio", given={"fast_price_ratio": 6, "fast_speedup": 2.5})
     assert s.value("fast_batch_ratio") == pytest.approx(1 / 15)
+
+
+def test_a_deployment_that_does_not_fit_is_flagged():
+    # DeepSeek-V3 in bf16 on 8 H100s (80 GB each), one stage, 64 sequences of 4k (4,000)
+    # tokens: weights 671e9 param × 2 byte = 1,342 GB; MLA keeps (512 + 64) elements per
+    # layer per token over 61 layers at 2 bytes = 70,272 byte/token, so the KV cache is
+    # 64 × 4,000 × 70,272 byte; both shard over the 8 chips.
+    weights = 671e9 * 2
+    kv = 64 * 4000 * (512 + 64) * 61 * 2
+    fill = (weights + kv) / 8 / 80e9
+    s = solve("memory_fill", {"micro_batch_size": "64 sequence", "pipeline_stages": 1,
+                              "expert_parallelism": "8 chip", "context_length": "4k token"},
+              ["h100", "deepseek_v3", "bf16"])
+    assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
+    (flag,) = s.derivation.flags
+    assert flag == (f"memory_fill = {fill:.4g} is above 1: the weights and KV cache this "
+                    "needs do not fit in the chips' HBM")
