@@ -67,3 +67,23 @@ def test_a_block_through_max_is_solved_regime_by_regime():
     # compute-bound gives t_weight = 20 x 0.2 = 4 ms and t_memory = 9 ms <= 10 ms.
     s = solve("t_weight_fetch", {**given, "critical_batch_size": "20 sequence"}, ["none"])
     assert s.value("t_weight_fetch", "ms") == pytest.approx(4, rel=1e-9)
+
+
+def test_a_target_one_regime_fixes_is_planned_in_that_regime():
+    # first = max(fast, slow) with only first pinned: mixed, the two times move together,
+    # but where the fast path is the later one, first = fast fixes it outright.
+    model = _model(sympy.Max)
+    plan = make_plan(model, frozenset({"test_first_arrival"}), ("test_fast_path",))
+    assert plan.determined
+    assert plan.regime == ("test_first_arrival: fast-path",)
+
+
+def test_a_target_no_regime_fixes_is_left_open_without_trying_each():
+    # With only the slow path pinned, first = fast leaves both unknown and first = slow
+    # says nothing of the fast path: no regime fixes it; pinning first (with the regime
+    # the numbers then show) would.
+    model = _model(sympy.Max)
+    plan = make_plan(model, frozenset({"test_slow_path"}), ("test_fast_path",))
+    assert not plan.determined and plan.regime == ()
+    assert plan.undetermined == ("test_fast_path",)
+    assert ("test_first_arrival",) in plan.completions
