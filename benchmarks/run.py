@@ -375,6 +375,7 @@ def bench_round_trips(examples: int = 10_000) -> dict:
     models["whole knowledge base"] = load_model()
     names = list(models)
     counts, declined = collections.Counter(), collections.Counter()
+    counts["round trip WRONG"] = counts["consistency FAILED"] = 0  # printed even when zero
     failures = []
     start = time.perf_counter()
     for i in range(examples):

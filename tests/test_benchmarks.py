@@ -32,7 +32,8 @@ def test_completion_range_and_probe_benchmarks_run():
 def test_round_trip_benchmark_counts_no_wrong_answer():
     figures = run.bench_round_trips(examples=24)
     assert figures["failures"] == []
-    assert "round trip WRONG" not in figures["counts"]
+    assert figures["counts"]["round trip WRONG"] == 0
+    assert figures["counts"]["consistency FAILED"] == 0
     assert sum(v for k, v in figures["counts"].items() if k.startswith("round trip")) \
         + figures["counts"].get("state not usable", 0) == 24
 
