@@ -7,7 +7,6 @@ matches, so the documentation cannot drift from the relations it describes.
 from __future__ import annotations
 
 from chalk.knowledge import load_model
-from chalk.symbolic.printing.expressions import plain
 from chalk.symbolic.printing.quantities import format_unit
 
 
@@ -37,10 +36,7 @@ def reference() -> str:
         out += ["## Conditions", "",
                 "Bounds no relation forces; an answer past one is given with a flag.", ""]
         for c in model.conditions.values():
-            bound = plain(c.bound)
-            if c.bound.is_Symbol:  # a unit constant: "1 sequence"
-                bound = f"1 {bound}"
-            out.append(f"- **{c.name}**: `{c.quantity} {c.kind} {bound}` — {c.meaning}. "
+            out.append(f"- **{c.name}**: `{c.inequality}` — {c.meaning}. "
                        f"*Source: {c.source}.*")
         out.append("")
     return "\n".join(out)

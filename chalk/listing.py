@@ -37,6 +37,17 @@ def relations_table(needle: str = "") -> list[dict]:
     return rows
 
 
+def conditions_table(needle: str = "") -> list[dict]:
+    """Bounds no relation forces, flagged when an answer breaks them."""
+    rows = []
+    for c in load_model().conditions.values():
+        row = {"name": c.name, "condition": c.inequality,
+               "meaning": c.meaning, "source": str(c.source), "topic": c.topic}
+        if _matches(" ".join([c.name, c.quantity, c.meaning, c.topic]), needle):
+            rows.append(row)
+    return rows
+
+
 def presets_table(needle: str = "") -> list[dict]:
     from chalk.knowledge.presets import all_presets
 
@@ -72,6 +83,8 @@ def listing(what: str, needle: str, as_json: bool) -> str:
         tables["relations"] = relations_table(needle)
     if what in ("all", "presets"):
         tables["presets"] = presets_table(needle)
+    if what in ("all", "conditions"):
+        tables["conditions"] = conditions_table(needle)
     if as_json:
         return json.dumps(tables, indent=2)
     lines = []
@@ -87,6 +100,11 @@ def listing(what: str, needle: str, as_json: bool) -> str:
         for row in tables["relations"]:
             lines.append(f"  {row['name']:<28} {row['equation']}")
             lines.append(f"  {'':<28} {row['description']} [{row['source']}]")
+    if "conditions" in tables:
+        lines.append(f"conditions ({len(tables['conditions'])})")
+        for row in tables["conditions"]:
+            lines.append(f"  {row['name']:<28} {row['condition']}")
+            lines.append(f"  {'':<28} flagged: {row['meaning']} [{row['source']}]")
     if "sheets" in tables:
         lines.append(f"price sheets ({len(tables['sheets'])})")
         for row in tables["sheets"]:

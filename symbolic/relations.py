@@ -166,3 +166,13 @@ class Condition:
         if self.kind not in (">=", "<="):
             raise ValueError(f"condition {self.name}: kind must be '>=' or '<='")
         object.__setattr__(self, "bound", _as_expr(self.bound, self.name))
+
+    @property
+    def inequality(self) -> str:
+        """The condition as text: ``batch_size >= 1 sequence``."""
+        from chalk.symbolic.printing.expressions import plain
+
+        bound = plain(self.bound)
+        if self.bound.is_Symbol:  # a unit constant, shown by its unit: one of it
+            bound = f"1 {bound}"
+        return f"{self.quantity} {self.kind} {bound}"

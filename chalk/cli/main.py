@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list variables, relations or presets",
                                   description="List what chalk knows.")
     listing.add_argument("what", nargs="?", default="all", metavar="KIND",
-                         choices=["all", "variables", "relations", "presets", "sheets"])
+                         choices=["all", "variables", "relations", "conditions", "presets",
+                                  "sheets"])
     listing.add_argument("-f", "--filter", default="", metavar="TEXT",
                          help="only entries whose name, description or source contain TEXT")
     listing.add_argument("--json", action="store_true", help="print one JSON object")

@@ -51,6 +51,17 @@ def test_list_filters(run_cli):
     assert "hbm_drain_time" in out and "critical_batch_size" not in out
 
 
+def test_list_conditions_shows_each_bound_and_what_breaking_it_means(run_cli):
+    status, out, _ = run_cli("list", "conditions")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == "conditions (2)"
+    assert "  whole_sequences              batch_size >= 1 sequence" in lines
+    assert "  fits_in_memory               memory_fill <= 1" in lines
+    status, out, _ = run_cli("list", "conditions", "--filter", "memory", "--json")
+    assert [row["condition"] for row in json.loads(out)["conditions"]] == ["memory_fill <= 1"]
+
+
 BAD_INPUTS = [
     (["solve", "critical_batch_sise", "--preset", "lecture"],
      "chalk: error: unknown quantity 'critical_batch_sise'; did you mean "
