@@ -197,7 +197,7 @@ def bench_planning(repeats: int = 5) -> dict:
     each time (the model's log-space rows and reference point, computed once per
     model, are timed on their own)."""
     from chalk.solvers import plan as planning
-    from chalk.solvers.rank import log_rows
+    from chalk.solvers.jacobian import log_rows
     from synthetic import pins_for, synthetic_model
 
     start = time.perf_counter()

@@ -6,7 +6,7 @@ weights once, and each token carries a larger share of the weight reads, so it
 costs more. Paying k times the price for s times the speed pins where on the
 latency curve the two tiers run. The fast tier's cost per token is written out
 as the normal tier's is, so fast_batch_from_prices is a consequence of the
-others; the planner treats such a relation as a cross-check.
+others: it holds whenever they do.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def _conditioning(model: Model, cstep, env, names, branch) -> str:
     great deal (a saturated relation inverted, say); raises IllConditioned when no
     digit of it survives. Elasticities come from the block's log-space Jacobian at
     the solution: d ln x / d ln inputs = -J_x^-1 J_inputs."""
-    from chalk.solvers.rank import log_jacobian_at
+    from chalk.solvers.jacobian import log_jacobian_at
 
     relations = list(cstep.step.relations)
     inputs = sorted({v for r in relations for v in model.variables_in(r)} - set(names))

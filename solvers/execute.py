@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-import sympy
 from chalk.solvers import numeric
 from chalk.solvers.blocks import run_block
 from chalk.solvers.conditioning import check as conditioning_check
@@ -28,6 +27,7 @@ from chalk.solvers.steps import (
     inputs_of,
     physical,
     regime_for,
+    regime_taken,
     show,
 )
 from chalk.solvers.strategies import search_range
@@ -120,15 +120,10 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
                 candidate, value,
                 [(compile_expr(a, constants), compile_expr(b, constants))
                  for a, b in candidate.guards]))
-        symbol = next(s for s in relation.symbols if s.name == variable)
-        if relation.regimes and not any(
-            symbol in node.free_symbols
-            for node in relation.lhs.atoms(sympy.Max, sympy.Min) | relation.rhs.atoms(
-                sympy.Max, sympy.Min)
-        ):
+        if relation.regimes and not relation.inside_regime_node(variable):
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
-            compiled.regime_low_wins = _regime_node_is_min(relation)
+            compiled.regime_low_wins = relation.is_min()
         return compiled
     # A simultaneous block: one smooth system per combination of regimes.
     unknown_symbols = {s for r in relations for s in r.symbols if s.name in step.variables}
@@ -297,10 +292,8 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime) -> StepRecord:
     active = candidate.regime
     if cstep.regime_args:
         args = [(label, float(fn(env))) for label, fn in cstep.regime_args]
-        pick = min if cstep.regime_low_wins else max
-        active, _ = pick(args, key=lambda item: item[1])
-        others = ", ".join(f"{label.split('-')[0]} {format_seconds(v)}" for label, v in args)
-        note_parts.append(f"{active} ({others})")
+        active, said = regime_taken(args, cstep.regime_low_wins, format_seconds)
+        note_parts.append(said)
         wanted = regime_for(regime, relation.name)
         if wanted and wanted != active and wanted in {label for label, _ in args}:
             note_parts.append(f"the numbers put this step {active}, not {wanted}")
@@ -318,13 +311,6 @@ def _monomial(expr) -> bool:
         if not (base.is_Symbol or base.is_Number):
             return False
     return True
-
-
-def _regime_node_is_min(relation) -> bool:
-    """Whether the max/min whose arguments name the regimes is a min."""
-    first = relation.regimes[0][1]
-    nodes = relation.lhs.atoms(sympy.Max, sympy.Min) | relation.rhs.atoms(sympy.Max, sympy.Min)
-    return any(isinstance(n, sympy.Min) and first in n.args for n in nodes)
 
 
 def _dedupe(survivors):

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-import numpy as np
-from chalk.solvers.rank import RankAnalysis, analyse, combination, completions, regime_rows, spans
+from chalk.solvers.completions import combination, completions, spans
+from chalk.solvers.jacobian import regime_rows
+from chalk.solvers.rank import RankAnalysis, analyse
+from chalk.solvers.regimes import free_in_every_regime, regimes_reach
 from chalk.solvers.structure import dulmage_mendelsohn, incidence_graph, solve_order
-from chalk.solvers.tolerances import RANK
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import monomial_text
@@ -118,7 +119,7 @@ def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
     """Plan the solution of ``targets`` from the ``pinned`` quantities (cached).
 
     ``regime`` names a combination of max()/min() regimes (one of
-    ``solvers.rank.regime_rows``) to plan in, instead of their mixture.
+    ``solvers.jacobian.regime_rows``) to plan in, instead of their mixture.
     """
     return _plan(model, frozenset(pinned), tuple(targets), tuple(regime))
 
@@ -250,55 +251,6 @@ def identities(model: Model) -> frozenset[str]:
     return frozenset(r for r, _ in analysis.dependent)
 
 
-def _regimes_reach(model: Model, analysis: RankAnalysis, targets) -> bool:
-    """Whether a max()/min() relation touches what the pins leave open about the targets
-    (otherwise no choice of regime can fix them)."""
-    reached = set(targets)
-    for t in targets:
-        reached |= set(analysis.open_part(t))
-    for row in analysis.rows.values():
-        if reached & {c for c in row if c not in analysis.pinned}:
-            reached |= {c for c in row if c not in analysis.pinned}
-    return any(relation.has_regimes() and model.variables_in(name) & reached
-               for name, relation in model.relations.items())
-
-
-def _free_in_every_regime(model: Model, analysis: RankAnalysis, target: str) -> bool:
-    """Whether some direction the pins leave open moves ``target`` while keeping both
-    regimes of every max()/min() relation holding to first order.
-
-    Such a direction solves every regime combination's system as well as the mixture's,
-    so no choice of regimes can fix the target, and the combinations need not be tried.
-    The open directions are parametrised by the free quantities: a free one moves by
-    itself, a pivot by minus its reduced row, anything fixed not at all. The target is
-    free in every regime when its own components are not a combination of the regime
-    rows' (least squares, to ``RANK.null_component`` of their size).
-    """
-    free = analysis.free
-    if not free:
-        return False
-
-    def moves(name: str, column: str) -> float:
-        if name == column:
-            return 1.0
-        row = analysis.rows.get(name)
-        return -float(row.get(column, 0)) if row is not None else 0.0
-
-    wanted = np.array([moves(target, f) for f in free])
-    if not wanted.any():
-        return False
-    rows = {(name, tuple(sorted(row.entries.items())))
-            for _, by_relation in regime_rows(model) for name, row in by_relation.items()}
-    system = np.array([[sum(float(c) * moves(v, f) for v, c in entries
-                            if v not in analysis.pinned) for f in free]
-                       for _, entries in sorted(rows)]).reshape(-1, len(free))
-    if not system.any():
-        return True
-    weights, *_ = np.linalg.lstsq(system.T, wanted, rcond=None)
-    left = np.linalg.norm(system.T @ weights - wanted)
-    return bool(left > RANK.null_component * np.linalg.norm(wanted))
-
-
 def _distances(model: Model, unknowns_of, targets) -> dict[str, int]:
     """Hops from the targets to each unknown through shared relations."""
     distance = {t: 0 for t in targets}
@@ -320,8 +272,8 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
           forced: tuple[str, ...] = ()) -> Plan:
     analysis, structural = _analysis(model, pinned, targets, "near", forced)
     regime: tuple[str, ...] = forced
-    if not forced and not all(analysis.is_determined(t) for t in targets) and _regimes_reach(
-            model, analysis, targets) and not any(_free_in_every_regime(model, analysis, t)
+    if not forced and not all(analysis.is_determined(t) for t in targets) and regimes_reach(
+            model, analysis, targets) and not any(free_in_every_regime(model, analysis, t)
                                                   for t in targets):
         # A max() mixes its regimes; a target may still be fixed in one of them (by
         # different relations in each). Plan in the first regime combination that fixes

@@ -63,6 +63,18 @@ class StepRecord:
         return substituted(self.expression, shown)
 
 
+def regime_taken(args, low_wins: bool, show_time) -> tuple[str, str]:
+    """The regime a max() (or min()) evaluated forwards takes, and the note saying so.
+
+    ``args`` are (label, value) for each argument, values in seconds; ``show_time``
+    formats one of them (``598.6 µs``).
+    """
+    pick = min if low_wins else max
+    active, _ = pick(args, key=lambda item: item[1])
+    others = ", ".join(f"{label.split('-')[0]} {show_time(v)}" for label, v in args)
+    return active, f"{active} ({others})"
+
+
 def slot(index: int) -> str:
     """The placeholder for the ``index``-th input of a formula template: characters no
     printed formula or value contains."""

@@ -120,14 +120,23 @@ class Relation:
 
         return f"{plain(self.lhs)} = {plain(self.rhs)}"
 
+    def _regime_nodes(self) -> set:
+        return self.lhs.atoms(sympy.Max, sympy.Min) | self.rhs.atoms(sympy.Max, sympy.Min)
+
     def has_regimes(self) -> bool:
-        return bool(self.lhs.atoms(sympy.Max, sympy.Min) | self.rhs.atoms(sympy.Max, sympy.Min))
+        return bool(self._regime_nodes())
 
     def is_min(self) -> bool:
-        """Whether the relation's regimes come from a min() (the smallest argument
-        holds) rather than a max()."""
-        nodes = self.lhs.atoms(sympy.Max, sympy.Min) | self.rhs.atoms(sympy.Max, sympy.Min)
-        return any(isinstance(n, sympy.Min) for n in nodes)
+        """Whether the max()/min() whose arguments name the regimes is a min() (the
+        smallest argument holds) rather than a max()."""
+        first = self.regimes[0][1] if self.regimes else None
+        return any(isinstance(n, sympy.Min) and (first is None or first in n.args)
+                   for n in self._regime_nodes())
+
+    def inside_regime_node(self, name: str) -> bool:
+        """Whether quantity ``name`` appears inside the max()/min(): solving for it must
+        choose a regime, where solving for anything else evaluates the max() forwards."""
+        return any(name in {s.name for s in n.free_symbols} for n in self._regime_nodes())
 
 
 @dataclass(frozen=True)

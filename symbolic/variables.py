@@ -22,8 +22,11 @@ def _unit(text: str):
     return parse_unit_cached(text)
 
 
+BOUND_RTOL = 1e-9  # a value may pass a declared bound by this much (relative) and be allowed
+
+
 def within_bounds(value: float, lower: float | None, upper: float | None,
-                  allow_zero: bool, rtol: float = 1e-9) -> bool:
+                  allow_zero: bool, rtol: float = BOUND_RTOL) -> bool:
     """Whether ``value`` (in the declared unit) is finite and in the allowed range:
     positive (or zero, with ``allow_zero``), and within ``lower``/``upper`` up to ``rtol``."""
     if value != value or value in (float("inf"), float("-inf")):
@@ -142,7 +145,7 @@ class Variable:
             parts.append(f"at most {self.upper:g} {self.unit}")
         return ", ".join(parts)
 
-    def admits(self, base_value: float, rtol: float = 1e-9) -> bool:
+    def admits(self, base_value: float, rtol: float = BOUND_RTOL) -> bool:
         """Whether a base-unit magnitude lies in the allowed range."""
         return within_bounds(base_value / self.to_base, self.lower, self.upper,
                              self.allow_zero, rtol)

@@ -27,13 +27,13 @@ from chalk.cli import cache
 from chalk.solvers.derivation import Derivation
 from chalk.solvers.flags import flag_text, violated
 from chalk.solvers.pinned import Layer, Pin
-from chalk.solvers.steps import CheckRecord, StepRecord
+from chalk.solvers.steps import CheckRecord, StepRecord, regime_taken
 from chalk.solvers.tolerances import STEPS
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.ir import evaluate_ir
 from chalk.symbolic.parsing import looks_uncertain, parse_number, split_pin
 from chalk.symbolic.printing.numbers import UnitDisplay, format_display
-from chalk.symbolic.variables import within_bounds
+from chalk.symbolic.variables import BOUND_RTOL, within_bounds
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class _Variable:
     upper: float | None
     allow_zero: bool
 
-    def admits(self, base_value: float, rtol: float = 1e-9) -> bool:  # as Variable.admits
+    def admits(self, base_value: float, rtol: float = BOUND_RTOL) -> bool:
         return within_bounds(base_value / self.to_base, self.lower, self.upper,
                              self.allow_zero, rtol)
 
@@ -178,16 +178,12 @@ def _replay(entry: dict, args) -> str | None:
 
 
 def _regime(step: dict, env: dict, seconds: UnitDisplay) -> tuple[str | None, str]:
-    """Which argument of a max() (or min()) a forward step took, and the note saying so,
-    worded as the solver words it."""
+    """Which argument of a max() (or min()) a forward step took, and the note saying so
+    (as the solver says it: :func:`~chalk.solvers.steps.regime_taken`)."""
     if not step.get("regimes"):
         return None, ""
     args = [(label, float(evaluate_ir(ir, env))) for label, ir in step["regimes"]]
-    pick = min if step["low_wins"] else max
-    active, _ = pick(args, key=lambda item: item[1])
-    others = ", ".join(f"{label.split('-')[0]} {format_display(v, seconds)}"
-                       for label, v in args)
-    return active, f"{active} ({others})"
+    return regime_taken(args, step["low_wins"], lambda v: format_display(v, seconds))
 
 
 def _cancellation_free(expr) -> bool:
@@ -209,24 +205,20 @@ def remember(args, solution) -> bool:
     question = shape(args)
     if question is None:
         return False
-    entry = _freeze(args, solution)
+    entry = _freeze(args, question, solution)
     return entry is not None and cache.store(cache.key(question), entry)
 
 
-def _regime_nodes():
-    import sympy
-
-    return sympy.Max, sympy.Min
-
-
-def _freeze(args, solution) -> dict | None:
+def _freeze(args, question: dict, solution) -> dict | None:
+    from chalk.solvers.flags import bound_value
     from chalk.solvers.solving import yield_candidates
     from chalk.solvers.steps import slot
     from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
     from chalk.symbolic.ir import to_ir
     from chalk.symbolic.parsing import parse_unit
     from chalk.symbolic.printing.expressions import plain, substituted
-    from chalk.symbolic.units import base_factor
+    from chalk.symbolic.printing.quantities import unit_display
+    from chalk.symbolic.units import base_factor, ureg
 
     d, plan = solution.derivation, solution.plan
     model = d.model
@@ -236,9 +228,6 @@ def _freeze(args, solution) -> dict | None:
     if d.checks and yield_candidates(model, d.pins, d.targets):
         return None  # a pin might give way at other numbers
     constants = model.constant_values()
-    from chalk.symbolic.printing.quantities import unit_display
-    from chalk.symbolic.units import ureg
-
     seconds = unit_display(ureg.second)
     steps = []
     for record in d.steps:
@@ -260,9 +249,7 @@ def _freeze(args, solution) -> dict | None:
                                     {n: slot(i) for i, n in enumerate(record.inputs)}),
         }
         if relation.regimes:  # a max() evaluated forwards: which argument wins varies
-            nodes = relation.lhs.atoms(*_regime_nodes()) | relation.rhs.atoms(*_regime_nodes())
-            if args.regime is not None or any(name in {s.name for s in n.free_symbols}
-                                              for n in nodes):
+            if args.regime is not None or relation.inside_regime_node(name):
                 return None
             step["regimes"] = [[label, to_ir(e, constants)] for label, e in relation.regimes]
             step["low_wins"] = relation.is_min()
@@ -282,7 +269,7 @@ def _freeze(args, solution) -> dict | None:
         checks.append({"relation": relation.name, "lhs": lhs, "rhs": rhs})
     given_names = [model.variable(n).name for n, _ in (split_pin(g) for g in args.given)]
     given = []
-    for (typed, unit), name in zip(shape(args)["given"], given_names, strict=True):
+    for (typed, unit), name in zip(question["given"], given_names, strict=True):
         pin = d.pins[name]
         given.append({"name": name, "typed": typed, "unit": unit,
                       "factor": base_factor(parse_unit(unit)) if unit else 1.0,
@@ -296,8 +283,6 @@ def _freeze(args, solution) -> dict | None:
                          "layer": int(pin.layer), "preset": pin.preset, "source": pin.source,
                          "date": pin.date, "note": pin.note, "estimate": pin.estimate,
                          "replaces": pin.replaces})
-    from chalk.solvers.flags import bound_value
-
     conditions = [{"quantity": c.quantity, "kind": c.kind, "bound": bound_value(c),
                    "meaning": c.meaning}
                   for c in model.conditions.values() if c.quantity in d.values]

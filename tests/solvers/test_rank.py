@@ -9,8 +9,9 @@ from fractions import Fraction
 
 import pytest
 from chalk.knowledge import load_model
+from chalk.solvers.jacobian import log_rows
 from chalk.solvers.plan import identities, make_plan
-from chalk.solvers.rank import analyse, log_rows
+from chalk.solvers.rank import analyse
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition

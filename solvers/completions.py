@@ -1,0 +1,246 @@
+"""The smallest sets of extra pins that would determine under-determined targets.
+
+They come from the null space a :class:`~chalk.solvers.rank.RankAnalysis` leaves:
+pinning a set removes the directions its members move along, so the smallest sets
+whose null-space vectors span the targets' are the answer (circuits of the
+null-space matroid, found by projection rather than by trying every plan).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from fractions import Fraction
+
+import numpy as np
+from chalk.solvers.jacobian import Number
+from chalk.solvers.rank import RankAnalysis
+from chalk.solvers.tolerances import RANK
+
+
+def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iterable[str],
+                key: Callable[[tuple[str, ...]], object] | None = None,
+                max_size: int | None = None) -> tuple[tuple[str, ...], ...]:
+    """The smallest sets of extra pins that would determine every target.
+
+    Pinning a set ``E`` removes the null-space directions along which any member
+    of ``E`` moves; the targets are then determined when their null-space vectors
+    lie in the span of ``E``'s. Working modulo the targets' span makes the common
+    sizes direct: a single extra pin must move only along the targets (its image
+    there is zero); a pair must have parallel images. Larger sets are grown from
+    smaller ones taken among the candidates that sort first by ``key`` (at most
+    ``RANK.completion_pool`` of them), each growth one numpy operation over every
+    candidate.
+    """
+    max_size = RANK.max_completion_size if max_size is None else max_size
+    open_targets = [t for t in targets if not analysis.is_determined(t)]
+    if not open_targets:
+        return ()
+    components = _components(analysis)
+    wanted_free = set()
+    for t in open_targets:
+        wanted_free |= components.get(t, set())
+    free = sorted(wanted_free)
+    if not free:
+        return ()
+    position = {f: i for i, f in enumerate(free)}
+
+    def vector(name):
+        out = np.zeros(len(free))
+        for c, v in analysis.null_vector(name).items():
+            if c in position:
+                out[position[c]] = float(v)
+        return out
+
+    target_matrix = np.array([vector(t) for t in open_targets])
+    pool = []
+    for name in sorted(set(candidates) - set(targets)):
+        if analysis.is_determined(name):
+            continue
+        v = vector(name)
+        if np.any(v != 0):
+            pool.append((name, v))
+    if not pool:
+        return ()
+    order = key or (lambda c: c)
+    pool.sort(key=lambda item: order((item[0],)))
+    names = [n for n, _ in pool]
+    vectors = np.array([v for _, v in pool])
+    needed = int(np.linalg.matrix_rank(target_matrix, tol=1e-9))
+    found: list[tuple[str, ...]] = []
+    for size in range(max(needed, 1), max_size + 1):
+        if needed == 1 and size <= 2:
+            found.extend(_through_quotient(vectors, target_matrix, names, size))
+        elif needed > 1 and size > needed:
+            break  # several targets: beyond the fewest pins, unions of each one's (below)
+        else:
+            bases = itertools.combinations(range(min(len(names), RANK.completion_pool)),
+                                           size - 1)
+            for base in bases:
+                found.extend(_completing(vectors, target_matrix, base, names))
+        if found:
+            break
+    if not found and len(open_targets) > 1:
+        # Several targets and no set of as many pins as targets: offer the smallest unions
+        # of each target's own smallest completions (each exact; a smaller joint set may
+        # exist, which this does not search for).
+        each = [completions(analysis, [t], candidates, key, max_size) for t in open_targets]
+        if all(each):
+            unions = {tuple(sorted(set().union(*combo))) for combo in itertools.product(*each)}
+            smallest = min(len(u) for u in unions)
+            found = [u for u in unions if len(u) == smallest and len(u) <= max_size]
+    unique = sorted(set(found), key=key or (lambda c: c))
+    return tuple(unique[:RANK.max_completions])
+
+
+def combination(analysis: RankAnalysis, target: str, extra: Sequence[str]
+                ) -> dict[str, float] | None:
+    """``{quantity: exponent}`` of the product of ``target`` and ``extra`` that the pins
+    fix, when pinning ``extra`` would determine ``target`` (``None`` otherwise).
+
+    Pinning ``extra`` determines ``target`` exactly when the target's null-space vector is
+    a combination of theirs, ``n_t = sum(l_e n_e)``; then ``ln t - sum(l_e ln e)`` does
+    not move along any free direction, so the pins fix it.
+    """
+    names = list(extra)
+    free = sorted({c for n in [target, *names] for c in analysis.null_vector(n)})
+    if not free:
+        return None
+    position = {f: i for i, f in enumerate(free)}
+
+    def vector(name):
+        out = np.zeros(len(free))
+        for c, v in analysis.null_vector(name).items():
+            out[position[c]] = float(v)
+        return out
+
+    basis = np.array([vector(n) for n in names]).T if names else np.zeros((len(free), 0))
+    wanted = vector(target)
+    if not names:
+        return None
+    weights, *_ = np.linalg.lstsq(basis, wanted, rcond=None)
+    if np.linalg.norm(basis @ weights - wanted) > 1e-9 * max(1.0, np.linalg.norm(wanted)):
+        return None
+    out: dict[str, Number] = {target: Fraction(1)}
+    for name, w in zip(names, weights, strict=True):
+        if abs(w) > 1e-12:
+            out[name] = _simple(-float(w))
+    return out
+
+
+def _simple(value: float) -> Number:
+    """A small fraction if ``value`` is one to rounding, else the float."""
+    near = Fraction(value).limit_denominator(64)
+    return near if abs(float(near) - value) <= 1e-9 * max(1.0, abs(value)) else value
+
+
+def spans(analysis: RankAnalysis, extra, targets) -> bool:
+    """Whether pinning ``extra`` as well would determine every target."""
+    extra = [e for e in extra if not analysis.is_determined(e)]
+    open_targets = [t for t in targets if not analysis.is_determined(t)]
+    if not open_targets:
+        return True
+    free = sorted({c for n in [*extra, *open_targets] for c in analysis.null_vector(n)})
+    position = {f: i for i, f in enumerate(free)}
+
+    def vector(name):
+        out = np.zeros(len(free))
+        for c, v in analysis.null_vector(name).items():
+            out[position[c]] = float(v)
+        return out
+
+    t = np.array([vector(n) for n in open_targets])
+    if not extra:
+        return False
+    e = np.array([vector(n) for n in extra])
+    tol = 1e-9 * max(1.0, float(np.max(np.abs(t))), float(np.max(np.abs(e))))
+    return (np.linalg.matrix_rank(np.vstack([e, t]), tol=tol)
+            == np.linalg.matrix_rank(e, tol=tol))
+
+
+def _through_quotient(vectors, targets, names, size) -> list[tuple[str, ...]]:
+    """Completions of one or two members of a single target, modulo the target's span:
+    one member whose vector lies along the target's; or two whose parts off the target
+    are parallel (so a combination of them is the target's) while they are not."""
+    direction = targets[0] / np.linalg.norm(targets[0])
+    off = vectors - np.outer(vectors @ direction, direction)
+    norms = np.linalg.norm(off, axis=1)
+    scale = np.maximum(1.0, np.linalg.norm(vectors, axis=1))
+    along = norms <= 1e-9 * scale
+    if size == 1:
+        return [(names[i],) for i in np.flatnonzero(along)]
+    found = []
+    units = off / np.where(along, 1.0, norms)[:, None]
+    candidates = np.flatnonzero(~along)
+    for position, i in enumerate(candidates):
+        rest = candidates[position + 1:]
+        if not rest.size:
+            break
+        parallel = np.abs(np.abs(units[rest] @ units[i]) - 1.0) <= 1e-9
+        for j in rest[parallel]:
+            # the two must not be parallel themselves (then neither reaches the target)
+            pair = vectors[[i, j]]
+            if np.linalg.matrix_rank(pair, tol=1e-9 * float(np.max(np.abs(pair)))) == 2:
+                found.append(tuple(sorted((names[i], names[j]))))
+    return found
+
+
+def _completing(vectors, targets, base, names) -> list[tuple[str, ...]]:
+    """Sets ``base + (j,)`` (any j outside base) that span ``targets``, with ``base``
+    independent and no smaller subset doing so."""
+    if base:
+        chosen = vectors[list(base)]
+        q, r = np.linalg.qr(chosen.T)
+        if np.min(np.abs(np.diag(r))) <= 1e-9 * max(1.0, np.max(np.abs(r))):
+            return []  # dependent members: a smaller set spans the same
+        project = lambda m: m - (m @ q) @ q.T  # noqa: E731
+        rest_targets = project(targets)
+        rest = project(vectors)
+    else:
+        rest_targets, rest = targets, vectors
+    scale = max(1.0, float(np.max(np.abs(targets))))
+    target_rank = np.linalg.matrix_rank(rest_targets, tol=1e-9 * scale)
+    if target_rank == 0:
+        return []  # base alone suffices: found at a smaller size
+    if target_rank > 1:
+        return []
+    direction = rest_targets[np.argmax(np.linalg.norm(rest_targets, axis=1))]
+    direction = direction / np.linalg.norm(direction)
+    along = rest @ direction
+    off = rest - np.outer(along, direction)
+    ok = (np.abs(along) > 1e-9) & (np.linalg.norm(off, axis=1) <= 1e-9 * np.maximum(
+        1.0, np.abs(along)))
+    members = set(base)
+    return [tuple(sorted([names[i] for i in base] + [names[j]]))
+            for j in range(len(names)) if ok[j] and j not in members]
+
+
+def _components(analysis: RankAnalysis) -> dict[str, set[str]]:
+    """For each undetermined quantity, the free quantities of its null-space component
+    (connected through reduced rows that share free columns)."""
+    parent: dict[str, str] = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a, b):
+        parent[find(a)] = find(b)
+
+    for f in analysis.free:
+        find(f)
+    for pivot in analysis.rows:
+        part = analysis.open_part(pivot)
+        for c in part:
+            union(pivot, c)
+    groups: dict[str, set[str]] = {}
+    for f in analysis.free:
+        groups.setdefault(find(f), set()).add(f)
+    out = {}
+    for name in list(analysis.rows) + list(analysis.free):
+        if name in analysis.determined:
+            continue
+        out[name] = groups.get(find(name), set())
+    return out
