@@ -86,6 +86,7 @@ VARIABLES: tuple[Variable, ...] = (
     _v("kv_bytes_per_token", "byte/token", "KV-cache bytes one token of context occupies, "
        "all layers", MODEL, aliases=("kv_bytes",), typical=1e5),
     _v("n_layers", "1", "transformer layers", MODEL, typical=60),
+    _v("n_heads", "1", "query heads per attention layer", MODEL, typical=64),
     _v("n_kv_heads", "1", "KV heads per attention layer", MODEL, typical=8),
     _v("d_head", "1", "head dimension", MODEL, typical=128),
     _v("kv_bytes_per_element", "byte", "storage size of one K or V element (2 for bf16)", MODEL,
