@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
 from chalk.solvers.derivation import Derivation
+from chalk.solvers.flags import reported
 from chalk.solvers.pinned import Pin
 from chalk.solvers.pins import ResolvedPins, resolve_pins
 from chalk.solvers.plan import Plan, make_plan
@@ -147,6 +148,11 @@ class Solution:
                              f"{self._show(t, summary.low)} to {self._show(t, summary.high)})")
         return "\n".join(lines)
 
+    def summary(self) -> str:
+        """The answers, then what is reported beside them (``memory_fill``), then flags."""
+        return "\n".join([self.headline(), *self.derivation.reported_lines(),
+                          *self.derivation.flag_lines()])
+
     def uncertainty_text(self) -> str:
         if self.uncertainty is None:
             return ""
@@ -164,7 +170,7 @@ class Solution:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        parts = ["\n".join([self.headline(), *self.derivation.flag_lines()])]
+        parts = [self.summary()]
         if self.uncertainty is not None:
             parts.append(self.uncertainty_text())
         parts.append(self.derivation.text())
@@ -302,6 +308,9 @@ class Prepared:
     plan : Plan
     stated : mapping of name to Pin
         Targets a preset or the conventions state a value for (set aside from the pins).
+    reported : tuple of (name, bound)
+        Quantities a condition asks to see beside these answers (``memory_fill`` beside a
+        serving answer), planned with the targets when the pins determine them.
     """
 
     model: Model
@@ -311,6 +320,7 @@ class Prepared:
     conventions: str
     plan: Plan
     stated: Mapping[str, Pin]
+    reported: tuple[tuple[str, str], ...] = ()
 
 
 def prepare(targets, given: Given = (), presets=(), model: Model | None = None) -> Prepared:
@@ -325,7 +335,11 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
         if yielded.notes:
             pins, notes = yielded.pins, yielded.notes
             plan = make_plan(model, frozenset(pins), names)
-    return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated)
+    extra = reported(model, plan, names) if plan.determined else ()
+    if extra:
+        plan = make_plan(model, frozenset(pins), names + tuple(n for n, _ in extra))
+    return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated,
+                    extra)
 
 
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
@@ -391,11 +405,22 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
 def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT_TIMEOUT,
                     samples=None, seed=0, stated=None) -> Solution:
     """Compute a prepared question."""
-    done = compute(q.model, q.plan, q.pins, regime, rtol, timeout)
+    notes = q.notes
+    try:
+        done = compute(q.model, q.plan, q.pins, regime, rtol, timeout)
+    except ChalkError as exc:
+        if not q.reported:
+            raise
+        # what is reported beside the answer must never cost the answer itself
+        names = ", ".join(n for n, _ in q.reported)
+        q = replace(q, plan=make_plan(q.model, frozenset(q.pins), q.targets), reported=())
+        done = compute(q.model, q.plan, q.pins, regime, rtol, timeout)
+        notes += (f"{names} not reported: {exc.message}",)
     plan = done.plan
     derivation = Derivation(q.model, q.conventions, q.pins, done.records, done.checks,
-                            done.values, q.notes + done.notes, plan.unused_pins, rtol,
-                            plan.placeholders, plan.provisional, q.targets, done.flags)
+                            done.values, notes + done.notes, plan.unused_pins, rtol,
+                            plan.placeholders, plan.provisional, q.targets, done.flags,
+                            q.reported)
     propagation = None
     if any(p.spread is not None for p in q.pins.values()):
         if samples is not None and samples < 100:

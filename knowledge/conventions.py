@@ -26,6 +26,10 @@ _SHARED = {
     "kv_window_bytes_per_sequence": PresetValue(
         "0 byte/sequence", "dense attention in every layer, as the lecture assumes (5:30-5:56)",
         LECTURE_DATE, "a hybrid model preset (local + global layers) replaces it"),
+    "pipeline_stages": PresetValue(
+        "1", "one replica is one pipeline stage unless pinned: the lecture's serving "
+        "deductions (0:00-47:12) use no pipelining", LECTURE_DATE,
+        "pin pipeline_stages (or chips_per_stage) for a pipelined deployment"),
     "train_flops_per_param": PresetValue(
         "6 FLOP/param/token",
         "Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (C = 6ND); lecture 1:22:17-1:22:29",

@@ -19,7 +19,8 @@ from sympy import Integer
 TOPIC = "pipelining and memory capacity"
 
 one_sequence = unit_constant("sequence").symbol
-expert_chips = count(BY_NAME["expert_parallelism"])
+chips = count(BY_NAME["n_chips"])
+stage_chips = count(BY_NAME["chips_per_stage"])
 
 RELATIONS = (
     R("scale_up_out_time_ratio",
@@ -47,10 +48,24 @@ RELATIONS = (
              "paper"),
       ("forward then backward for the whole batch (no interleaving)",),
       topic=TOPIC),
+    R("micro_batch_is_step_batch",
+      q.micro_batch_size, q.batch_size,
+      "each decode step a stage works on one micro-batch: the batch of the step-time and "
+      "cost relations is the micro-batch (and, without pipelining, the whole batch)",
+      lecture("1:08:45", "1:10:14"),
+      ("stages are balanced, so every stage's step takes the same time",),
+      topic=TOPIC),
     R("global_batch_size",
       q.global_batch_size, q.pipeline_stages * q.micro_batch_size,
       "P stages stay busy only with P micro-batches in flight",
       lecture("1:08:45", "1:10:14"),
+      topic=TOPIC),
+    R("replica_chips",
+      chips, q.pipeline_stages * stage_chips,
+      "a replica is its pipeline stages side by side, each on its own chips (one rack each "
+      "in the lecture)",
+      lecture("1:05:37", "1:06:57"),
+      ("every stage has the same number of chips",),
       topic=TOPIC),
     R("memory_demand",
       q.memory_demand, q.weight_bytes + q.global_batch_size * q.kv_bytes_per_sequence,
@@ -58,11 +73,17 @@ RELATIONS = (
       lecture("1:04:32", "1:05:13"),
       topic=TOPIC),
     R("memory_per_chip",
-      q.memory_per_chip * expert_chips * q.pipeline_stages, q.memory_demand,
-      "weights and KV shard evenly over E expert-parallel chips in each of P stages; with "
-      "P micro-batches in flight the KV share per chip does not fall with P",
+      q.memory_per_chip * chips, q.memory_demand,
+      "weights and KV shard evenly over the replica's chips; with P stages of C chips and P "
+      "micro-batches in flight, the KV share per chip is B x KV / C, whatever P",
       lecture("1:05:37", "1:11:58"),
       ("perfect sharding of weights and contexts",),
+      topic=TOPIC),
+    R("weight_fill",
+      q.weight_fill * chips * q.hbm_capacity, q.weight_bytes,
+      "share of the replica's HBM the weights alone take, before any KV cache",
+      lecture("1:04:22", "1:05:13"),
+      ("weights shard evenly over the chips",),
       topic=TOPIC),
     R("memory_fill",
       q.memory_fill, q.memory_per_chip / q.hbm_capacity,
@@ -71,9 +92,14 @@ RELATIONS = (
       topic=TOPIC),
 )
 
-# Bounds no relation forces, flagged when an answer breaks them (solvers.flags).
+# Bounds no relation forces, flagged when an answer breaks them (solvers.flags); memory
+# is reported beside every serving or parallelism answer whose pins determine it.
+SHOWN_WITH = ("serving", "parallelism")
 CONDITIONS = (
     Condition("fits_in_memory", "memory_fill", "<=", Integer(1),
               "the weights and KV cache this needs do not fit in the chips' HBM",
-              lecture("1:04:22", "1:04:32"), topic=TOPIC),
+              lecture("1:04:22", "1:04:32"), topic=TOPIC, reported_with=SHOWN_WITH),
+    Condition("weights_fit", "weight_fill", "<=", Integer(1),
+              "the weights alone do not fit in the chips' HBM, before any KV cache",
+              lecture("1:04:22", "1:05:13"), topic=TOPIC, reported_with=SHOWN_WITH),
 )

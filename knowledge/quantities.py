@@ -24,6 +24,7 @@ context_crossover worst_case_latency
 output_input_price_ratio long_context_price_ratio decode_mfu_ratio tier_drain_time
 chinchilla_tokens overtrain_factor train_flops training_time memory_per_chip
 scale_up_out_time_ratio pipeline_latency_added global_batch_size memory_demand memory_fill
+weight_fill chips_per_stage micro_batch_size
 experts_per_chip alltoall_bytes_per_token t_alltoall tokens_per_step experts_touched
 params_read t_weight_fetch_touched rl_compute inference_compute rl_cost_ratio
 inference_cost_ratio kv_elements_per_layer kv_window_bytes_per_sequence
@@ -62,7 +63,8 @@ VARIABLES: tuple[Variable, ...] = (
     _v("scale_out_bandwidth", "byte/s", "scale-out (NIC) bandwidth of one chip, one direction",
        HARDWARE, typical=5e10),
     _v("chip_price", "USD/hour", "rental price of one chip", HARDWARE, typical=3),
-    _v("n_chips", "chip", "chips that hold one replica of the model and share each step",
+    _v("n_chips", "chip", "chips that hold one serving replica of the model and share each "
+       "step (every pipeline stage included; the training cluster is training_chips)",
        HARDWARE, typical=72),
     # Model
     _v("total_params", "param", "all parameters, every expert included", MODEL,
@@ -170,7 +172,10 @@ VARIABLES: tuple[Variable, ...] = (
     _v("expert_parallelism", "chip", "chips one MoE layer's experts are spread over",
        PARALLELISM, typical=64),
     _v("pipeline_stages", "1", "pipeline depth (racks)", PARALLELISM, lower=1, typical=4),
-    _v("micro_batch_size", "sequence", "sequences per micro-batch", PARALLELISM, typical=2000),
+    _v("micro_batch_size", "sequence", "sequences per micro-batch: the batch one decode step "
+       "carries through a pipeline stage (batch_size)", PARALLELISM, typical=2000),
+    _v("chips_per_stage", "chip", "chips of one pipeline stage (all n_chips without "
+       "pipelining)", PARALLELISM, typical=64),
     _v("layers_per_stage", "1", "layers between two pipeline cuts", PARALLELISM, typical=15),
     _v("memory_per_chip", "byte", "weights plus KV cache held by one chip", PARALLELISM,
        typical=1e11),
@@ -190,6 +195,8 @@ VARIABLES: tuple[Variable, ...] = (
        PARALLELISM, typical=1e13),
     _v("memory_fill", "1", "memory_per_chip / hbm_capacity: above 1 it does not fit",
        PARALLELISM, typical=0.5),
+    _v("weight_fill", "1", "share of the chips' HBM the weights alone take: above 1 they do "
+       "not fit", PARALLELISM, typical=0.3),
     # Mixture of experts on a rack
     _v("experts_per_chip", "1", "routed experts each chip holds under expert parallelism",
        MOE, typical=4),

@@ -42,10 +42,17 @@ class Derivation:
     provisional: frozenset[str] = frozenset()  # computed from a placeholder: not answers
     targets: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()  # answers past a bound the model declares (solvers.flags)
+    # (name, bound) reported beside the targets whenever determined (solvers.flags.reported)
+    reported: tuple[tuple[str, str], ...] = ()
 
     def flag_lines(self) -> list[str]:
         """One line per flag, to stand beside the answers."""
         return [f"flag: {text}" for text in self.flags]
+
+    def reported_lines(self) -> list[str]:
+        """One line per reported quantity, after the answers and before the flags."""
+        return [f"{name} = {self.show(name)} (checked: {bound})"
+                for name, bound in self.reported if name in self.values]
 
     def determined(self, name: str) -> bool:
         """Whether ``name``'s value is fixed by the pins (not an artefact of a placeholder)."""
@@ -186,6 +193,9 @@ class Derivation:
         ]
         out = {"conventions": self.conventions, "pins": pins, "steps": steps,
                "checks": checks, "notes": list(self.notes), "flags": list(self.flags)}
+        if self.reported:
+            out["reported"] = {name: {**self.json_value(name), "condition": bound}
+                               for name, bound in self.reported if name in self.values}
         if self.placeholders:
             out["cancels"] = {n: self.json_value(n) for n in self.placeholders}
         return out

@@ -14,6 +14,7 @@ from chalk.solvers.tolerances import STEPS
 from chalk.symbolic.printing.numbers import UnitDisplay, format_display
 
 if TYPE_CHECKING:  # pragma: no cover
+    from chalk.solvers.plan import Plan
     from chalk.symbolic.model import Model
     from chalk.symbolic.relations import Condition
 
@@ -55,4 +56,27 @@ def flags(model: Model, values: Mapping[str, float],
             variable = model.variables[name]
             out.append(flag_text(name, values[name], bound, condition.kind,
                                  condition.meaning, variable.display, variable.to_base))
+    return tuple(out)
+
+
+def reported(model: Model, plan: Plan, targets: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Quantities to report beside these answers, with the bound each is held to.
+
+    A condition reported with a topic (``fits_in_memory`` with ``"serving"``) adds its
+    quantity whenever a target or a computed quantity is of that topic and the pins
+    determine it, so a serving answer shows how full the chips are even when they fit.
+
+    Returns
+    -------
+    tuple of (name, inequality text)
+    """
+    topics = {model.variables[n].topic for n in (*targets, *plan.computed)}
+    out: list[tuple[str, str]] = []
+    for condition in model.conditions.values():
+        name = condition.quantity
+        if (name in targets or any(name == n for n, _ in out)
+                or not topics.intersection(condition.reported_with)
+                or not plan.determines(name)):
+            continue
+        out.append((name, condition.inequality))
     return tuple(out)

@@ -159,6 +159,9 @@ class Condition:
         What a value past the bound says about the pins, one clause.
     source : Source
     topic : str
+    reported_with : tuple of str
+        Topics of quantities (``"serving"``) whose answers also report this quantity
+        whenever the pins determine it, so that a bound is seen even when it holds.
     """
 
     name: str
@@ -168,6 +171,7 @@ class Condition:
     meaning: str
     source: Source
     topic: str = ""
+    reported_with: tuple[str, ...] = ()
 
     def __post_init__(self):
         validate_name(self.name)

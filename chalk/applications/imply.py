@@ -122,7 +122,7 @@ def imply(sheet: str | PriceSheet, given: Iterable[str] | Mapping[str, object] =
             deduction.skipped = exc.message
             return deduction
         deduction.solution = solution
-        deduction.lines = [solution.headline()]
+        deduction.lines = [solution.summary()]
         if explain:
             deduction.lines.extend(explain(solution))
         return deduction

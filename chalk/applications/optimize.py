@@ -18,7 +18,7 @@ from chalk.api import prepare
 from chalk.solvers.execute import compile_plan
 from chalk.solvers.pins import parse_given, read_value
 from chalk.solvers.vectorised import evaluate
-from chalk.symbolic.errors import ChalkError, NoSolution, UnderdeterminedError, UsageError
+from chalk.symbolic.errors import ChalkError, NoSolution, UsageError
 from chalk.symbolic.printing.quantities import format_quantity
 
 GRID = 400
@@ -36,8 +36,11 @@ class Curve:
     def __init__(self, targets: Sequence[str], over: str, given, presets, tie: Sequence[str] = (),
                  regime: str | None = None):
         pairs = parse_given(given)
-        model, names, pins, plan = self._plan(targets, over, pairs, presets, tie)
+        q = self._plan(targets, over, pairs, presets, tie)
+        model, names, pins, plan = q.model, q.targets, q.pins, q.plan
         self.model, self.names, self.pins, self.plan = model, names, pins, plan
+        # quantities reported beside these answers (memory_fill), when the pins fix them
+        self.reported = tuple(n for n, _ in q.reported)
         self.over = model.variable(over).name
         self.tie = [model.variable(t).name for t in tie]
         self.compiled = compile_plan(model, plan)
@@ -56,7 +59,7 @@ class Curve:
         q = prepare(list(targets), [*pairs, *extra], presets)
         if not q.plan.determined:
             raise q.plan.underdetermined_error()
-        return q.model, q.targets, q.pins, q.plan
+        return q
 
     def __call__(self, xs) -> dict[str, np.ndarray]:
         xs = np.atleast_1d(np.asarray(xs, dtype=float))
@@ -146,40 +149,33 @@ class CheapestBatch:
     step_time: float
     active: str
     shown: dict[str, str]
+    flags: tuple[str, ...] = ()
 
     def text(self) -> str:
-        return "\n".join([f"batch_size = {self.shown['batch_size']}",
-                          f"cost_per_token = {self.shown['cost_per_token']}",
-                          f"step_time = {self.shown['step_time']}",
-                          f"active constraint: {self.active}"])
+        lines = [f"{name} = {text}" for name, text in self.shown.items()]
+        return "\n".join([*lines, f"active constraint: {self.active}",
+                          *(f"flag: {f}" for f in self.flags)])
+
+
+def _memory_flags(curve: Curve, values: dict) -> tuple[str, ...]:
+    """Flag lines for the conditions a curve's values break at one point."""
+    from chalk.solvers.flags import flags
+
+    point = {n: float(np.atleast_1d(v)[0]) for n, v in values.items()}
+    return flags(curve.model, point, lambda n: True)
 
 
 def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6) -> CheapestBatch:
     """The batch that minimises cost per token with step time within the budget.
 
-    If ``hbm_capacity`` and the memory pins are known, memory capacity
-    (memory_fill <= 1, with micro_batch_size tied to the batch) is a second
-    constraint. The active constraint is reported.
+    When the pins determine ``memory_fill`` (chip capacity, chips, context and KV size
+    known), fitting in HBM (memory_fill <= 1) is a second constraint and the fill at the
+    answer is shown. The active constraint is reported.
     """
     from scipy.optimize import brentq, minimize_scalar
 
-    targets = ["cost_per_token", "step_time"]
-    pairs = parse_given(given)
-    names = {n for n, _ in pairs}
-    use_memory = "hbm_capacity" in names or any("hbm_capacity" in str(p) for p in presets)
-    tie = []
-    if use_memory:
-        targets.append("memory_fill")
-        tie = ["micro_batch_size"]
-        if "pipeline_stages" not in names:
-            pairs = [*pairs, ("pipeline_stages", "1")]
-    try:
-        curve = Curve(targets, "batch_size", pairs, presets, tie)
-    except UnderdeterminedError:
-        if not use_memory:
-            raise
-        curve = Curve(targets[:2], "batch_size", parse_given(given), presets)
-        use_memory = False
+    curve = Curve(["cost_per_token", "step_time"], "batch_size", given, presets)
+    use_memory = "memory_fill" in curve.reported
     try:
         budget, _ = read_value(curve.model.variable("step_time"), latency_budget)
     except ChalkError as exc:
@@ -191,7 +187,11 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
     if use_memory:
         feasible &= values["memory_fill"] <= 1
     if not feasible.any():
-        floor = curve(lo)["step_time"][0]
+        first = curve(lo)
+        if use_memory and first["memory_fill"][0] > 1:
+            raise NoSolution("batch_size", "even one sequence does not fit: memory_fill = "
+                             f"{first['memory_fill'][0]:.4g} at a batch of one sequence")
+        floor = first["step_time"][0]
         raise NoSolution("batch_size", f"even one sequence takes {curve.show('step_time', floor)}"
                          f", over the budget: the latency floor is above it")
     top = grid[np.nonzero(feasible)[0].max()]
@@ -242,8 +242,81 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
     shown = {"batch_size": curve.show("batch_size", batch),
              "cost_per_token": curve.show("cost_per_token", v["cost_per_token"][0]),
              "step_time": curve.show("step_time", v["step_time"][0])}
+    for name in curve.reported:
+        shown[name] = curve.show(name, v[name][0])
     return CheapestBatch(batch, float(v["cost_per_token"][0]), float(v["step_time"][0]),
-                         active, shown)
+                         active, shown, _memory_flags(curve, v))
+
+
+@dataclass
+class LargestBatch:
+    """The largest batch the chips' HBM holds (and the latency budget allows, if any)."""
+
+    batch: float
+    step_time: float
+    active: str
+    shown: dict[str, str]
+
+    def text(self) -> str:
+        lines = [f"{name} = {text}" for name, text in self.shown.items()]
+        return "\n".join([*lines, f"active constraint: {self.active}"])
+
+
+def largest_batch(given=(), presets=(), latency_budget=None,
+                  max_batch: float = 1e9) -> LargestBatch:
+    """The largest batch whose weights and KV cache fit in HBM (memory_fill <= 1).
+
+    With ``latency_budget`` the step time must also stay within it; the active
+    constraint is reported. The pins must determine ``memory_fill`` at a given batch
+    (chip capacity, chips, context, KV and weight sizes), else the error names what
+    to pin.
+    """
+    from scipy.optimize import brentq
+
+    curve = Curve(["step_time", "tokens_per_second", "tokens_per_second_per_user"],
+                  "batch_size", given, presets)
+    if "memory_fill" not in curve.reported:
+        from chalk.knowledge import load_model
+
+        pairs = parse_given(given)
+        over = load_model().variable("batch_size")
+        q = prepare(["memory_fill"], [*pairs, ("batch_size", f"1 {over.unit}")], presets)
+        raise q.plan.underdetermined_error()
+    one = curve(1.0)
+    if one["memory_fill"][0] > 1:
+        raise NoSolution("batch_size", "even one sequence does not fit: memory_fill = "
+                         f"{one['memory_fill'][0]:.4g} at a batch of one sequence")
+    checks = [("memory capacity", "memory_fill", 1.0)]
+    if latency_budget is not None:
+        try:
+            budget, _ = read_value(curve.model.variable("step_time"), latency_budget)
+        except ChalkError as exc:
+            raise UsageError(f"--latency {latency_budget!r}: {exc.message}") from None
+        if one["step_time"][0] > budget:
+            raise NoSolution("batch_size", "even one sequence takes "
+                             f"{curve.show('step_time', one['step_time'][0])}, over the "
+                             "budget: the latency floor is above it")
+        checks.append(("latency budget", "step_time", budget))
+    edges = []
+    for label, name, limit in checks:
+        def excess(log_b, name=name, limit=limit):
+            return curve(math.exp(log_b))[name][0] / limit - 1
+
+        high = 1.0
+        while excess(math.log(high)) <= 0 and high < max_batch:
+            high = min(high * 10, max_batch)
+        if excess(math.log(high)) <= 0:
+            edges.append((max_batch, "none below the search limit"))
+            continue
+        edges.append((math.exp(brentq(excess, math.log(max(high / 10, 1.0)), math.log(high),
+                                      xtol=1e-14)), label))
+    batch, active = min(edges)
+    v = curve(batch)
+    shown = {"batch_size": curve.show("batch_size", batch)}
+    for name in ("memory_fill", "step_time", "tokens_per_second",
+                 "tokens_per_second_per_user", *curve.reported):
+        shown.setdefault(name, curve.show(name, v[name][0]))
+    return LargestBatch(batch, float(v["step_time"][0]), active, shown)
 
 
 @dataclass
@@ -275,10 +348,16 @@ def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
     limit, _ = read_value(curve.model.variable("step_time"), normal_step_limit)
     shrink = price_ratio * speedup
     grid = np.geomspace(shrink, max_batch, GRID)
-    grid = grid[curve(grid)["step_time"] <= limit]
+    at = curve(grid)
+    keep = at["step_time"] <= limit
+    fits = "memory_fill" in curve.reported
+    if fits:  # the normal tier's batch must fit in HBM too
+        keep &= at["memory_fill"] <= 1
+    grid = grid[keep]
     if grid.size < 2:
         raise NoSolution("batch_size", f"no normal-tier batch of at least {shrink:g} sequences "
-                         f"keeps the step within {normal_step_limit}")
+                         f"keeps the step within {normal_step_limit}"
+                         + (" and fits in HBM" if fits else ""))
 
     def achieved(batches):
         normal = curve(batches)["step_time"]
@@ -289,7 +368,8 @@ def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
     f = s - speedup
     lines = [f"{price_ratio:g}x the price for {speedup:g}x the speed: the fast batch is "
              f"{shrink:g} times smaller (cost per token = step time / batch)",
-             f"assumed: the normal tier's step is at most {normal_step_limit}"]
+             f"assumed: the normal tier's step is at most {normal_step_limit}"
+             + (" and its batch fits in HBM (memory_fill <= 1)" if fits else "")]
     crossings = np.nonzero(np.sign(f[:-1]) * np.sign(f[1:]) < 0)[0]
     if crossings.size:
         i = crossings[0]
@@ -302,6 +382,8 @@ def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
                   f"{curve.show('step_time', vf['step_time'][0])}",
                   f"latency floor (weights read once): "
                   f"{curve.show('step_time', v['t_weight_fetch'][0])}"]
+        if fits:
+            lines.append(f"normal tier memory_fill = {v['memory_fill'][0]:.4g}")
         return FastMode(True, b, b / shrink, lines)
     best = float(np.nanmax(s))
     floor = curve(grid[-1:])["t_weight_fetch"][0]

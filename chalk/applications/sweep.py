@@ -19,6 +19,7 @@ from chalk.solvers.execute import compile_plan
 from chalk.solvers.vectorised import evaluate
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.parsing import parse_spread
+from chalk.symbolic.printing.numbers import format_display
 
 MAX_STEPS = 1_000_000
 
@@ -35,6 +36,7 @@ class Sweep:
     ys: dict[str, np.ndarray]
     regimes: dict[str, np.ndarray]  # quantity -> label per point
     changes: list[tuple[int, str, str, str]]  # (index, quantity, before, after)
+    flags: tuple[str, ...] = ()  # conditions broken at some points (memory_fill > 1)
 
     def rows(self) -> list[dict]:
         out = []
@@ -59,7 +61,8 @@ class Sweep:
                 "targets": {t: {"unit": self.units[t]} for t in self.targets},
                 "rows": self.rows(),
                 "regime_changes": [{"index": i, "quantity": q, "from": a, "to": b}
-                                   for i, q, a, b in self.changes]}
+                                   for i, q, a, b in self.changes],
+                "flags": list(self.flags)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -77,6 +80,7 @@ class Sweep:
             if i in marks:
                 line += "   <- " + "; ".join(marks[i])
             lines.append(line)
+        lines.extend(f"flag: {text}" for text in self.flags)
         return "\n".join(lines)
 
 
@@ -109,7 +113,9 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
         raise UsageError(f"--over {variable.name}: empty range (the low end is not below the "
                          "high end)")
     q = prepare(targets, [*parse_given(given), (over, start)], presets)
-    model, names, pins, plan = q.model, q.targets, q.pins, q.plan
+    # quantities a condition reports beside these answers (memory_fill) become columns
+    model, pins, plan = q.model, q.pins, q.plan
+    names = q.targets + tuple(n for n, _ in q.reported)
     if not plan.determined:
         raise plan.underdetermined_error()
     if log and (low <= 0 or high <= 0):
@@ -124,8 +130,33 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
         for i in np.nonzero(labels[1:] != labels[:-1])[0] + 1:
             changes.append((int(i), quantity, str(labels[i - 1]), str(labels[i])))
     changes.sort()
-    return Sweep(variable.name, variable.unit, grid / variable.to_base, tuple(names),
-                 {t: model.variables[t].unit for t in names}, ys, result.regimes, changes)
+    xs = grid / variable.to_base
+    return Sweep(variable.name, variable.unit, xs, tuple(names),
+                 {t: model.variables[t].unit for t in names}, ys, result.regimes, changes,
+                 _broken(model, variable, xs, result.values))
+
+
+def _broken(model, over, xs: np.ndarray, values) -> tuple[str, ...]:
+    """A line per condition broken somewhere on the grid: where, and what it means."""
+    from chalk.solvers.flags import bound_value
+
+    out = []
+    for condition in model.conditions.values():
+        if condition.quantity not in values:
+            continue
+        bound = bound_value(condition)
+        ys = np.broadcast_to(values[condition.quantity], xs.shape)
+        bad = ys > bound if condition.kind == "<=" else ys < bound
+        if not bad.any():
+            continue
+        side = "above" if condition.kind == "<=" else "below"
+        ends = sorted({format_display(x, over.display) for x in (xs[bad].min(),
+                                                                  xs[bad].max())})
+        where = " to ".join(ends) if xs[bad].min() < xs[bad].max() else ends[0]
+        out.append(f"{condition.quantity} is {side} {condition.inequality.split()[-1]} at "
+                   f"{int(bad.sum())} of {xs.size} points ({over.name} {where}): "
+                   f"{condition.meaning}")
+    return tuple(out)
 
 
 def parse_over(text: str) -> tuple[str, str, str]:

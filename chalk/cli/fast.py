@@ -165,7 +165,8 @@ def _replay(entry: dict, args) -> str | None:
                   if violated(env[c["quantity"]], c["bound"], c["kind"]))
     derivation = Derivation(_Model(variables, relations), entry["conventions"], pins,
                             tuple(records), tuple(checks), env, (), tuple(entry["unused"]),
-                            entry["rtol"], (), frozenset(), targets, found)
+                            entry["rtol"], (), frozenset(), targets, found,
+                            tuple((name, bound) for name, bound in entry["reported"]))
     shown = [format_display(env[n] / variables[n].to_base, variables[n].display)
              for n in env if n in variables]
     if any("*" in text for text in shown):
@@ -174,7 +175,8 @@ def _replay(entry: dict, args) -> str | None:
         results = {t: derivation.json_value(t) for t in targets}
         return json.dumps({"results": results, **derivation.to_dict()}, indent=2)
     headline = [f"{t} = {derivation.show(t)}" for t in targets]
-    return "\n".join([*headline, *derivation.flag_lines()]) + "\n\n" + derivation.text()
+    return ("\n".join([*headline, *derivation.reported_lines(), *derivation.flag_lines()])
+            + "\n\n" + derivation.text())
 
 
 def _regime(step: dict, env: dict, seconds: UnitDisplay) -> tuple[str | None, str]:
@@ -303,4 +305,5 @@ def _freeze(args, question: dict, solution) -> dict | None:
             "seconds": [seconds.text, seconds.to_base, seconds.ladder],
             "unused": list(d.unused_pins), "given": given, "pins": pins, "steps": steps,
             "checks": checks, "conditions": conditions, "variables": variables,
+            "reported": [list(item) for item in d.reported],
             "relations": relations}

@@ -27,6 +27,10 @@ def add_parser(commands, parser_class) -> None:
     b = kinds.add_parser("cheapest-batch", help="cheapest batch within a latency budget")
     b.add_argument("--latency", required=True, metavar="VALUE UNIT", help="step-time budget")
     common(b)
+    lb = kinds.add_parser("largest-batch",
+                          help="largest batch that fits in HBM (and a latency budget)")
+    lb.add_argument("--latency", metavar="VALUE UNIT", help="optional step-time budget")
+    common(lb)
     f = kinds.add_parser("fast-mode", help="batches behind 'k x price for s x speed'")
     f.add_argument("--price-ratio", required=True, metavar="K")
     f.add_argument("--speedup", required=True, metavar="S")
@@ -85,6 +89,14 @@ def run(args) -> str:
         from chalk.applications.optimize import cheapest_batch
 
         found = cheapest_batch(args.latency, args.given, args.preset)
+        if args.json:
+            return json.dumps({**found.shown, "active_constraint": found.active,
+                               "flags": list(found.flags)}, indent=2)
+        return found.text()
+    if args.kind == "largest-batch":
+        from chalk.applications.optimize import largest_batch
+
+        found = largest_batch(args.given, args.preset, args.latency)
         if args.json:
             return json.dumps({**found.shown, "active_constraint": found.active}, indent=2)
         return found.text()

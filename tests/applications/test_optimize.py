@@ -169,3 +169,68 @@ def test_plotting_leaves_the_matplotlib_backend_alone():
     matplotlib.use("svg")
     render(plot("pipeline_schedule", {"pipeline_stages": "2", "n_micro_batches": "2"}))
     assert matplotlib.get_backend() == "svg"
+
+
+# DeepSeek-V3 in bf16 on 32 H800s (80 GB, 3.35 TB/s) at 4,000 tokens of context
+DSV3_H800 = (["deepseek_v3", "h800", "bf16"],
+             {"n_chips": "32 chip", "context_length": "4000 token"})
+DSV3_KV = 4000 * (512 + 64) * 61 * 2  # byte per sequence
+DSV3_WEIGHTS = 671e9 * 2  # byte
+
+
+def test_largest_batch_that_fits_by_hand():
+    from chalk.applications.optimize import largest_batch
+
+    presets, pins = DSV3_H800
+    # B kv + W = 32 x 80 GB  ->  B = (2.56e12 - 1.342e12) / 2.81088e8 = 4,333.2
+    batch = (32 * 80e9 - DSV3_WEIGHTS) / DSV3_KV
+    found = largest_batch(pins, presets)
+    assert found.batch == pytest.approx(batch, rel=1e-9)
+    assert found.active == "memory capacity"
+    # full HBM read once per step (memory-bound: B x 2 x 37e9 / (32 x 989e12) = 10 ms):
+    # the step is the drain time 80 GB / 3.35 TB/s = 23.88 ms
+    assert found.step_time == pytest.approx(80e9 / 3.35e12, rel=1e-9)
+    assert found.shown["memory_fill"] == "1"
+
+
+def test_largest_batch_within_a_latency_budget_by_hand():
+    from chalk.applications.optimize import largest_batch
+
+    presets, pins = DSV3_H800
+    # 20 ms x 32 x 3.35 TB/s = W + B kv  ->  B = 2,853.2, below the 4,333 that fit
+    batch = (0.020 * 32 * 3.35e12 - DSV3_WEIGHTS) / DSV3_KV
+    found = largest_batch(pins, presets, "20 ms")
+    assert found.batch == pytest.approx(batch, rel=1e-9)
+    assert found.active == "latency budget"
+    assert found.shown["memory_fill"] == "0.8375"  # 20 ms / 23.88 ms
+
+
+def test_largest_batch_when_the_weights_alone_do_not_fit():
+    from chalk.applications.optimize import largest_batch
+
+    presets, pins = DSV3_H800
+    with pytest.raises(NoSolution, match="even one sequence does not fit"):
+        largest_batch({**pins, "n_chips": "8 chip"}, presets)  # 1,342 GB on 640 GB
+
+
+def test_cheapest_batch_stops_where_memory_runs_out():
+    presets, pins = DSV3_H800
+    # memory-bound up to the memory limit, so cost per token falls all the way to it
+    found = cheapest_batch("50 ms", {**pins, "chip_price": "2 USD/hour"}, presets)
+    assert found.batch == pytest.approx((32 * 80e9 - DSV3_WEIGHTS) / DSV3_KV, rel=1e-6)
+    assert found.active == "memory capacity"
+    assert "memory_fill" in found.shown and found.flags == ()
+
+
+def test_sweep_flags_the_batches_that_do_not_fit():
+    presets, pins = DSV3_H800
+    found = sweep("step_time", "batch_size", "1000 sequence", "8000 sequence", steps=8,
+                  given=pins, presets=presets)
+    assert found.targets == ("step_time", "memory_fill", "weight_fill")
+    fills = (DSV3_WEIGHTS + found.xs * DSV3_KV) / 32 / 80e9
+    assert found.ys["memory_fill"] == pytest.approx(fills, rel=1e-9)
+    # 5,000 .. 8,000 sequences are above the 4,333 that fit
+    (flag,) = found.flags
+    assert flag.startswith("memory_fill is above 1 at 4 of 8 points (batch_size 5,000 "
+                           "sequence to 8,000 sequence)")
+    assert found.to_dict()["flags"] == [flag]

@@ -2,8 +2,10 @@
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -55,11 +57,13 @@ def test_list_conditions_shows_each_bound_and_what_breaking_it_means(run_cli):
     status, out, _ = run_cli("list", "conditions")
     assert status == 0
     lines = out.splitlines()
-    assert lines[0] == "conditions (2)"
+    assert lines[0] == "conditions (3)"
     assert "  whole_sequences              batch_size >= 1 sequence" in lines
     assert "  fits_in_memory               memory_fill <= 1" in lines
+    assert "  weights_fit                  weight_fill <= 1" in lines
     status, out, _ = run_cli("list", "conditions", "--filter", "memory", "--json")
-    assert [row["condition"] for row in json.loads(out)["conditions"]] == ["memory_fill <= 1"]
+    assert [row["condition"] for row in json.loads(out)["conditions"]] == [
+        "memory_fill <= 1", "weight_fill <= 1"]
 
 
 BAD_INPUTS = [
@@ -125,3 +129,23 @@ def test_console_script_rejects_code_without_running_it(tmp_path):
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert not marker.exists()
+
+
+def test_readme_fit_examples(run_cli):
+    # the two commands of the README's "Does it fit?" section, by hand:
+    # B = (32 x 3.35e12 / 30 - 671e9 x 2) / (4,000 x 576 x 61 x 2) = 7,938 sequences, whose
+    # fill is (1/30 s) x 3.35 TB/s / 80 GB = 1.396; the largest that fits is
+    # (32 x 80e9 - 1,342e9) / 281,088,000 = 4,333
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Does it fit?", 1)[1].split("```", 2)[1]
+    first, second = [shlex.split(line)[1:] for line in section.strip().splitlines()]
+    status, out, _ = run_cli(*first)
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == "batch_size = 7,938 sequence"
+    assert lines[1] == "memory_fill = 1.396 (checked: memory_fill <= 1)"
+    assert "flag: memory_fill = 1.396 is above 1" in out
+    status, out, _ = run_cli(*second)
+    assert status == 0
+    assert out.splitlines()[0] == "batch_size = 4,333 sequence"
+    assert "active constraint: memory capacity" in out

@@ -26,12 +26,13 @@ def test_scale_up_out_ratio_and_the_layers_a_cut_needs():
 
 
 def test_memory_per_chip_with_pipelining():
-    # weights 671e9 x 1 byte over E=64 x P=4; KV of P x 2400 sequences x 10,000 tokens x
-    # 70,272 byte/token over the same 256 chips
+    # the lecture's stage is one rack of E = 64 expert-parallel chips: weights 671e9 x 1 byte
+    # over 64 x P=4 chips; KV of P x 2400 sequences x 10,000 tokens x 70,272 byte/token over
+    # the same 256 chips
     weights = 671e9 * 1 / (64 * 4)
     kv = 4 * 2400 * 10_000 * 70_272 / (64 * 4)
     pins = {"total_params": "671e9 param", "bytes_per_param": "1 byte/param",
-            "expert_parallelism": "64 chip", "pipeline_stages": 4,
+            "chips_per_stage": "64 chip", "pipeline_stages": 4,
             "micro_batch_size": "2400 sequence", "context_length": "10000 token",
             "kv_bytes_per_token": "70272 byte/token"}
     s = solve("memory_per_chip", given=pins)
@@ -41,7 +42,7 @@ def test_memory_per_chip_with_pipelining():
 
 def test_pipelining_shrinks_weights_not_kv():
     pins = {"total_params": "671e9 param", "bytes_per_param": "1 byte/param",
-            "expert_parallelism": "64 chip", "micro_batch_size": "2400 sequence",
+            "chips_per_stage": "64 chip", "micro_batch_size": "2400 sequence",
             "context_length": "10000 token", "kv_bytes_per_token": "70272 byte/token"}
     kv_share = 2400 * 10_000 * 70_272 / 64  # per chip, whatever P is
     for stages in (1, 2, 8):
@@ -53,7 +54,7 @@ def test_pipelining_shrinks_weights_not_kv():
 def test_longest_context_that_fits_backwards():
     # memory_fill = 1 on an 80 GB chip with E=64, P=1: solve the context that fits
     pins = {"total_params": "671e9 param", "bytes_per_param": "1 byte/param",
-            "expert_parallelism": "64 chip", "pipeline_stages": 1,
+            "chips_per_stage": "64 chip", "pipeline_stages": 1,
             "micro_batch_size": "100 sequence", "kv_bytes_per_token": "70272 byte/token",
             "hbm_capacity": "80 GB", "memory_fill": 1}
     s = solve("context_length", given=pins)
@@ -178,10 +179,15 @@ def test_a_deployment_that_does_not_fit_is_flagged():
     weights = 671e9 * 2
     kv = 64 * 4000 * (512 + 64) * 61 * 2
     fill = (weights + kv) / 8 / 80e9
-    s = solve("memory_fill", {"micro_batch_size": "64 sequence", "pipeline_stages": 1,
-                              "expert_parallelism": "8 chip", "context_length": "4k token"},
+    s = solve("memory_fill", {"batch_size": "64 sequence", "n_chips": "8 chip",
+                              "context_length": "4k token"},
               ["h100", "deepseek_v3", "bf16"])
     assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
-    (flag,) = s.derivation.flags
-    assert flag == (f"memory_fill = {fill:.4g} is above 1: the weights and KV cache this "
-                    "needs do not fit in the chips' HBM")
+    # the weights alone take 1,342 GB of the 8 x 80 GB
+    weight_fill = weights / 8 / 80e9
+    assert s.value("weight_fill") == pytest.approx(weight_fill, rel=1e-9)
+    assert s.derivation.flags == (
+        f"memory_fill = {fill:.4g} is above 1: the weights and KV cache this needs do not "
+        "fit in the chips' HBM",
+        f"weight_fill = {weight_fill:.4g} is above 1: the weights alone do not fit in the "
+        "chips' HBM, before any KV cache")

@@ -177,8 +177,10 @@ def test_explain_names_the_combination_a_degenerate_set_fixes():
     with pytest.raises(UnderdeterminedError) as info:
         solve("chip_flops", pins)
     # replica_flops = n chip_flops and replica bandwidth = n hbm_bandwidth: with their ratio
-    # pinned too, the pins fix chip_flops only together with hbm_bandwidth (or n_chips)
+    # pinned too, the pins fix chip_flops only together with hbm_bandwidth (or n_chips, or
+    # chips_per_stage, which is n_chips in the conventions' single pipeline stage)
     assert "fix only chip_flops/hbm_bandwidth" in info.value.message
-    assert set(map(tuple, info.value.completions)) == {("hbm_bandwidth",), ("n_chips",)}
+    assert set(map(tuple, info.value.completions)) == {("hbm_bandwidth",), ("n_chips",),
+                                                       ("chips_per_stage",)}
     text = explain("chip_flops", pins).text()
     assert "n_chips" in text

@@ -1,0 +1,80 @@
+"""Memory joined to serving: the fill beside every serving answer, worked by hand."""
+
+import json
+
+import pytest
+from chalk.symbolic.errors import InconsistentPins
+
+from chalk import solve
+
+# DeepSeek-V3 (671e9 params, MLA: (512 + 64) elements x 61 layers) in bf16 on H800s
+# (80 GB, 3.35 TB/s, 989 TFLOP/s bf16 dense), 4,000 tokens of context, one stage
+WEIGHTS = 671e9 * 2  # byte
+KV_PER_SEQUENCE = 4000 * (512 + 64) * 61 * 2  # byte per sequence = 281,088,000
+PRESETS = ["deepseek_v3", "h800", "bf16"]
+
+
+def test_per_user_speed_on_32_h800s_gives_a_batch_that_does_not_fit():
+    # 30 token/s for one user: a step of 1/30 s. Memory-bound (checked below), so
+    # 1/30 s = (weights + B kv) / (32 x 3.35 TB/s)  ->  B = (32 x 3.35e12 / 30 - W) / kv
+    step = 1 / 30
+    batch = (step * 32 * 3.35e12 - WEIGHTS) / KV_PER_SEQUENCE
+    assert batch == pytest.approx(7938.2, abs=0.1)  # (3.5733e12 - 1.342e12) / 2.81088e8
+    # the matmuls of that batch take B x 2 x 37e9 / (32 x 989e12) = 18.6 ms < 33.3 ms
+    assert batch * 2 * 37e9 / (32 * 989e12) < step
+    # memory per chip = (W + B kv) / 32 = step x 3.35e12: the fill is step / drain time
+    fill = step * 3.35e12 / 80e9
+    s = solve("batch_size", {"tokens_per_second_per_user": "30 token/s", "n_chips": "32 chip",
+                             "context_length": "4000 token"}, PRESETS)
+    assert s.value("batch_size", "sequence") == pytest.approx(batch, rel=1e-9)
+    assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)  # 1.396
+    assert s.value("weight_fill") == pytest.approx(WEIGHTS / 32 / 80e9, rel=1e-9)  # 0.524
+    assert [n for n, _ in s.derivation.reported] == ["memory_fill", "weight_fill"]
+    (flag,) = s.derivation.flags
+    assert flag.startswith(f"memory_fill = {fill:.4g} is above 1")
+    lines = str(s).splitlines()
+    assert lines[1] == f"memory_fill = {fill:.4g} (checked: memory_fill <= 1)"
+    assert lines[3] == f"flag: {flag}"
+    reported = s.to_dict()["reported"]
+    assert reported["memory_fill"]["value"] == pytest.approx(fill, rel=1e-6)
+    assert reported["memory_fill"]["condition"] == "memory_fill <= 1"
+    assert json.loads(s.to_json())["flags"] == [flag]
+
+
+def test_a_serving_answer_that_fits_reports_its_fill_without_a_flag():
+    # 64 sequences on 32 chips: (1,342e9 + 64 kv) / 32 / 80e9
+    s = solve("step_time", {"batch_size": "64 sequence", "n_chips": "32 chip",
+                            "context_length": "4000 token"}, PRESETS)
+    fill = (WEIGHTS + 64 * KV_PER_SEQUENCE) / 32 / 80e9
+    assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
+    assert s.derivation.flags == ()
+    assert s.targets == ("step_time",)  # reported, not asked for
+    assert s.results.keys() == {"step_time"}
+
+
+def test_no_fill_is_reported_when_the_pins_do_not_fix_it():
+    # without a chip capacity nothing says how full the chips are
+    s = solve("step_time", {"batch_size": "64 sequence", "n_chips": "32 chip",
+                            "context_length": "4000 token", "chip_flops": "989e12 FLOP/s",
+                            "hbm_bandwidth": "3.35 TB/s"}, ["deepseek_v3", "bf16"])
+    assert s.derivation.reported == ()
+    assert "reported" not in s.to_dict()
+
+
+def test_micro_batch_is_the_step_batch():
+    pins = {"n_chips": "32 chip", "context_length": "4000 token", "batch_size": "100 sequence"}
+    s = solve("micro_batch_size", pins, PRESETS)
+    assert s.value("micro_batch_size", "sequence") == pytest.approx(100)
+    with pytest.raises(InconsistentPins):
+        solve("memory_fill", {**pins, "micro_batch_size": "200 sequence"}, PRESETS)
+
+
+def test_pipelined_replica_spreads_weights_but_not_kv():
+    # 4 stages of 8 chips: weights over 32 chips, 4 micro-batches of 100 in flight, so the
+    # KV per chip is 100 kv / 8 whatever the number of stages
+    pins = {"chips_per_stage": "8 chip", "pipeline_stages": 4, "batch_size": "100 sequence",
+            "context_length": "4000 token"}
+    s = solve(["memory_per_chip", "n_chips"], pins, PRESETS)
+    assert s.value("n_chips", "chip") == 32
+    assert s.value("memory_per_chip", "byte") == pytest.approx(
+        WEIGHTS / 32 + 100 * KV_PER_SEQUENCE / 8, rel=1e-12)
