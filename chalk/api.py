@@ -19,7 +19,7 @@ from chalk.solvers.flags import reported
 from chalk.solvers.pinned import Pin
 from chalk.solvers.pins import ResolvedPins, resolve_pins
 from chalk.solvers.plan import Plan, make_plan
-from chalk.solvers.solving import compute, yield_defaults
+from chalk.solvers.solving import compute, outranked, yield_defaults
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
 from chalk.solvers.uncertainty import Propagation, propagate
@@ -474,7 +474,7 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
             verdict = (f"they agree within {format_gap(gap)}" if gap <= options["rtol"]
                        else f"they differ: {format_gap(gap)}")
             behind = q.plan.analysis.pins_behind(model, t)
-            replaced = bool(behind) and all(q.pins[b].layer > pin.layer for b in behind)
+            replaced = outranked(pin, [q.pins[b] for b in behind])
             if prefer == "derived" or replaced:
                 entry["answer"] = "derived"
                 why = (f", set aside: {', '.join(behind)} determine it" if replaced

@@ -68,10 +68,13 @@ RELATIONS = (
     Relation(
         "t_compute_per_sequence",
         q.t_compute_per_sequence,
-        q.decode_tokens_per_step * q.flops_per_token / q.replica_flops,
-        "matmul time one sequence adds to a step: its new tokens times every active weight",
+        q.decode_tokens_per_step * (q.flops_per_token + q.attention_flops_per_token)
+        / q.replica_flops,
+        "compute time one sequence adds to a step: its new tokens times every active weight, "
+        "plus their attention over the sequence's context",
         lecture("3:19", "4:04"),
-        ("attention FLOPs are small next to the weight matmuls and are left out",
+        ("attention FLOPs count where the model's attention shape is known; the conventions "
+         "leave them out otherwise (attention_flops_per_token = 0)",
          "the n_chips share the work evenly at peak FLOP/s"),
         topic=TOPIC,
     ),

@@ -26,6 +26,10 @@ _SHARED = {
     "kv_window_bytes_per_sequence": PresetValue(
         "0 byte/sequence", "dense attention in every layer, as the lecture assumes (5:30-5:56)",
         LECTURE_DATE, "a hybrid model preset (local + global layers) replaces it"),
+    "attention_flops_per_token": PresetValue(
+        "0 FLOP/token", "attention FLOPs left out, as on the lecture's blackboard (3:19-4:04), "
+        "until the attention shape is known", LECTURE_DATE,
+        "a model preset (or n_heads with d_head, or the MLA widths) counts them instead"),
     "pipeline_stages": PresetValue(
         "1", "one replica is one pipeline stage unless pinned: the lecture's serving "
         "deductions (0:00-47:12) use no pipelining", LECTURE_DATE,

@@ -33,6 +33,8 @@ hold_cost_per_token retrieve_cost_per_token tier_cost_per_token tier_cost_per_by
 cache_storage_price cache_price_per_byte_hour step_time_fast t_compute_fast t_memory_fast
 cost_per_token_fast fast_batch_ratio pipeline_bubble_fraction loss inference_tokens
 tp_allreduce_bytes t_allreduce t_tp_comm step_time_with_comm
+attention_width attention_intensity attention_flops_per_token prefill_flops_per_token
+time_to_first_token prefill_tokens_per_second prefill_cost_per_token
 """.split())
 
 
@@ -310,6 +312,25 @@ VARIABLES: tuple[Variable, ...] = (
        PARALLELISM, allow_zero=True, typical=1e-3),
     _v("step_time_with_comm", "s", "step_time plus the tensor-parallel all-reduces on the "
        "critical path", SERVING, typical=0.02),
+    # Attention FLOPs and prefill
+    _v("attention_width", "1", "multiply-adds a new token does per cached token per layer "
+       "(2 n_heads d_head; MLA absorbed: n_heads (2 kv_lora_rank + qk_rope_head_dim))", MODEL,
+       typical=16384),
+    _v("attention_intensity", "FLOP/byte", "attention FLOPs per byte of KV cache read (compare "
+       "hardware_intensity)", MODEL, typical=8),
+    _v("attention_flops_per_token", "FLOP/token", "attention work of one new token against its "
+       "sequence's KV cache (0 where the conventions leave attention out)", SERVING,
+       allow_zero=True, typical=2e10),
+    _v("prompt_tokens", "token", "tokens of one request's prompt, run through in prefill",
+       SERVING, typical=4000),
+    _v("prefill_flops_per_token", "FLOP/token", "forward FLOPs per prompt token: weights plus "
+       "causal attention over half the prompt", SERVING, typical=2e11),
+    _v("time_to_first_token", "s", "prefill time of one prompt at peak FLOP/s (compute-bound)",
+       SERVING, aliases=("ttft",), typical=0.5),
+    _v("prefill_tokens_per_second", "token/s", "prompt tokens one replica takes in per second "
+       "(compute-bound)", SERVING, typical=1e5),
+    _v("prefill_cost_per_token", "USD/token", "chip rental per prompt token at the prefill rate",
+       SERVING, typical=1e-8),
 )
 
 BY_NAME = {v.name: v for v in VARIABLES}

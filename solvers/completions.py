@@ -63,7 +63,11 @@ def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iter
     if not pool:
         return ()
     order = key or (lambda c: c)
-    pool.sort(key=lambda item: order((item[0],)))
+    # Larger sets grow from the first candidates of the pool: put first those that move a
+    # direction the targets move along, so that a large component (one coupled through
+    # sums) does not crowd them out with quantities that could only cancel each other.
+    support = np.any(target_matrix != 0, axis=0)
+    pool.sort(key=lambda item: (not np.any(item[1][support] != 0), order((item[0],))))
     names = [n for n, _ in pool]
     vectors = np.array([v for _, v in pool])
     needed = int(np.linalg.matrix_rank(target_matrix, tol=1e-9))
@@ -176,7 +180,12 @@ def _through_quotient(vectors, targets, names, size) -> list[tuple[str, ...]]:
         rest = candidates[position + 1:]
         if not rest.size:
             break
-        parallel = np.abs(np.abs(units[rest] @ units[i]) - 1.0) <= 1e-9
+        # parallel when what is left of each after taking out the other's direction is
+        # nil: a residual is linear in the angle, where 1 - |cos| is quadratic and let
+        # through pairs 1e-5 apart (a saturated curve's tiny sensitivities)
+        cosines = units[rest] @ units[i]
+        residual = np.linalg.norm(units[rest] - np.outer(cosines, units[i]), axis=1)
+        parallel = residual <= 1e-9
         for j in rest[parallel]:
             # the two must not be parallel themselves (then neither reaches the target)
             pair = vectors[[i, j]]

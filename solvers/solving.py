@@ -9,7 +9,7 @@ higher-layer pins that determine them. Nothing here knows what the quantities me
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from chalk.solvers.blocks import MULTI_START
@@ -318,14 +318,31 @@ def yield_candidates(model: Model, pins: Mapping[str, Pin],
 
 
 def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:
-    """The pins behind ``name`` if, without it, pins of higher layers alone determine it."""
+    """The pins behind ``name`` if, without it, pins of higher layers determine it."""
     without = {n: p for n, p in pins.items() if n != name}
     if not make_plan(model, frozenset(without), targets).determines(name):
         return None
     higher = tuple(analyse_pins(model, frozenset(without), (name,)).pins_behind(model, name))
-    if higher and all(without[h].layer > pins[name].layer for h in higher):
+    if outranked(pins[name], [without[h] for h in higher]):
         return higher
     return None
+
+
+def outranked(pin: Pin, behind: Sequence[Pin]) -> bool:
+    """Whether pins of higher layers (``behind``: those a derivation of ``pin``'s quantity
+    rests on) take precedence over ``pin``.
+
+    A number gives way only when every pin behind the derivation is of a higher layer.
+    A zero stands for absence (no sliding-window KV, attention left out): it gives way as
+    soon as a higher layer brings what determines the quantity, even if lower-layer pins
+    such as another zero also feed in.
+    """
+    if not behind:
+        return False
+    if pin.value == 0:
+        return (any(b.layer > pin.layer for b in behind)
+                and all(b.layer >= pin.layer for b in behind))
+    return all(b.layer > pin.layer for b in behind)
 
 
 def implied_value(model: Model, pins: Mapping[str, Pin], name: str) -> float | None:

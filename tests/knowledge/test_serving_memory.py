@@ -15,19 +15,26 @@ PRESETS = ["deepseek_v3", "h800", "bf16"]
 
 
 def test_per_user_speed_on_32_h800s_gives_a_batch_that_does_not_fit():
-    # 30 token/s for one user: a step of 1/30 s. Memory-bound (checked below), so
-    # 1/30 s = (weights + B kv) / (32 x 3.35 TB/s)  ->  B = (32 x 3.35e12 / 30 - W) / kv
+    # 30 token/s for one user: a step of 1/30 s. Each sequence's token costs the weight
+    # matmuls, 2 x 37e9 FLOP, plus MLA attention over 4,000 tokens: 2 FLOP x 128 heads x
+    # (2 x 512 + 64) x 61 layers x 4,000 = 67.96e9 FLOP, over 32 x 989 TFLOP/s.
     step = 1 / 30
-    batch = (step * 32 * 3.35e12 - WEIGHTS) / KV_PER_SEQUENCE
-    assert batch == pytest.approx(7938.2, abs=0.1)  # (3.5733e12 - 1.342e12) / 2.81088e8
-    # the matmuls of that batch take B x 2 x 37e9 / (32 x 989e12) = 18.6 ms < 33.3 ms
-    assert batch * 2 * 37e9 / (32 * 989e12) < step
-    # memory per chip = (W + B kv) / 32 = step x 3.35e12: the fill is step / drain time
-    fill = step * 3.35e12 / 80e9
+    attention = 2 * 128 * (2 * 512 + 64) * 61 * 4000
+    per_sequence = (2 * 37e9 + attention) / (32 * 989e12)  # 4.486 µs
+    # compute-bound: B = step / per_sequence = 7,431; its memory traffic is then
+    # (W + B kv) / (32 x 3.35 TB/s) = 32.0 ms, within the step: consistent
+    batch = step / per_sequence
+    assert batch == pytest.approx(7431.2, abs=0.1)
+    assert (WEIGHTS + batch * KV_PER_SEQUENCE) / (32 * 3.35e12) < step
+    # memory-bound instead would need B = (32 x 3.35e12 / 30 - W) / kv = 7,938, whose
+    # matmuls take 35.6 ms, longer than the step: not consistent
+    memory_bound = (step * 32 * 3.35e12 - WEIGHTS) / KV_PER_SEQUENCE
+    assert memory_bound * per_sequence > step
+    fill = (WEIGHTS + batch * KV_PER_SEQUENCE) / 32 / 80e9  # 1.340
     s = solve("batch_size", {"tokens_per_second_per_user": "30 token/s", "n_chips": "32 chip",
                              "context_length": "4000 token"}, PRESETS)
     assert s.value("batch_size", "sequence") == pytest.approx(batch, rel=1e-9)
-    assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)  # 1.396
+    assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
     assert s.value("weight_fill") == pytest.approx(WEIGHTS / 32 / 80e9, rel=1e-9)  # 0.524
     assert [n for n, _ in s.derivation.reported] == ["memory_fill", "weight_fill"]
     (flag,) = s.derivation.flags

@@ -1,5 +1,6 @@
 """Planning on the real knowledge base: what is determined, what is missing."""
 
+import pytest
 from chalk.knowledge import load_model
 from chalk.solvers.plan import make_plan
 
@@ -23,14 +24,29 @@ def test_missing_pins_are_named_smallest_first():
     p = plan({"flops_per_param", "decode_tokens_per_step", "hbm_bandwidth"},
              ["critical_batch_size"])
     assert not p.determined
-    # B* balances a sequence's matmul time against the weight read:
-    # B* = t_weight_fetch / t_compute_per_sequence (W/RB over d F/RF is HI bpp S/(d fpp)),
-    # so two pins suffice, fewer than the three inputs bytes_per_param, chip_flops and
-    # sparsity_factor the critical-batch relation itself names.
-    assert p.completions == (("t_compute_per_sequence", "t_weight_fetch"),)
+    # B* d fpp = HI bpp S: with d and fpp pinned, the three of HI (chip_flops, with the
+    # bandwidth pinned), bpp and S fix it; inputs are named before derived quantities.
+    # bpp S = bpp N / Na = weight_bytes / active_params gives a second three.
+    assert p.completions[0] == ("bytes_per_param", "chip_flops", "sparsity_factor")
+    assert ("active_params", "chip_flops", "weight_bytes") in p.completions
+    assert all(len(c) == 3 for c in p.completions)
+    # what the pins do fix, in the first completion's terms: B* d fpp = (CF / BW) bpp S,
+    # so B* / (CF bpp S) = 1 / (BW d fpp)
     assert dict(dict(p.fixed)["critical_batch_size"]) == {
-        "critical_batch_size": 1.0, "t_compute_per_sequence": 1.0, "t_weight_fetch": -1.0}
+        "critical_batch_size": 1, "bytes_per_param": -1, "chip_flops": -1,
+        "sparsity_factor": -1}
     assert p.from_inputs == ("active_params", "bytes_per_param", "chip_flops", "total_params")
+
+
+def test_larger_completions_grow_from_quantities_along_the_target():
+    # Regression: once t_compute_per_sequence gained its attention term, no pair of pins
+    # fixed critical_batch_size, and the sets of three were grown from the first 30
+    # candidates of a component coupled through sums, all unrelated inputs (loss-fit
+    # coefficients, tier prices): none was found. Candidates that move along the target
+    # now come first.
+    p = plan({"flops_per_param", "decode_tokens_per_step", "hbm_bandwidth"},
+             ["critical_batch_size"])
+    assert p.completions
 
 
 def test_surplus_pins_become_checks():
@@ -51,3 +67,20 @@ def test_completions_count_determined_quantities_as_known():
     p = plan({"total_params", "bytes_per_param"}, ["latency_floor"])
     assert p.completions == (("hbm_bandwidth", "scale_up_size"),)
     assert "total_params" not in p.unused_pins
+
+
+@pytest.mark.parametrize("pinned,target", [
+    ({"flops_per_param", "decode_tokens_per_step", "hbm_bandwidth"}, "critical_batch_size"),
+    ({"flops_per_param", "decode_tokens_per_step", "context_length", "pipeline_stages",
+      "attention_flops_per_token", "kv_window_bytes_per_sequence",
+      "chinchilla_tokens_per_param", "train_flops_per_param"}, "cost_per_token"),
+    ({"decode_tokens_per_step", "attention_flops_per_token", "pipeline_stages"}, "step_time"),
+])
+def test_every_completion_named_does_determine_the_target(pinned, target):
+    # Regression: pairs whose directions differed by 1e-5 rad (a saturated expert-coverage
+    # curve's tiny sensitivities) passed a test on 1 - |cos| (quadratic in the angle) and
+    # were offered as completions, though pinning them left the target open.
+    p = plan(pinned, [target])
+    assert p.completions
+    for extra in p.completions:
+        assert plan(pinned | set(extra), [target]).determined, extra

@@ -54,19 +54,44 @@ def test_vectorised_min_labels_each_element_by_its_smaller_argument():
     assert list(result.values["test_first_arrival"]) == [1.0, 2.0]
 
 
+def _roofline():
+    """A decode step with its weight read tied to the per-sequence matmul time by the
+    critical batch (B* = t_weight / t_seq, the lecture's balance with matmuls of weights
+    only): the shape in which a block through max() needs solving regime by regime."""
+    def v(name, unit):
+        return Variable(f"test_{name}", unit, name)
+
+    step, batch, bstar = v("step", "s"), v("batch", "1"), v("bstar", "1")
+    t_seq, t_kv, t_weight = v("t_seq", "s"), v("t_kv", "s"), v("t_weight", "s")
+    t_compute, t_memory = v("t_compute", "s"), v("t_memory", "s")
+    relations = [
+        Relation("test_t_compute", t_compute.symbol, batch.symbol * t_seq.symbol, "m",
+                 definition()),
+        Relation("test_t_memory", t_memory.symbol,
+                 t_weight.symbol + batch.symbol * t_kv.symbol, "m", definition()),
+        Relation("test_balance", t_weight.symbol, bstar.symbol * t_seq.symbol, "m",
+                 definition()),
+        Relation("test_step", step.symbol, sympy.Max(t_compute.symbol, t_memory.symbol), "m",
+                 definition(), regimes=(("compute-bound", t_compute.symbol),
+                                        ("memory-bound", t_memory.symbol))),
+    ]
+    variables = [step, batch, bstar, t_seq, t_kv, t_weight, t_compute, t_memory]
+    return build_model(variables, relations)
+
+
 def test_a_block_through_max_is_solved_regime_by_regime():
-    # step 10 ms, batch = 5 / 0.1 = 50 sequences, 0.1 ms of KV per sequence.
+    # step 10 ms, batch 50 sequences, 0.1 ms of KV per sequence.
     # Memory-bound: t_weight = 10 - 50 x 0.1 = 5 ms; with B* = 40, t_seq = 5/40 = 0.125 ms,
     # t_compute = 6.25 ms <= 10 ms: consistent. Compute-bound: t_seq = 10/50 = 0.2 ms,
     # t_weight = 40 x 0.2 = 8 ms, t_memory = 8 + 5 = 13 ms > 10 ms: not. So 5 ms.
-    given = {"step_time": "10 ms", "batch_size_fast": "5 sequence", "fast_batch_ratio": 0.1,
-             "t_kv_per_sequence": "0.1 ms/sequence"}
-    s = solve("t_weight_fetch", {**given, "critical_batch_size": "40 sequence"}, ["none"])
-    assert s.value("t_weight_fetch", "ms") == pytest.approx(5, rel=1e-9)
+    model = _roofline()
+    given = {"test_step": Q_(10, "ms"), "test_batch": 50, "test_t_kv": Q_(0.1, "ms")}
+    s = solve("test_t_weight", {**given, "test_bstar": 40}, ["none"], model=model)
+    assert s.value("test_t_weight", "ms") == pytest.approx(5, rel=1e-9)
     # With B* = 20 it turns: memory-bound gives t_compute = 50 x 5/20 = 12.5 ms > 10 ms,
     # compute-bound gives t_weight = 20 x 0.2 = 4 ms and t_memory = 9 ms <= 10 ms.
-    s = solve("t_weight_fetch", {**given, "critical_batch_size": "20 sequence"}, ["none"])
-    assert s.value("t_weight_fetch", "ms") == pytest.approx(4, rel=1e-9)
+    s = solve("test_t_weight", {**given, "test_bstar": 20}, ["none"], model=model)
+    assert s.value("test_t_weight", "ms") == pytest.approx(4, rel=1e-9)
 
 
 def test_a_target_one_regime_fixes_is_planned_in_that_regime():
