@@ -302,10 +302,22 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
             if default and (implied is None
                             or abs(implied - default) > PINS.yield_rtol * abs(default)):
                 continue
-            notes.append(f"{pins[name].origin} value {pins[name].text} of {name} set "
-                         f"aside: {', '.join(sorted(higher))} determine it")
+            notes.append(_yield_note(pins[name], higher))
             pins = without
     return Yielded(pins, tuple(notes))
+
+
+def _yield_note(pin: Pin, higher) -> str:
+    zero = " (a zero: absence)" if pin.value == 0 else ""
+    return (f"{pin.origin} value {pin.text}{zero} of {pin.name} set aside: "
+            f"{', '.join(sorted(higher))} determine it")
+
+
+def number_free(note: str) -> bool:
+    """Whether a note says a zero default gave way: that happens whatever the numbers
+    (a zero yields to any pins of higher layers that determine its quantity), so an
+    answer with only such notes may be replayed with other numbers."""
+    return " (a zero: absence) of " in note and note.endswith(" determine it")
 
 
 def yield_candidates(model: Model, pins: Mapping[str, Pin],

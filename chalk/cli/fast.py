@@ -164,7 +164,8 @@ def _replay(entry: dict, args) -> str | None:
                   for c in entry["conditions"]
                   if violated(env[c["quantity"]], c["bound"], c["kind"]))
     derivation = Derivation(_Model(variables, relations), entry["conventions"], pins,
-                            tuple(records), tuple(checks), env, (), tuple(entry["unused"]),
+                            tuple(records), tuple(checks), env, tuple(entry["notes"]),
+                            tuple(entry["unused"]),
                             entry["rtol"], (), frozenset(), targets, found,
                             tuple((name, bound) for name, bound in entry["reported"]))
     shown = [format_display(env[n] / variables[n].to_base, variables[n].display)
@@ -213,7 +214,7 @@ def remember(args, solution) -> bool:
 
 def _freeze(args, question: dict, solution) -> dict | None:
     from chalk.solvers.flags import bound_value
-    from chalk.solvers.solving import yield_candidates
+    from chalk.solvers.solving import number_free, yield_candidates
     from chalk.solvers.steps import slot
     from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
     from chalk.symbolic.ir import to_ir
@@ -224,7 +225,8 @@ def _freeze(args, question: dict, solution) -> dict | None:
 
     d, plan = solution.derivation, solution.plan
     model = d.model
-    if (solution.uncertainty is not None or solution.stated or d.notes or d.placeholders
+    if (solution.uncertainty is not None or solution.stated
+            or not all(number_free(n) for n in d.notes) or d.placeholders
             or d.provisional or plan.regime):
         return None
     if d.checks and yield_candidates(model, d.pins, d.targets):
@@ -305,5 +307,5 @@ def _freeze(args, question: dict, solution) -> dict | None:
             "seconds": [seconds.text, seconds.to_base, seconds.ladder],
             "unused": list(d.unused_pins), "given": given, "pins": pins, "steps": steps,
             "checks": checks, "conditions": conditions, "variables": variables,
-            "reported": [list(item) for item in d.reported],
+            "reported": [list(item) for item in d.reported], "notes": list(d.notes),
             "relations": relations}
