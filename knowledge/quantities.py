@@ -32,6 +32,9 @@ hold_cost_per_token retrieve_cost_per_token tier_cost_per_token tier_cost_per_by
 cache_storage_price cache_price_per_byte_hour step_time_fast t_compute_fast t_memory_fast
 cost_per_token_fast fast_batch_ratio pipeline_bubble_fraction loss inference_tokens
 tp_allreduce_bytes t_allreduce t_tp_comm step_time_with_comm
+train_tokens_per_chip t_train_compute t_train_dp_comm t_train_fsdp_comm t_train_tp_comm
+t_train_ep_comm train_dp_comm_ratio train_fsdp_comm_ratio train_tp_comm_ratio
+train_ep_comm_ratio train_dp_critical_tokens_per_chip train_fsdp_critical_tokens_per_chip
 """.split())
 
 
@@ -62,8 +65,8 @@ VARIABLES: tuple[Variable, ...] = (
     _v("scale_out_bandwidth", "byte/s", "scale-out (NIC) bandwidth of one chip, one direction",
        HARDWARE, typical=5e10),
     _v("chip_price", "USD/hour", "rental price of one chip", HARDWARE, typical=3),
-    _v("n_chips", "chip", "chips that hold one replica of the model and share each step",
-       HARDWARE, typical=72),
+    _v("n_chips", "chip", "chips that hold one replica of the model and share each step "
+       "(serving; a training cluster's size is training_chips)", HARDWARE, typical=72),
     # Model
     _v("total_params", "param", "all parameters, every expert included", MODEL,
        aliases=("n_total",), typical=1e12),
@@ -164,7 +167,7 @@ VARIABLES: tuple[Variable, ...] = (
     _v("train_flops", "FLOP", "pre-training compute (6 per active parameter per token)",
        TRAINING, typical=1e25),
     _v("mfu", "1", "achieved FLOP/s over peak FLOP/s", TRAINING, upper=1, typical=0.4),
-    _v("training_time", "s", "train_flops / (n_chips x chip_flops x mfu)", TRAINING,
+    _v("training_time", "s", "train_flops / (training_chips x chip_flops x mfu)", TRAINING,
        typical=5e6),
     # Parallelism
     _v("expert_parallelism", "chip", "chips one MoE layer's experts are spread over",
@@ -224,7 +227,8 @@ VARIABLES: tuple[Variable, ...] = (
        TRAINING, typical=1),
     _v("inference_cost_ratio", "1", "inference_compute / train_flops (1 in the lecture's "
        "equal split)", TRAINING, typical=1),
-    _v("training_chips", "chip", "chips in the pre-training cluster", TRAINING, typical=1e4),
+    _v("training_chips", "chip", "chips in the pre-training cluster (not the serving n_chips "
+       "of one replica)", TRAINING, typical=1e4),
     _v("loss", "1", "pre-training loss predicted by a scaling-law fit", TRAINING, typical=2.0),
     _v("fit_e", "1", "irreducible loss E of a Chinchilla-form fit", TRAINING, typical=1.7),
     _v("fit_a", "1", "parameter coefficient A of a Chinchilla-form fit", TRAINING,
@@ -303,6 +307,55 @@ VARIABLES: tuple[Variable, ...] = (
        PARALLELISM, allow_zero=True, typical=1e-3),
     _v("step_time_with_comm", "s", "step_time plus the tensor-parallel all-reduces on the "
        "critical path", SERVING, typical=0.02),
+    # Communication in training at scale. Every name carries "train": these describe the
+    # pre-training cluster of training_chips, never the n_chips of one serving replica.
+    _v("train_data_parallelism", "chip", "chips of the training cluster in one data-parallel "
+       "group: replicas of the model that all-reduce their gradients each step", PARALLELISM,
+       lower=1, typical=1024),
+    _v("train_fsdp_parallelism", "chip", "chips of the training cluster that shard weights, "
+       "gradients and optimizer state between them (FSDP / ZeRO-3)", PARALLELISM, lower=1,
+       typical=64),
+    _v("train_tensor_parallelism", "chip", "chips of the training cluster that split each "
+       "layer's matmuls (Megatron tensor parallelism; not the serving n_chips)", PARALLELISM,
+       lower=1, typical=8),
+    _v("train_expert_parallelism", "chip", "chips of the training cluster one MoE layer's "
+       "experts are spread over (not the serving expert_parallelism)", PARALLELISM, lower=1,
+       typical=8),
+    _v("train_batch_tokens", "token", "tokens of one optimizer step over the whole training "
+       "cluster (the global batch)", TRAINING, typical=4e6),
+    _v("train_tokens_per_chip", "token", "batch per chip: train_batch_tokens / "
+       "training_chips, each chip's share of a step's work counted in tokens", TRAINING,
+       typical=4096),
+    _v("train_gradient_bytes_per_param", "byte/param", "bytes of one gradient element as "
+       "training communicates it (2 for bf16, 4 for fp32)", TRAINING, typical=2),
+    _v("train_hop_latency", "s", "fixed time of one step of a ring or pairwise exchange in a "
+       "training collective (alpha of the alpha-beta model); 0 leaves latency out",
+       PARALLELISM, allow_zero=True, typical=1e-5),
+    _v("t_train_compute", "s", "matmul time of one training step on one chip of the "
+       "training cluster, at peak FLOP/s", TRAINING, typical=1),
+    _v("t_train_dp_comm", "s", "time of a training step's data-parallel gradient all-reduce "
+       "(0 with one replica)", PARALLELISM, allow_zero=True, typical=1),
+    _v("t_train_fsdp_comm", "s", "time of a training step's FSDP all-gathers and "
+       "reduce-scatters (0 on one chip)", PARALLELISM, allow_zero=True, typical=1),
+    _v("t_train_tp_comm", "s", "time of a training step's tensor-parallel activation "
+       "all-reduces (0 on one chip)", PARALLELISM, allow_zero=True, typical=0.3),
+    _v("t_train_ep_comm", "s", "time of a training step's expert-parallel all-to-alls "
+       "(0 on one chip)", PARALLELISM, allow_zero=True, typical=0.3),
+    _v("train_dp_comm_ratio", "1", "t_train_dp_comm / t_train_compute: above 1 the gradient "
+       "all-reduce outlasts the step's compute", PARALLELISM, allow_zero=True, typical=0.5),
+    _v("train_fsdp_comm_ratio", "1", "t_train_fsdp_comm / t_train_compute: above 1 FSDP's "
+       "gathers and scatters outlast the step's compute", PARALLELISM, allow_zero=True,
+       typical=0.5),
+    _v("train_tp_comm_ratio", "1", "t_train_tp_comm / t_train_compute: the share the blocking "
+       "tensor-parallel all-reduces add to a step", PARALLELISM, allow_zero=True,
+       typical=0.3),
+    _v("train_ep_comm_ratio", "1", "t_train_ep_comm / t_train_compute: above 1 the MoE "
+       "all-to-alls outlast the step's compute", PARALLELISM, allow_zero=True, typical=0.3),
+    _v("train_dp_critical_tokens_per_chip", "token", "batch per chip whose compute takes as "
+       "long as the data-parallel gradient all-reduce", PARALLELISM, allow_zero=True,
+       typical=3000),
+    _v("train_fsdp_critical_tokens_per_chip", "token", "batch per chip whose compute takes as "
+       "long as FSDP's gathers and scatters", PARALLELISM, allow_zero=True, typical=3000),
 )
 
 BY_NAME = {v.name: v for v in VARIABLES}
