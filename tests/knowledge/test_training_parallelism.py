@@ -101,7 +101,8 @@ def test_fsdp_moves_one_and_a_half_times_the_bytes_of_data_parallelism():
 
 def test_fsdp_crossover_is_the_scaling_books_c_over_w():
     # Weights and gradients both 2 bytes: 3 x 2 bytes moved per parameter against 6 FLOP
-    # per parameter per token, so the crossover is (N-1)/N x C / W_out:
+    # per parameter per token, so the crossover is (N-1)/N x C / W_out, the scaling book's
+    # B/X > C/W with W the one-direction bandwidth of a one-way ring:
     # 255/256 x 989e12 / 50e9 = 255/256 x 19,780 = 19,702.7 tokens per chip.
     s = solve("train_fsdp_critical_tokens_per_chip",
               given={**DENSE_70B_ON_H100, "train_fsdp_parallelism": "256 chip"})
@@ -115,6 +116,20 @@ def test_fsdp_crossover_is_the_scaling_books_c_over_w():
                         "train_fsdp_comm_ratio": 1})
     assert back.value("train_tokens_per_chip", "token") == pytest.approx(expected,
                                                                         rel=1e-12)
+
+
+def test_fsdp_group_size_at_which_communication_equals_compute():
+    # Backwards through the (N-1)/N of the rings: at 16,384 tokens per chip the matmuls
+    # take 6 x 70e9 x 16384 / 989e12 = 6.9578 s, and FSDP over N chips moves
+    # (N-1)/N x 70e9 x 6 bytes / 50e9 = (N-1)/N x 8.4 s. Equal when
+    # N = 1 / (1 - 6.9578 / 8.4) = 5.8245 chips: over NICs, FSDP groups larger than
+    # about six chips leave this batch communication-bound.
+    s = solve("train_fsdp_parallelism",
+              given={**DENSE_70B_ON_H100, "train_tokens_per_chip": "16384 token",
+                     "train_fsdp_comm_ratio": 1})
+    expected = 1 / (1 - _compute(16384) / (P * 6 / W_OUT))
+    assert s.value("train_fsdp_parallelism", "chip") == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(5.8245, abs=1e-4)
 
 
 def test_fsdp_latency_counts_three_collectives_per_layer():
@@ -239,3 +254,26 @@ def test_training_questions_never_use_the_serving_n_chips():
         assert with_serving.value(name) == alone.value(name)
     # and the batch per chip is the global batch over the training cluster: 2^22 / 2^10
     assert alone.value("train_tokens_per_chip", "token") == 4096
+
+
+def test_readme_example_llama_3_1_70b_on_2048_h100s():
+    # README: h100 + llama_3_1_70b + bf16 presets, a 16M-token batch on 2,048 chips, all
+    # data parallel (or all FSDP), bf16 gradients, no latency. Config: 70.55e9 params.
+    s = solve(["train_dp_comm_ratio", "train_fsdp_critical_tokens_per_chip"],
+              presets=["h100", "llama_3_1_70b", "bf16"],
+              given={"training_chips": "2048 chip", "train_batch_tokens": "16e6 token",
+                     "train_data_parallelism": "2048 chip",
+                     "train_fsdp_parallelism": "2048 chip",
+                     "train_gradient_bytes_per_param": "2 byte/param",
+                     "train_hop_latency": "0 s"})
+    params = s.value("total_params", "param")
+    assert params == pytest.approx(70.55e9, rel=1e-3)
+    # 16e6 / 2048 = 7,812.5 tokens per chip; all-reduce 2 x 2047/2048 x 141.1 GB / 50 GB/s
+    # = 5.641 s against 6 x 70.55e9 x 7812.5 / 989e12 = 3.344 s of matmuls
+    comm = 2 * 2047 / 2048 * params * 2 / W_OUT
+    compute = 6 * params * 7812.5 / C
+    assert s.value("train_dp_comm_ratio") == pytest.approx(comm / compute, rel=1e-9)
+    assert s.value("train_dp_comm_ratio") == pytest.approx(1.687, abs=5e-4)
+    # FSDP with 2-byte weights and gradients: 2047/2048 x 989e12 / 50e9 = 19,770 tokens
+    assert s.value("train_fsdp_critical_tokens_per_chip", "token") == pytest.approx(
+        2047 / 2048 * C / W_OUT, rel=1e-9)
