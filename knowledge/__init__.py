@@ -7,7 +7,8 @@ from functools import lru_cache
 from chalk.symbolic.model import Model, build_model
 
 TOPIC_MODULES = ("batch", "moe", "parallelism", "training", "long_context", "pricing",
-                 "fast_mode", "tensor_parallel", "attention")
+                 "fast_mode", "tensor_parallel", "attention",
+                 "training_parallelism")
 
 
 @lru_cache(maxsize=1)

@@ -35,6 +35,9 @@ cost_per_token_fast fast_batch_ratio pipeline_bubble_fraction loss inference_tok
 tp_allreduce_bytes t_allreduce t_tp_comm step_time_with_comm
 attention_width attention_intensity attention_flops_per_token prefill_flops_per_token
 time_to_first_token prefill_tokens_per_second prefill_cost_per_token
+train_tokens_per_chip t_train_compute t_train_dp_comm t_train_fsdp_comm t_train_tp_comm
+t_train_ep_comm train_dp_comm_ratio train_fsdp_comm_ratio train_tp_comm_ratio
+train_ep_comm_ratio train_dp_critical_tokens_per_chip train_fsdp_critical_tokens_per_chip
 """.split())
 
 
@@ -168,7 +171,7 @@ VARIABLES: tuple[Variable, ...] = (
     _v("train_flops", "FLOP", "pre-training compute (6 per active parameter per token)",
        TRAINING, typical=1e25),
     _v("mfu", "1", "achieved FLOP/s over peak FLOP/s", TRAINING, upper=1, typical=0.4),
-    _v("training_time", "s", "train_flops / (n_chips x chip_flops x mfu)", TRAINING,
+    _v("training_time", "s", "train_flops / (training_chips x chip_flops x mfu)", TRAINING,
        typical=5e6),
     # Parallelism
     _v("expert_parallelism", "chip", "chips one MoE layer's experts are spread over",
@@ -233,7 +236,8 @@ VARIABLES: tuple[Variable, ...] = (
        TRAINING, typical=1),
     _v("inference_cost_ratio", "1", "inference_compute / train_flops (1 in the lecture's "
        "equal split)", TRAINING, typical=1),
-    _v("training_chips", "chip", "chips in the pre-training cluster", TRAINING, typical=1e4),
+    _v("training_chips", "chip", "chips in the pre-training cluster (not the serving n_chips "
+       "of one replica)", TRAINING, typical=1e4),
     _v("loss", "1", "pre-training loss predicted by a scaling-law fit", TRAINING, typical=2.0),
     _v("fit_e", "1", "irreducible loss E of a Chinchilla-form fit", TRAINING, typical=1.7),
     _v("fit_a", "1", "parameter coefficient A of a Chinchilla-form fit", TRAINING,
@@ -331,6 +335,56 @@ VARIABLES: tuple[Variable, ...] = (
        "(compute-bound)", SERVING, typical=1e5),
     _v("prefill_cost_per_token", "USD/token", "chip rental per prompt token at the prefill rate",
        SERVING, typical=1e-8),
+    # Communication in training at scale. Every name carries "train": these describe the
+    # pre-training cluster of training_chips, never the n_chips of one serving replica.
+    _v("train_data_parallelism", "chip", "chips of the training cluster in one data-parallel "
+       "group: replicas of the model that all-reduce their gradients each step", PARALLELISM,
+       lower=1, typical=1024),
+    _v("train_fsdp_parallelism", "chip", "chips of the training cluster that shard weights, "
+       "gradients and optimizer state between them (FSDP / ZeRO-3)", PARALLELISM, lower=1,
+       typical=64),
+    _v("train_tensor_parallelism", "chip", "chips of the training cluster that split each "
+       "layer's matmuls (Megatron tensor parallelism; not the serving n_chips)", PARALLELISM,
+       lower=1, typical=8),
+    _v("train_expert_parallelism", "chip", "chips of the training cluster one MoE layer's "
+       "experts are spread over (not the serving expert_parallelism)", PARALLELISM, lower=1,
+       typical=8),
+    _v("train_batch_tokens", "token", "tokens of one optimizer step over the whole training "
+       "cluster (the global batch)", TRAINING, typical=4e6),
+    _v("train_tokens_per_chip", "token", "batch per chip: train_batch_tokens / "
+       "training_chips, each chip's share of a step's work counted in tokens", TRAINING,
+       typical=4096),
+    _v("train_gradient_bytes_per_param", "byte/param", "bytes of one gradient element as "
+       "training communicates it (2 for bf16, 4 for fp32)", TRAINING, typical=2),
+    _v("train_collective_latency", "s", "fixed time of one training collective (all-reduce, "
+       "all-gather, reduce-scatter or all-to-all) whatever its size: its small-message time, "
+       "the alpha of the alpha-beta model; 0 leaves latency out", PARALLELISM,
+       allow_zero=True, typical=1e-4),
+    _v("t_train_compute", "s", "matmul time of one training step on one chip of the "
+       "training cluster, at peak FLOP/s", TRAINING, typical=1),
+    _v("t_train_dp_comm", "s", "time of a training step's data-parallel gradient all-reduce "
+       "(0 with one replica and no latency)", PARALLELISM, allow_zero=True, typical=1),
+    _v("t_train_fsdp_comm", "s", "time of a training step's FSDP all-gathers and "
+       "reduce-scatters (0 on one chip and no latency)", PARALLELISM, allow_zero=True, typical=1),
+    _v("t_train_tp_comm", "s", "time of a training step's tensor-parallel activation "
+       "all-reduces (0 on one chip and no latency)", PARALLELISM, allow_zero=True, typical=0.3),
+    _v("t_train_ep_comm", "s", "time of a training step's expert-parallel all-to-alls "
+       "(0 on one chip and no latency)", PARALLELISM, allow_zero=True, typical=0.3),
+    _v("train_dp_comm_ratio", "1", "t_train_dp_comm / t_train_compute: above 1 the gradient "
+       "all-reduce outlasts the step's compute", PARALLELISM, allow_zero=True, typical=0.5),
+    _v("train_fsdp_comm_ratio", "1", "t_train_fsdp_comm / t_train_compute: above 1 FSDP's "
+       "gathers and scatters outlast the step's compute", PARALLELISM, allow_zero=True,
+       typical=0.5),
+    _v("train_tp_comm_ratio", "1", "t_train_tp_comm / t_train_compute: the share the blocking "
+       "tensor-parallel all-reduces add to a step", PARALLELISM, allow_zero=True,
+       typical=0.3),
+    _v("train_ep_comm_ratio", "1", "t_train_ep_comm / t_train_compute: above 1 the MoE "
+       "all-to-alls outlast the step's compute", PARALLELISM, allow_zero=True, typical=0.3),
+    _v("train_dp_critical_tokens_per_chip", "token", "batch per chip whose compute takes as "
+       "long as the data-parallel gradient all-reduce", PARALLELISM, allow_zero=True,
+       typical=3000),
+    _v("train_fsdp_critical_tokens_per_chip", "token", "batch per chip whose compute takes as "
+       "long as FSDP's gathers and scatters", PARALLELISM, allow_zero=True, typical=3000),
 )
 
 BY_NAME = {v.name: v for v in VARIABLES}
