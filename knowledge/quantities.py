@@ -356,20 +356,19 @@ VARIABLES: tuple[Variable, ...] = (
        typical=4096),
     _v("train_gradient_bytes_per_param", "byte/param", "bytes of one gradient element as "
        "training communicates it (2 for bf16, 4 for fp32)", TRAINING, typical=2),
-    _v("train_collective_latency", "s", "fixed time of one training collective (all-reduce, "
-       "all-gather, reduce-scatter or all-to-all) whatever its size: its small-message time, "
-       "the alpha of the alpha-beta model; 0 leaves latency out", PARALLELISM,
-       allow_zero=True, typical=1e-4),
+    _v("train_hop_latency", "s", "fixed time of one step of a ring or pairwise exchange in a "
+       "training collective (alpha of the alpha-beta model); 0 leaves latency out",
+       PARALLELISM, allow_zero=True, typical=1e-5),
     _v("t_train_compute", "s", "matmul time of one training step on one chip of the "
        "training cluster, at peak FLOP/s", TRAINING, typical=1),
     _v("t_train_dp_comm", "s", "time of a training step's data-parallel gradient all-reduce "
-       "(0 with one replica and no latency)", PARALLELISM, allow_zero=True, typical=1),
+       "(0 with one replica)", PARALLELISM, allow_zero=True, typical=1),
     _v("t_train_fsdp_comm", "s", "time of a training step's FSDP all-gathers and "
-       "reduce-scatters (0 on one chip and no latency)", PARALLELISM, allow_zero=True, typical=1),
+       "reduce-scatters (0 on one chip)", PARALLELISM, allow_zero=True, typical=1),
     _v("t_train_tp_comm", "s", "time of a training step's tensor-parallel activation "
-       "all-reduces (0 on one chip and no latency)", PARALLELISM, allow_zero=True, typical=0.3),
+       "all-reduces (0 on one chip)", PARALLELISM, allow_zero=True, typical=0.3),
     _v("t_train_ep_comm", "s", "time of a training step's expert-parallel all-to-alls "
-       "(0 on one chip and no latency)", PARALLELISM, allow_zero=True, typical=0.3),
+       "(0 on one chip)", PARALLELISM, allow_zero=True, typical=0.3),
     _v("train_dp_comm_ratio", "1", "t_train_dp_comm / t_train_compute: above 1 the gradient "
        "all-reduce outlasts the step's compute", PARALLELISM, allow_zero=True, typical=0.5),
     _v("train_fsdp_comm_ratio", "1", "t_train_fsdp_comm / t_train_compute: above 1 FSDP's "

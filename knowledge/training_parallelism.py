@@ -2,9 +2,8 @@
 
 A training step on a cluster of ``training_chips`` does two things per chip: its
 share of the 6 N D matmuls, and the collectives its parallelism needs. Each
-collective is costed with the alpha-beta model: a fixed latency (the collective's
-small-message time, ``train_collective_latency``) plus the bytes one chip sends over
-its link. Comparing the two says whether
+collective is costed with the alpha-beta model: a fixed latency per message
+step plus the bytes one chip sends over its link. Comparing the two says whether
 the step waits on compute or on the network, and, for data parallelism and FSDP,
 from which batch per chip the compute is long enough to hide the network.
 
@@ -47,7 +46,7 @@ fsdp = count(BY_NAME["train_fsdp_parallelism"])
 tp = count(BY_NAME["train_tensor_parallelism"])
 ep = count(BY_NAME["train_expert_parallelism"])
 chip_tokens = count(BY_NAME["train_tokens_per_chip"])
-alpha = q.train_collective_latency
+alpha = q.train_hop_latency
 
 SCALING_BOOK = "https://jax-ml.github.io/scaling-book/training/"
 BOOK_TRAINING = book("Austin et al. 2025, 'How to Scale Your Model', part 5 'How to "
@@ -61,9 +60,8 @@ BOOK_FSDP = book("Austin et al. 2025, 'How to Scale Your Model', part 5, 'Fully-
                  "partitioned, 1.5x data parallelism's 2 Psi)", SCALING_BOOK)
 RING = paper("Patarasuk & Yuan 2009, 'Bandwidth optimal all-reduce algorithms for clusters "
              "of workstations', JPDC 69(2): a ring all-reduce sends 2(N-1)/N of the message "
-             "per process; Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1), sec. 4; the "
-             "alpha-beta form time = latency + bytes / bandwidth after Hockney 1994, "
-             "Parallel Computing 20(3)",
+             "per process in 2(N-1) steps; Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1), "
+             "sec. 4; latency per step after Hockney 1994, Parallel Computing 20(3)",
              "https://doi.org/10.1016/j.jpdc.2008.09.002")
 MEGATRON = paper("Shoeybi et al. 2019, 'Megatron-LM', arXiv:1909.08053, sec. 3 and fig. 4: "
                  "two all-reduces per layer in the forward pass and two in the backward",
@@ -71,7 +69,7 @@ MEGATRON = paper("Shoeybi et al. 2019, 'Megatron-LM', arXiv:1909.08053, sec. 3 a
 ALLTOALL = paper("Lepikhin et al. 2020, 'GShard', arXiv:2006.16668, sec. 3 (experts sharded "
                  "over devices: one AllToAll dispatches tokens, one combines them; the "
                  "backward pass runs the reverse pair); pairwise-exchange all-to-all cost "
-                 "(N-1)/N m/W plus latency from Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
+                 "(N-1)(alpha + m/(N W)) from Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
                  "https://arxiv.org/abs/2006.16668")
 
 RELATIONS = (
@@ -95,10 +93,11 @@ RELATIONS = (
       topic=TOPIC),
     R("t_train_dp_comm",
       q.t_train_dp_comm,
-      alpha + (dp - 1) * q.total_params * q.train_gradient_bytes_per_param * Integer(2)
-      / (dp * q.scale_out_bandwidth),
-      "ring all-reduce of every gradient over the data-parallel group: a fixed latency plus "
-      "2(N-1)/N of the gradients at the one-direction scale-out bandwidth",
+      # (N - 1) times the bracket first: sympy would spread a bare 2 over the difference
+      (dp - 1) * (alpha + q.total_params * q.train_gradient_bytes_per_param
+                  / (dp * q.scale_out_bandwidth)) * Integer(2),
+      "ring all-reduce of every gradient over the data-parallel group: 2(N-1) steps, each "
+      "a hop latency plus 1/N of the gradients at the one-direction scale-out bandwidth",
       RING,
       ("every data-parallel chip holds the whole model (no FSDP, tensor or expert sharding)",
        "the group spans nodes, so each chip's scale-out link is the ring's bottleneck",
@@ -106,13 +105,13 @@ RELATIONS = (
       topic=TOPIC),
     R("t_train_fsdp_comm",
       q.t_train_fsdp_comm,
-      Integer(3) * q.n_layers * alpha
-      + (fsdp - 1) * q.total_params * (Integer(2) * q.bytes_per_param
-                                       + q.train_gradient_bytes_per_param)
-      / (fsdp * q.scale_out_bandwidth),
+      (fsdp - 1) * (Integer(3) * q.n_layers * alpha
+                    + q.total_params * (Integer(2) * q.bytes_per_param
+                                        + q.train_gradient_bytes_per_param)
+                    / (fsdp * q.scale_out_bandwidth)),
       "FSDP (ZeRO-3): each layer's weights are all-gathered for the forward pass and again "
-      "for the backward, and its gradients reduce-scattered; each ring collective pays a "
-      "fixed latency and passes (N-1)/N of its message",
+      "for the backward, and its gradients reduce-scattered; each ring collective takes "
+      "N-1 steps and passes (N-1)/N of its message",
       BOOK_FSDP,
       ("one FSDP unit per layer: three collectives per layer",
        "weights gathered at their storage precision bytes_per_param",
@@ -121,9 +120,8 @@ RELATIONS = (
       topic=TOPIC),
     R("t_train_tp_comm",
       q.t_train_tp_comm,
-      Integer(4) * q.n_layers
-      * (alpha + (tp - 1) * chip_tokens * q.d_model * q.activation_bytes * Integer(2)
-         / q.scale_up_bandwidth),
+      Integer(4) * q.n_layers * (tp - 1) * Integer(2)
+      * (alpha + chip_tokens * q.d_model * q.activation_bytes / q.scale_up_bandwidth),
       "Megatron tensor parallelism all-reduces the activations of the group's tokens "
       "(train_tokens_per_chip x train_tensor_parallelism of them) twice per layer forward "
       "and twice backward; a ring all-reduce passes 2(N-1)/N of each",
@@ -137,12 +135,12 @@ RELATIONS = (
       topic=TOPIC),
     R("t_train_ep_comm",
       q.t_train_ep_comm,
-      Integer(4) * q.n_layers
-      * (alpha + (ep - 1) * chip_tokens * q.n_active_experts * q.d_model
-         * q.activation_bytes / (ep * q.scale_up_bandwidth)),
+      Integer(4) * q.n_layers * (ep - 1)
+      * (alpha + chip_tokens * q.n_active_experts * q.d_model * q.activation_bytes
+         / (ep * q.scale_up_bandwidth)),
       "each MoE layer dispatches every token's activation to its chosen experts and "
       "combines the results, an all-to-all each way, forward and backward; a pairwise "
-      "all-to-all pays a fixed latency and sends (N-1)/N of a chip's message off the chip",
+      "all-to-all takes N-1 steps and sends (N-1)/N of a chip's message off the chip",
       ALLTOALL,
       ("every layer is an MoE layer",
        "routing spreads tokens evenly over the expert-parallel chips (no capacity "

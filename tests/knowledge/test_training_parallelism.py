@@ -22,7 +22,7 @@ DENSE_70B_ON_H100 = {
     "active_params": "70e9 param", "train_flops_per_param": "6 FLOP/param/token",
     "train_gradient_bytes_per_param": "2 byte/param", "bytes_per_param": "2 byte/param",
     "activation_bytes": "2 byte", "n_layers": LAYERS, "d_model": D_MODEL,
-    "train_collective_latency": "0 s",
+    "train_hop_latency": "0 s",
 }
 
 
@@ -36,28 +36,27 @@ def _compute(tokens_per_chip, active=P):
 
 def test_data_parallel_step_on_1024_chips_is_communication_bound():
     # A 4,194,304-token batch (2^22) on a 1,024-chip cluster that is all data parallel:
-    # 4,096 tokens per chip. 1 ms of fixed latency for the all-reduce.
+    # 4,096 tokens per chip. 10 us per ring hop.
     s = solve(["train_dp_comm_ratio", "train_dp_critical_tokens_per_chip"],
               given={**DENSE_70B_ON_H100, "training_chips": "1024 chip",
                      "train_batch_tokens": "4194304 token",
-                     "train_data_parallelism": "1024 chip",
-                     "train_collective_latency": "1 ms"})
+                     "train_data_parallelism": "1024 chip", "train_hop_latency": "10 us"})
     assert s.value("train_tokens_per_chip", "token") == pytest.approx(4096)
-    # ring all-reduce: 1 ms + 2 x 1023/1024 of 140 GB at 50 GB/s
-    #   = 1e-3 + 2046 x 140e9 / (1024 x 50e9) = 1e-3 + 2046 x 2.734375e-3 s = 5.595531 s
-    comm = 1e-3 + 2 * 1023 * P * 2 / (1024 * W_OUT)
-    assert comm == pytest.approx(5.595531, rel=1e-6)
+    # ring all-reduce: 2(N-1) hops of (10 us + 1/N of 140 GB at 50 GB/s)
+    #   = 2046 x (10e-6 + 140e9 / (1024 x 50e9)) = 2046 x 2.744375e-3 s = 5.61499 s
+    comm = 2 * 1023 * (10e-6 + P * 2 / (1024 * W_OUT))
+    assert comm == pytest.approx(5.61499, rel=1e-5)
     assert s.value("t_train_dp_comm", "s") == pytest.approx(comm, rel=1e-12)
     # compute: 6 x 70e9 x 4096 / 989e12 = 1.73945 s
     assert s.value("t_train_compute", "s") == pytest.approx(1.73945, rel=1e-5)
-    # 5.595531 / 1.73945 = 3.217: the all-reduce takes three times the step's matmuls
+    # 5.61499 / 1.73945 = 3.228: the all-reduce takes three times the step's matmuls
     assert s.value("train_dp_comm_ratio") == pytest.approx(comm / _compute(4096), rel=1e-12)
-    assert s.value("train_dp_comm_ratio") == pytest.approx(3.217, abs=5e-4)
-    # the batch per chip whose compute lasts as long: 5.595531 s x 989e12 / (6 x 70e9)
+    assert s.value("train_dp_comm_ratio") == pytest.approx(3.228, abs=5e-4)
+    # the batch per chip whose compute lasts as long: 5.61499 s x 989e12 / (6 x 70e9)
     assert s.value("train_dp_critical_tokens_per_chip", "token") == pytest.approx(
         comm * C / (6 * P), rel=1e-12)
     assert s.value("train_dp_critical_tokens_per_chip", "token") == pytest.approx(
-        13_176, abs=1)
+        13_222, abs=1)
 
 
 def test_global_batch_at_which_data_parallelism_stops_being_communication_bound():
@@ -134,14 +133,14 @@ def test_fsdp_group_size_at_which_communication_equals_compute():
 
 
 def test_fsdp_latency_counts_three_collectives_per_layer():
-    # 8 chips, 50 us per collective: 3 collectives x 80 layers x 50 us = 12 ms of latency
+    # 8 chips, 5 us per hop: 3 collectives x 80 layers x 7 hops x 5 us = 8.4 ms of latency
     # on top of 7/8 x 70e9 x 6 bytes / 50e9 = 7.35 s.
     s = solve("t_train_fsdp_comm",
               given={**DENSE_70B_ON_H100, "train_fsdp_parallelism": "8 chip",
-                     "train_collective_latency": "50 us"})
-    assert s.value("t_train_fsdp_comm", "s") == pytest.approx(3 * 80 * 50e-6
+                     "train_hop_latency": "5 us"})
+    assert s.value("t_train_fsdp_comm", "s") == pytest.approx(3 * 80 * 7 * 5e-6
                                                               + 7 / 8 * P * 6 / W_OUT)
-    assert s.value("t_train_fsdp_comm", "s") == pytest.approx(7.362, rel=1e-12)
+    assert s.value("t_train_fsdp_comm", "s") == pytest.approx(7.3584, rel=1e-12)
 
 
 # --- tensor parallelism --------------------------------------------------------------
@@ -229,9 +228,9 @@ def test_link_bandwidth_below_which_expert_parallelism_is_communication_bound():
 
 
 def test_one_chip_in_a_group_communicates_nothing():
-    # Degree 1 and no latency: the (N-1) in front of every collective's bytes is zero.
+    # Degree 1: the (N-1) in front of every collective, latency included, is zero.
     s = solve(["t_train_dp_comm", "t_train_fsdp_comm", "t_train_tp_comm", "t_train_ep_comm"],
-              given={**MOE, "train_data_parallelism": "1 chip",
+              given={**MOE, "train_hop_latency": "10 us", "train_data_parallelism": "1 chip",
                      "train_fsdp_parallelism": "1 chip", "train_tensor_parallelism": "1 chip",
                      "train_expert_parallelism": "1 chip"})
     for name in ("t_train_dp_comm", "t_train_fsdp_comm", "t_train_tp_comm", "t_train_ep_comm"):
@@ -266,7 +265,7 @@ def test_readme_example_llama_3_1_70b_on_2048_h100s():
                      "train_data_parallelism": "2048 chip",
                      "train_fsdp_parallelism": "2048 chip",
                      "train_gradient_bytes_per_param": "2 byte/param",
-                     "train_collective_latency": "0 s"})
+                     "train_hop_latency": "0 s"})
     params = s.value("total_params", "param")
     assert params == pytest.approx(70.55e9, rel=1e-3)
     # 16e6 / 2048 = 7,812.5 tokens per chip; all-reduce 2 x 2047/2048 x 141.1 GB / 50 GB/s
