@@ -238,6 +238,9 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime) -> StepRecord:
             rejected.append(f"{plain(cc.candidate.expr)} gives {shown} (not physical)")
             continue
         value = float(value)
+        if not _monomial(cc.candidate.expr):  # sums can cancel in floating point
+            lhs, rhs = _sides(model, cstep)
+            value = numeric.polish_root(lhs, rhs, env, name, value)
         trial = dict(env)
         trial[name] = value
         if not guards_hold(cc.guards, trial):
@@ -265,10 +268,7 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime) -> StepRecord:
             raise AmbiguousSolution(name, options, hint)
     if not survivors and overflowed and not relation.has_regimes():
         # The closed form is exact but overflows in floating point: search instead.
-        if cstep.equation is None:
-            constants = model.constant_values()
-            cstep.equation = (compile_expr(relation.lhs, constants),
-                              compile_expr(relation.rhs, constants))
+        _sides(model, cstep)
         record = run_numeric(model, cstep, env)
         return StepRecord(record.relations, record.variables, None, record.method,
                           record.inputs, None,
@@ -301,6 +301,16 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime) -> StepRecord:
         note_parts.append(f"{candidate.regime} regime: its inequalities hold")
     return StepRecord((relation.name,), (name,), candidate.expr, candidate.method,
                       inputs_of(cstep.relations, (name,), model), active, "; ".join(note_parts))
+
+
+def _sides(model: Model, cstep: CompiledStep) -> tuple:
+    """The step's relation as two compiled sides, compiled once when first needed."""
+    if cstep.equation is None:
+        relation = cstep.relations[0]
+        constants = model.constant_values()
+        cstep.equation = (compile_expr(relation.lhs, constants),
+                          compile_expr(relation.rhs, constants))
+    return cstep.equation
 
 
 def _monomial(expr) -> bool:

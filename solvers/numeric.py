@@ -25,6 +25,36 @@ def relative_residual(lhs: float, rhs: float) -> float:
     return 0.0 if scale == 0 else (lhs - rhs) / scale
 
 
+def polish_root(lhs: Side, rhs: Side, scope: Mapping[str, float], name: str,
+                value: float, steps: int = 3) -> float:
+    """``value`` moved by a few Newton steps on ln x towards a root of ``lhs = rhs``.
+
+    A closed form can be exact algebra and still lose digits in floating point (the
+    quadratic formula when its discriminant nearly cancels); the relation itself,
+    evaluated as written, does not. Each step is kept only if it lowers the relative
+    residual, so a value already at the last bits stays as it is.
+    """
+    def residual(x):
+        trial = dict(scope)
+        trial[name] = x
+        return residual_at(lhs, rhs, trial)
+
+    x, rx = value, residual(value)
+    if not math.isfinite(rx) or rx == 0 or value <= 0:
+        return value
+    for _ in range(steps):
+        h = 1e-6
+        slope = (residual(x * math.exp(h)) - rx) / h
+        if not math.isfinite(slope) or slope == 0:
+            break
+        moved = x * math.exp(-rx / slope)
+        r_moved = residual(moved)
+        if not math.isfinite(r_moved) or abs(r_moved) >= abs(rx):
+            break
+        x, rx = moved, r_moved
+    return x
+
+
 def residual_at(lhs: Side, rhs: Side, scope: Mapping[str, float]) -> float:
     """The relative residual of ``lhs = rhs`` at ``scope``; NaN where a side is undefined."""
     try:

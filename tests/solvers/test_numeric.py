@@ -127,3 +127,39 @@ def test_two_roots_between_grid_points_are_both_bracketed():
     roots = roots_scalar(f, *WIDE)
     assert roots == [pytest.approx(8.35e11, rel=1e-12),
                      pytest.approx(8.35e11 * math.exp(0.06), rel=1e-12)]
+
+
+def test_a_quadratic_root_that_cancels_is_polished_on_the_relation():
+    # Regression: t = 2 (N - 1)(a + K / N) solved for N is a quadratic root whose
+    # discriminant nearly cancels when t ~ 2K; evaluated as written it lost 8 digits (the
+    # per-hop ring all-reduce, round trip seed 5), now a Newton step on the relation
+    # itself restores them. The reference root is the positive root of
+    # 2 a N^2 + (2K - 2a - t) N - 2K = 0, computed here in exact-enough arithmetic.
+    from fractions import Fraction
+
+    from chalk.symbolic.model import build_model
+    from chalk.symbolic.relations import Relation, definition
+    from chalk.symbolic.variables import Variable
+
+    from chalk import Q_, solve
+
+    n = Variable("test_group", "1", "ring size")
+    alpha = Variable("test_hop", "s", "latency of one ring step")
+    k = Variable("test_bytes_time", "s", "time to send the whole message once")
+    t = Variable("test_ring_time", "s", "all-reduce time")
+    ring = Relation("test_ring", t.symbol,
+                    2 * (n.symbol - 1) * (alpha.symbol + k.symbol / n.symbol), "m",
+                    definition())
+    model = build_model([n, alpha, k, t], [ring])
+    a, big_k, total = 1.9339458080966862e-06, 246.22906036, 491.9377880422822
+    s = solve("test_group", {"test_hop": Q_(a, "s"), "test_bytes_time": Q_(big_k, "s"),
+                             "test_ring_time": Q_(total, "s")}, ["none"], model=model)
+    # N = (-(2K - 2a - t) + sqrt((2K - 2a - t)^2 + 16 a K)) / (4a), with the square root
+    # taken by Newton's method on fractions so no digit cancels
+    A, B, C = Fraction(2 * a), Fraction(2 * big_k - 2 * a - total), Fraction(-2 * big_k)
+    disc = B * B - 4 * A * C
+    root = Fraction(math.sqrt(float(disc)))
+    for _ in range(6):
+        root = (root + disc / root) / 2
+    exact = float((-B + root) / (2 * A))
+    assert s.value("test_group") == pytest.approx(exact, rel=1e-12)
