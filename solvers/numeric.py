@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-from chalk.solvers.tolerances import NEWTON, SCAN
+from chalk.solvers.tolerances import NEWTON, SCAN, STEPS
 
 Side = Callable[[Mapping[str, float]], float]
 
@@ -26,7 +26,7 @@ def relative_residual(lhs: float, rhs: float) -> float:
 
 
 def polish_root(lhs: Side, rhs: Side, scope: Mapping[str, float], name: str,
-                value: float, steps: int = 3) -> float:
+                value: float) -> float:
     """``value`` moved by a few Newton steps on ln x towards a root of ``lhs = rhs``.
 
     A closed form can be exact algebra and still lose digits in floating point (the
@@ -42,8 +42,8 @@ def polish_root(lhs: Side, rhs: Side, scope: Mapping[str, float], name: str,
     x, rx = value, residual(value)
     if not math.isfinite(rx) or rx == 0 or value <= 0:
         return value
-    for _ in range(steps):
-        h = 1e-6
+    h = STEPS.polish_log_step
+    for _ in range(STEPS.polish_steps):
         slope = (residual(x * math.exp(h)) - rx) / h
         if not math.isfinite(slope) or slope == 0:
             break

@@ -206,12 +206,17 @@ class StepOptions:
         physical.
     placeholder_factors : multiples of the typical value tried in turn for quantities
         that cancel (any feasible value gives the same answers).
+    polish_steps : Newton steps on the relation as written that a closed-form root with
+        sums may take (each kept only if it lowers the residual).
+    polish_log_step : the step in ln x of the difference that estimates their slope.
     """
 
     guard_rtol: float = 1e-9
     distinct_rtol: float = 1e-9
     bound_rtol: float = 1e-9
     placeholder_factors: tuple[float, ...] = (1.0, 1e-3, 1e3, 1e-6, 1e6)
+    polish_steps: int = 3
+    polish_log_step: float = 1e-6
 
 
 @dataclass(frozen=True)
