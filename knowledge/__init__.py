@@ -7,7 +7,7 @@ from functools import lru_cache
 from chalk.symbolic.model import Model, build_model
 
 TOPIC_MODULES = ("batch", "moe", "parallelism", "training", "long_context", "pricing",
-                 "fast_mode", "tensor_parallel")
+                 "fast_mode", "tensor_parallel", "architecture")
 
 
 @lru_cache(maxsize=1)

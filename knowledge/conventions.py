@@ -26,6 +26,9 @@ _SHARED = {
     "kv_window_bytes_per_sequence": PresetValue(
         "0 byte/sequence", "dense attention in every layer, as the lecture assumes (5:30-5:56)",
         LECTURE_DATE, "a hybrid model preset (local + global layers) replaces it"),
+    "input_embedding_params": PresetValue(
+        "0 param", "the lecture's parameter counts leave the embedding lookup out (4:45-5:16)",
+        LECTURE_DATE, "a model preset with its vocabulary and embeddings replaces it"),
     "train_flops_per_param": PresetValue(
         "6 FLOP/param/token",
         "Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (C = 6ND); lecture 1:22:17-1:22:29",
