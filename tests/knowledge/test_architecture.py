@@ -5,6 +5,7 @@ token multiplies by, so the output head is in and a separate input-embedding tab
 """
 
 import pytest
+
 from chalk import solve
 
 # conventions pin the embedding table to 0; these questions give the architecture instead
