@@ -23,6 +23,7 @@ from chalk.solvers.solving import compute, outranked, yield_defaults
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
 from chalk.solvers.uncertainty import Propagation, propagate
+from chalk.solvers.variants import for_pins
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.model import Model
 from chalk.symbolic.presets import Preset
@@ -329,11 +330,14 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
     names = _targets(model, targets)
     resolved = resolve(model, given, presets, names)
     pins, notes = resolved.pins, ()
+    model, chosen = for_pins(model, pins)  # latent or grouped-query attention, say
+    if chosen:
+        notes = (chosen,)
     plan = make_plan(model, frozenset(pins), names)
     if plan.checks:
         yielded = yield_defaults(model, pins, names)
         if yielded.notes:
-            pins, notes = yielded.pins, yielded.notes
+            pins, notes = yielded.pins, notes + yielded.notes
             plan = make_plan(model, frozenset(pins), names)
     extra = reported(model, plan, names) if plan.determined else ()
     if extra:

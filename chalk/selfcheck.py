@@ -148,8 +148,10 @@ def topic_model(topic_module: str):
 
     full = load_model()
     relations = import_module(f"chalk.knowledge.{topic_module}").RELATIONS
-    names = sorted({v for r in relations for v in full.variables_in(r.name)})
-    return build_model([full.variables[n] for n in names], relations)
+    variants = {r.variant: full.variants[r.variant] for r in relations if r.variant}
+    names = sorted({v for r in relations for v in full.variables_in(r.name)}
+                   | {m for v in variants.values() for m in v.markers})
+    return build_model([full.variables[n] for n in names], relations, (), variants.values())
 
 
 def consistent_state(seed: int, model=None, conditioning: float = 1e8) -> dict[str, float]:

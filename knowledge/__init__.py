@@ -8,7 +8,7 @@ from chalk.symbolic.model import Model, build_model
 
 TOPIC_MODULES = ("batch", "moe", "parallelism", "training", "long_context", "pricing",
                  "fast_mode", "tensor_parallel", "attention",
-                 "training_parallelism")
+                 "training_parallelism", "architecture")
 
 
 @lru_cache(maxsize=1)
@@ -18,9 +18,10 @@ def load_model() -> Model:
 
     from chalk.knowledge.quantities import VARIABLES
 
-    relations, conditions = [], []
+    relations, conditions, variants = [], [], []
     for name in TOPIC_MODULES:
         topic = import_module(f"{__name__}.{name}")
         relations.extend(topic.RELATIONS)
         conditions.extend(getattr(topic, "CONDITIONS", ()))
-    return build_model(VARIABLES, relations, conditions)
+        variants.extend(getattr(topic, "VARIANTS", ()))
+    return build_model(VARIABLES, relations, conditions, variants)

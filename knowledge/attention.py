@@ -43,7 +43,7 @@ RELATIONS = (
              "'GQA', arXiv:2305.13245, sec. 2 (query heads share KV heads: the arithmetic "
              "per query head is unchanged)", "paper"),
       ("keys and values have the same head dimension",),
-      topic=TOPIC),
+      topic=TOPIC, variant="gqa"),
     R("attention_width_mla",
       q.attention_width, q.n_heads * (Integer(2) * q.kv_lora_rank + q.qk_rope_head_dim),
       "multi-head latent attention with the key and value up-projections absorbed: every "
@@ -52,7 +52,7 @@ RELATIONS = (
             "and W_UV into the output); FlashMLA decode kernel, github.com/deepseek-ai/"
             "FlashMLA"),
       ("decode runs in the absorbed form, so heads read the shared latent directly",),
-      topic=TOPIC),
+      topic=TOPIC, variant="mla"),
     R("attention_intensity",
       q.attention_intensity * q.kv_elements_per_layer * q.kv_bytes_per_element,
       Integer(2) * one_flop * q.attention_width,

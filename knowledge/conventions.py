@@ -34,6 +34,9 @@ _SHARED = {
         "1", "one replica is one pipeline stage unless pinned: the lecture's serving "
         "deductions (0:00-47:12) use no pipelining", LECTURE_DATE,
         "pin pipeline_stages (or chips_per_stage) for a pipelined deployment"),
+    "input_embedding_params": PresetValue(
+        "0 param", "the lecture's parameter counts leave the embedding lookup out (4:45-5:16)",
+        LECTURE_DATE, "a model preset with its vocabulary and embeddings replaces it"),
     "train_flops_per_param": PresetValue(
         "6 FLOP/param/token",
         "Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (C = 6ND); lecture 1:22:17-1:22:29",

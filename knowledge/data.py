@@ -165,7 +165,11 @@ def accelerators() -> Mapping[str, Record]:
 @cache
 def models() -> Mapping[str, Record]:
     """Open-weight model configurations by id."""
-    return _records(DATA_DIR / "models.yaml", "models", ("name", "attention"))
+    from chalk.knowledge.quantities import VARIABLES
+
+    # counts such as n_dense_layers or n_shared_experts are 0 in some models
+    zero_ok = frozenset(v.name for v in VARIABLES if v.allow_zero)
+    return _records(DATA_DIR / "models.yaml", "models", ("name", "attention"), zero_ok)
 
 
 @cache

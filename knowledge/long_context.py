@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from chalk.knowledge.quantities import BY_NAME, q
 from chalk.symbolic.relations import Relation as R
-from chalk.symbolic.relations import Source, lecture, paper
+from chalk.symbolic.relations import Source, Variant, lecture, paper
 from chalk.symbolic.variables import count, unit_constant
 from sympy import Integer
 
@@ -20,6 +20,14 @@ TOPIC = "long context and KV-cache size"
 one_token = unit_constant("token").symbol
 one_sequence = unit_constant("sequence").symbol
 window = count(BY_NAME["sliding_window"])
+
+# Grouped-query and latent attention size the cache (and, in attention.py and
+# architecture.py, the FLOPs and weights) by different formulas; the pins say which.
+GQA = Variant("gqa", "attention", ("n_kv_heads",),
+              "multi-head, grouped-query or multi-query attention: K and V per KV head")
+MLA = Variant("mla", "attention", ("kv_lora_rank",),
+              "multi-head latent attention: one shared latent and a RoPE key per layer")
+VARIANTS = (GQA, MLA)
 
 RELATIONS = (
     R("kv_bytes_per_token",
@@ -36,12 +44,12 @@ RELATIONS = (
       "multi-head, grouped-query and multi-query attention cache a K and a V vector per KV "
       "head",
       lecture("1:39:24", "1:40:51"),
-      topic=TOPIC),
+      topic=TOPIC, variant="gqa"),
     R("kv_width_mla",
       q.kv_elements_per_layer, q.kv_lora_rank + q.qk_rope_head_dim,
       "multi-head latent attention caches one shared latent plus a decoupled RoPE key",
       paper("DeepSeek-V2, arXiv:2405.04434, sec. 2.1.2-2.1.3; DeepSeek-V3, arXiv:2412.19437"),
-      topic=TOPIC),
+      topic=TOPIC, variant="mla"),
     R("kv_window_bytes_per_sequence",
       q.kv_window_bytes_per_sequence * one_sequence,
       q.n_local_layers * window * q.kv_elements_per_layer * q.kv_bytes_per_element,

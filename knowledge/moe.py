@@ -60,9 +60,12 @@ RELATIONS = (
       ("routing is uniform and independent across tokens",),
       topic=TOPIC),
     R("total_params_split",
-      q.total_params, q.dense_params + q.expert_params,
-      "all parameters: those every token uses plus the routed experts",
+      q.total_params, q.dense_params + q.expert_params + q.input_embedding_params,
+      "all parameters: those every token multiplies by, the routed experts, and a separate "
+      "input-embedding table (looked up, not multiplied)",
       lecture("4:45", "5:16"),
+      ("the lecture leaves the embedding table out; the conventions set it to zero unless a "
+       "model's architecture gives it (Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1)",),
       topic=TOPIC),
     R("active_params_split",
       q.active_params, q.dense_params + q.expert_params * q.n_active_experts / q.n_experts,

@@ -74,19 +74,17 @@ def _accelerator_presets(record: data.Record) -> list[Preset]:
 
 def _model_preset(record: data.Record, variables) -> Preset:
     values = {}
+    left_out = set(record.fields.get("preset_leaves_out", ()))
     for fact_name, fact in record.facts.items():
-        if fact_name in variables:
+        if fact_name in variables and fact_name not in left_out:
             values[fact_name] = _value(fact)
-    # Which layers keep a full-context KV cache follows from the attention kind.
+    # n_kv_layers follows from n_layers and n_local_layers (architecture.py); a model
+    # without sliding-window layers has none, which its attention kind says.
     attention = record.fields.get("attention")
-    if attention == "hybrid" and "n_global_layers" in record.facts:
-        fact = record.facts["n_global_layers"]
-        values["n_kv_layers"] = _value(fact, note="hybrid attention: only the global layers "
-                                       "keep a full-context KV cache")
-    elif "n_layers" in record.facts:
+    if "n_local_layers" not in values and "n_layers" in record.facts:
         fact = record.facts["n_layers"]
-        values["n_kv_layers"] = _value(fact, note=f"{attention} attention: every layer keeps "
-                                       "its own KV cache")
+        values["n_local_layers"] = _value(fact, "0", f"{attention} attention: no sliding-window "
+                                          "layers, every layer keeps its own KV cache")
     total = record.facts.get("total_params")
     active = record.facts.get("active_params")
     summary = record.name

@@ -38,6 +38,8 @@ time_to_first_token prefill_tokens_per_second prefill_cost_per_token
 train_tokens_per_chip t_train_compute t_train_dp_comm t_train_fsdp_comm t_train_tp_comm
 t_train_ep_comm train_dp_comm_ratio train_fsdp_comm_ratio train_tp_comm_ratio
 train_ep_comm_ratio train_dp_critical_tokens_per_chip train_fsdp_critical_tokens_per_chip
+attention_layer_params dense_mlp_params expert_mlp_params input_embedding_params
+moe_shared_params
 """.split())
 
 
@@ -49,6 +51,7 @@ TIERS = "memory tiers"
 TRAINING = "training"
 PARALLELISM = "parallelism"
 MOE = "mixture of experts"
+ARCHITECTURE = "architecture"
 
 VARIABLES: tuple[Variable, ...] = (
     # Hardware
@@ -217,9 +220,10 @@ VARIABLES: tuple[Variable, ...] = (
        SERVING, typical=64),
     _v("experts_touched", "1", "expected distinct routed experts a step's tokens reach, per "
        "layer", MOE, typical=200),
-    _v("expert_params", "param", "parameters in routed experts", MOE, typical=6e11),
-    _v("dense_params", "param", "parameters every token uses: attention, shared experts, "
-       "embeddings", MOE, typical=2e10),
+    _v("expert_params", "param", "parameters in routed experts (0 in a dense model)", MOE,
+       allow_zero=True, typical=6e11),
+    _v("dense_params", "param", "parameters every token multiplies by: attention, dense MLPs, "
+       "shared experts, routers, the output head", MOE, typical=2e10),
     _v("params_read", "param", "parameters a step actually reads: dense ones plus the experts "
        "it touches", MOE, typical=6e11),
     _v("t_weight_fetch_touched", "s", "time to read only the weights a step touches", MOE,
@@ -314,6 +318,37 @@ VARIABLES: tuple[Variable, ...] = (
        PARALLELISM, allow_zero=True, typical=1e-5),
     _v("t_tp_comm", "s", "time of a decode step's tensor-parallel all-reduces (two per layer)",
        PARALLELISM, allow_zero=True, typical=1e-3),
+    # Parameter counts from the architecture
+    _v("vocab_size", "1", "tokens in the vocabulary (rows of the embedding table)",
+       ARCHITECTURE, typical=1.5e5),
+    _v("untied_embeddings", "1", "1 when the input embedding and the output head are separate "
+       "tables, 0 when they are one tied table", ARCHITECTURE, allow_zero=True, upper=1,
+       typical=1, scale_like=False),
+    _v("input_embedding_params", "param", "parameters of a separate input-embedding table: a "
+       "token only looks up its row, so they count in total_params but not in active_params",
+       ARCHITECTURE, allow_zero=True, typical=1e9),
+    _v("attention_layer_params", "param", "weight matrices of one attention layer (Q, K, V, "
+       "output projections)", ARCHITECTURE, typical=2e8),
+    _v("d_ff", "1", "hidden width of the gated MLP of a dense layer", ARCHITECTURE,
+       typical=2e4),
+    _v("dense_mlp_params", "param", "parameters of one dense layer's gated MLP", ARCHITECTURE,
+       typical=4e8),
+    _v("moe_d_ff", "1", "hidden width of one expert's gated MLP (routed and shared experts)",
+       ARCHITECTURE, typical=2048),
+    _v("expert_mlp_params", "param", "parameters of one expert's gated MLP", ARCHITECTURE,
+       typical=4e7),
+    _v("moe_shared_params", "param", "shared-expert and router parameters of all MoE layers "
+       "(0 in a dense model)", ARCHITECTURE, allow_zero=True, typical=3e9),
+    _v("n_shared_experts", "1", "experts every token goes to in an MoE layer, beside the "
+       "routed ones", ARCHITECTURE, allow_zero=True, typical=1),
+    _v("n_dense_layers", "1", "layers with a dense MLP (all of them in a dense model)",
+       ARCHITECTURE, allow_zero=True, typical=3),
+    _v("n_moe_layers", "1", "layers with a mixture-of-experts MLP (0 in a dense model)",
+       ARCHITECTURE, allow_zero=True, typical=58),
+    _v("q_lora_rank", "1", "MLA compressed query width", ARCHITECTURE, typical=1536),
+    _v("qk_nope_head_dim", "1", "MLA query/key head width without RoPE", ARCHITECTURE,
+       typical=128),
+    _v("v_head_dim", "1", "MLA value head width", ARCHITECTURE, typical=128),
     _v("step_time_with_comm", "s", "step_time plus the tensor-parallel all-reduces on the "
        "critical path", SERVING, typical=0.02),
     # Attention FLOPs and prefill

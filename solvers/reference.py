@@ -41,7 +41,11 @@ class ReferencePoint:
 
 @lru_cache(maxsize=16)
 def reference_point(model: Model) -> ReferencePoint:
-    """The model's reference point (cached per model)."""
+    """The model's reference point (cached per model). A model that keeps a subset of
+    another's relations (solvers.variants) shares its parent's: every relation it keeps
+    holds there already."""
+    if model.parent is not None:
+        return reference_point(model.parent)
     return consistent_point(model, REFERENCE.seed, REFERENCE.spread)
 
 

@@ -16,7 +16,7 @@ import sympy
 from chalk.symbolic.dimensions import DimensionConflict, dimension_of
 from chalk.symbolic.errors import KnowledgeError, UnknownNameError
 from chalk.symbolic.printing.quantities import describe_dimension
-from chalk.symbolic.relations import Condition, Relation
+from chalk.symbolic.relations import Condition, Relation, Variant
 from chalk.symbolic.variables import Constant, Variable, known_constant
 
 
@@ -31,6 +31,9 @@ class Model:
     _relations_of: Mapping[str, tuple[str, ...]] = field(repr=False)
     _unknowns_of: Mapping[str, frozenset[str]] = field(repr=False)
     conditions: Mapping[str, Condition] = field(default_factory=dict)
+    variants: Mapping[str, Variant] = field(default_factory=dict)
+    # the model this one keeps a subset of the relations of (for_variants), else None
+    parent: Model | None = field(default=None, repr=False)
 
     def variable(self, name: str) -> Variable:
         """The variable called ``name`` (or one of its aliases).
@@ -70,7 +73,8 @@ class Model:
 
 
 def build_model(variables: Iterable[Variable], relations: Iterable[Relation],
-                conditions: Iterable[Condition] = ()) -> Model:
+                conditions: Iterable[Condition] = (), variants: Iterable[Variant] = (),
+                parent: Model | None = None) -> Model:
     """Check declarations and assemble a :class:`Model`.
 
     Raises
@@ -123,6 +127,14 @@ def build_model(variables: Iterable[Variable], relations: Iterable[Relation],
             )
         _check_dimensions(r, dims)
         _check_regimes(r)
+    variant_map = {v.name: v for v in variants}
+    for r in rel_map.values():
+        if r.variant and r.variant not in variant_map:
+            raise KnowledgeError(f"relation {r.name} belongs to undeclared variant {r.variant}")
+    for v in variant_map.values():
+        for marker in v.markers:
+            if marker not in var_map:
+                raise KnowledgeError(f"variant {v.name} is marked by undeclared {marker}")
     cond_map: dict[str, Condition] = {}
     for c in conditions:
         if c.name in cond_map:
@@ -151,6 +163,8 @@ def build_model(variables: Iterable[Variable], relations: Iterable[Relation],
         _relations_of=MappingProxyType({k: tuple(v) for k, v in relations_of.items()}),
         _unknowns_of=MappingProxyType(unknowns_of),
         conditions=MappingProxyType(cond_map),
+        variants=MappingProxyType(variant_map),
+        parent=parent,
     )
 
 

@@ -89,6 +89,9 @@ class Relation:
         ``("compute-bound", t_compute)``); the solver reports which one held.
     topic : str
         The lecture section or theme it belongs to.
+    variant : str
+        The name of the :class:`Variant` it belongs to (``"mla"``), if it holds for one
+        kind of model only; empty if it holds for every model.
     """
 
     name: str
@@ -99,6 +102,7 @@ class Relation:
     assumptions: tuple[str, ...] = ()
     regimes: tuple[tuple[str, sympy.Expr], ...] = ()
     topic: str = ""
+    variant: str = ""
 
     def __post_init__(self):
         validate_name(self.name)
@@ -189,3 +193,34 @@ class Condition:
         if self.bound.is_Symbol:  # a unit constant, shown by its unit: one of it
             bound = f"1 {bound}"
         return f"{self.quantity} {self.kind} {bound}"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One of several kinds of model whose relations exclude each other's.
+
+    Grouped-query and latent attention size the KV cache, the attention FLOPs and the
+    attention weights by different formulas; both sets cannot hold for one model. A
+    question whose pins include every ``marker`` of some variants of a group, and not of
+    the others, is planned with the relations of those variants only.
+
+    Parameters
+    ----------
+    name : str
+        Referred to by :attr:`Relation.variant`.
+    group : str
+        The variants of one group exclude each other (``"attention"``).
+    markers : tuple of str
+        Quantities only this variant has; pinning them selects it.
+    description : str
+    """
+
+    name: str
+    group: str
+    markers: tuple[str, ...]
+    description: str
+
+    def __post_init__(self):
+        validate_name(self.name)
+        for marker in self.markers:
+            validate_name(marker)

@@ -217,6 +217,7 @@ def _freeze(args, question: dict, solution) -> dict | None:
     from chalk.solvers.solving import number_free, yield_candidates
     from chalk.solvers.steps import slot
     from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
+    from chalk.solvers.variants import structural
     from chalk.symbolic.ir import to_ir
     from chalk.symbolic.parsing import parse_unit
     from chalk.symbolic.printing.expressions import plain, substituted
@@ -226,7 +227,7 @@ def _freeze(args, question: dict, solution) -> dict | None:
     d, plan = solution.derivation, solution.plan
     model = d.model
     if (solution.uncertainty is not None or solution.stated
-            or not all(number_free(n) for n in d.notes) or d.placeholders
+            or not all(number_free(n) or structural(n) for n in d.notes) or d.placeholders
             or d.provisional or plan.regime):
         return None
     if d.checks and yield_candidates(model, d.pins, d.targets):

@@ -93,9 +93,9 @@ def test_the_regime_a_cached_max_takes_is_chosen_again_from_the_numbers(tmp_path
     status, out, _, loaded = _chalk(compute_bound, tmp_path)
     assert status == 0 and not loaded
     assert out == _chalk(compute_bound, tmp_path, no_cache=True)[1]
-    # 20,000 sequences · (2 FLOP/param/token · 37e9 active params + MLA attention over 100
+    # 20,000 sequences · (2 FLOP/param/token · 36.7e9 active params + MLA attention over 100
     # tokens: 2 · 128 heads · (2 · 512 + 64) · 61 layers · 100) over 64 H100s at 989 TFLOP/s
-    t_compute = 20000 * (2 * 37e9 + 2 * 128 * 1088 * 61 * 100) / (64 * 989e12)
+    t_compute = 20000 * (2 * 36.7e9 + 2 * 128 * 1088 * 61 * 100) / (64 * 989e12)
     assert f"step_time = {t_compute * 1e3:.4g} ms\n" in out
     assert "note: compute-bound (compute" in out
 

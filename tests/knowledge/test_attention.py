@@ -42,9 +42,9 @@ def test_mla_attention_flops_by_hand(context):
 
 def test_attention_counts_in_the_step_when_the_shape_is_known():
     # DeepSeek-V3 in bf16 on 32 H100s, 256 sequences at 5,000 tokens of context:
-    # compute per sequence (2 x 37e9 + 84.95e9) / (32 x 989e12)
+    # compute per sequence (2 x 36.7e9 + 84.95e9) / (32 x 989e12)
     attention = 2 * 128 * 1088 * 61 * 5000
-    per_sequence = (2 * 37e9 + attention) / (32 * 989e12)
+    per_sequence = (2 * 36.7e9 + attention) / (32 * 989e12)
     s = solve("t_compute", {"n_chips": "32 chip", "batch_size": "256 sequence",
                             "context_length": "5000 token"}, ["deepseek_v3", "h100", "bf16"])
     assert s.value("t_compute", "s") == pytest.approx(256 * per_sequence, rel=1e-12)

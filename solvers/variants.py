@@ -1,0 +1,59 @@
+"""Kinds of model whose relations exclude each other: which one a question is about.
+
+A relation that holds for one kind of model only (grouped-query attention's KV width,
+say) names its :class:`~chalk.symbolic.relations.Variant`. Left in a question about
+the other kind, such relations are not idle: with the latent-attention widths pinned,
+the grouped-query forms would solve for a "KV head count" and a "head dimension" the
+model does not have, and two of them over-determine those. The pins say which kind a
+question is about: a variant is chosen when every one of its markers is pinned, and the
+others of its group are then set aside. With no marker pinned (or the markers of every
+variant) all relations stay, as they always did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+from chalk.symbolic.model import Model, build_model
+
+
+def set_aside(model: Model, pinned: Iterable[str]) -> tuple[str, ...]:
+    """Names of the variants the pins rule out, in declaration order."""
+    pinned = set(pinned)
+    groups: dict[str, list] = {}
+    for variant in model.variants.values():
+        groups.setdefault(variant.group, []).append(variant)
+    out = []
+    for members in groups.values():
+        chosen = [v for v in members if all(m in pinned for m in v.markers)]
+        if chosen and len(chosen) < len(members):
+            out.extend(v.name for v in members if v not in chosen)
+    return tuple(out)
+
+
+def for_pins(model: Model, pinned: Iterable[str]) -> tuple[Model, str]:
+    """The model a question with these pins is planned on, and a note saying which
+    relations were set aside (empty when none were)."""
+    dropped = set_aside(model, pinned)
+    if not dropped:
+        return model, ""
+    narrowed = _without(model, dropped)
+    names = sorted(set(model.relations) - set(narrowed.relations))
+    chosen = sorted({v.name for v in model.variants.values() if v.name not in dropped
+                     and v.group in {model.variants[d].group for d in dropped}})
+    return narrowed, (f"variant {', '.join(chosen)} (its markers are pinned): "
+                      f"{', '.join(names)} set aside")
+
+
+@lru_cache(maxsize=32)
+def _without(model: Model, dropped: tuple[str, ...]) -> Model:
+    keep = [r for r in model.relations.values() if r.variant not in dropped]
+    variants = [v for v in model.variants.values() if v.name not in dropped]
+    return build_model(model.variables.values(), keep, model.conditions.values(), variants,
+                       parent=model)
+
+
+def structural(note: str) -> bool:
+    """Whether a note is one :func:`for_pins` writes (it depends on pin names only)."""
+    return note.startswith("variant ") and note.endswith(" set aside")
