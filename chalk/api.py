@@ -24,6 +24,8 @@ from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
 from chalk.solvers.uncertainty import Propagation, propagate
 from chalk.solvers.variants import for_pins
+from chalk.solvers.zeros import following_pins, put_zeros, used_zeros, zero_pins
+from chalk.solvers.zeros import note as absent_note
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.model import Model
 from chalk.symbolic.presets import Preset
@@ -324,6 +326,14 @@ class Prepared:
     reported: tuple[tuple[str, str], ...] = ()
 
 
+def _zeros_used(plan: Plan, original: Model, zeros: frozenset[str]) -> Plan:
+    """The plan with the zero pins its relations had before the zeros were put in
+    counted as used."""
+    relations = {r for step in plan.steps for r in step.relations} | set(plan.checks)
+    used = used_zeros(original, relations, zeros)
+    return replace(plan, unused_pins=tuple(p for p in plan.unused_pins if p not in used))
+
+
 def prepare(targets, given: Given = (), presets=(), model: Model | None = None) -> Prepared:
     """Resolve pins and plan a question (what :func:`solve` does before computing)."""
     model = model if model is not None else load_model()
@@ -339,9 +349,26 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
         if yielded.notes:
             pins, notes = yielded.pins, notes + yielded.notes
             plan = make_plan(model, frozenset(pins), names)
+    zeros = zero_pins(pins)
+    absent = put_zeros(model, zeros)
+    if absent.model is not model:  # absent terms taken out of the relations
+        original = model
+        pins = {**pins, **following_pins(absent, model, pins)}
+        model = absent.model
+        if absent_note(absent):
+            notes += (absent_note(absent),)
+        plan = make_plan(model, frozenset(pins), names)
+        if plan.checks:  # with the absent terms gone, more may now give way (headlines)
+            yielded = yield_defaults(model, pins, names)
+            if yielded.notes:
+                pins, notes = yielded.pins, notes + yielded.notes
+                plan = make_plan(model, frozenset(pins), names)
+        plan = _zeros_used(plan, original, zero_pins(pins))
     extra = reported(model, plan, names) if plan.determined else ()
     if extra:
         plan = make_plan(model, frozenset(pins), names + tuple(n for n, _ in extra))
+        if absent.model is model:
+            plan = _zeros_used(plan, original, zero_pins(pins))
     return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated,
                     extra)
 

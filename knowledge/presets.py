@@ -30,14 +30,21 @@ _PRECISIONS = ("bf16", "fp8", "fp4")
 _ALIASES = {"gb200": "gb200_nvl72", "gb300": "gb300_nvl72", "rubin": "rubin_nvl72"}
 
 
-def _value(fact: data.Fact, text: str | None = None, note: str | None = None) -> PresetValue:
+def _value(fact: data.Fact, text: str | None = None, note: str | None = None,
+           headline: bool = False) -> PresetValue:
     return PresetValue(
         text or fact.text,
         fact.source,
         fact.date,
         note if note is not None else fact.note,
         fact.estimate,
+        headline,
     )
+
+
+# A model's published sizes are rounded headlines ("235B"); where the preset's
+# architecture determines them they give way to it and stay as cross-checks.
+_HEADLINES = frozenset({"total_params", "active_params"})
 
 
 def _accelerator_presets(record: data.Record) -> list[Preset]:
@@ -77,7 +84,7 @@ def _model_preset(record: data.Record, variables) -> Preset:
     left_out = set(record.fields.get("preset_leaves_out", ()))
     for fact_name, fact in record.facts.items():
         if fact_name in variables and fact_name not in left_out:
-            values[fact_name] = _value(fact)
+            values[fact_name] = _value(fact, headline=fact_name in _HEADLINES)
     # n_kv_layers follows from n_layers and n_local_layers (architecture.py); a model
     # without sliding-window layers has none, which its attention kind says.
     attention = record.fields.get("attention")

@@ -112,8 +112,10 @@ class Derivation:
         for check in self.checks:
             relation = self.model.relations[check.relation]
             mark = "ok" if check.ok(self.rtol) else "FAILS"
+            gain = (f"; the steps amplify the pins' {100 * self.rtol:g}% by "
+                    f"{check.gain:.3g}" if check.gain > 1 else "")
             out.append(f"- {relation.name}: {relation.equation}  "
-                       f"[{mark}: sides {format_gap(check.difference)}]")
+                       f"[{mark}: sides {format_gap(check.difference)}{gain}]")
         return out
 
     def text(self) -> str:

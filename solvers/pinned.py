@@ -46,6 +46,8 @@ class Pin:
         Origin of a lower-layer value this pin overrode.
     spread : Spread or None
         A range or distribution.
+    headline : bool
+        A published, rounded figure that gives way to what the other pins determine.
     """
 
     name: str
@@ -59,6 +61,7 @@ class Pin:
     estimate: bool = False
     replaces: str = ""
     spread: Spread | None = None
+    headline: bool = False
 
     @property
     def origin(self) -> str:

@@ -45,22 +45,29 @@ def reference_point(model: Model) -> ReferencePoint:
     another's relations (solvers.variants) shares its parent's: every relation it keeps
     holds there already."""
     if model.parent is not None:
-        return reference_point(model.parent)
+        # a narrowed model (solvers.variants) keeps relations that hold at its parent's
+        # point; one with zeros put in (solvers.zeros) starts its search there
+        parent = reference_point(model.parent)
+        return consistent_point(model, REFERENCE.seed, 0.0, start=parent.values)
     return consistent_point(model, REFERENCE.seed, REFERENCE.spread)
 
 
 def consistent_point(model: Model, seed: int, spread: float,
-                     atol: float = REFERENCE.atol) -> ReferencePoint:
+                     atol: float = REFERENCE.atol,
+                     start: Mapping[str, float] | None = None) -> ReferencePoint:
     """A point where every relation holds to ``atol`` (in ``ln lhs - ln rhs``), found
-    from typical values nudged by ``exp(N(0, spread))`` drawn with ``seed``, starting
-    inside the declared bounds (which the search itself does not impose)."""
+    from typical values nudged by ``exp(N(0, spread))`` drawn with ``seed`` (or from
+    ``start``, base-unit values), starting inside the declared bounds (which the search
+    itself does not impose)."""
     names = sorted(v for v in model.variables if model.relations_of(v))
     index = {n: i for i, n in enumerate(names)}
     constants = model.constant_values()
     sides = [(compile_log_gradient(r.lhs, constants), compile_log_gradient(r.rhs, constants))
              for r in model.relations.values()]
     rng = np.random.default_rng(seed)
-    y = np.array([math.log((model.variables[n].typical or 1.0) * model.variables[n].to_base)
+    y = np.array([math.log(start[n]) if start is not None and n in start
+                  else math.log((model.variables[n].typical or 1.0)
+                                * model.variables[n].to_base)
                   for n in names]) + rng.normal(0.0, spread, len(names))
     for i, n in enumerate(names):  # start inside each quantity's declared bounds
         variable = model.variables[n]

@@ -9,6 +9,7 @@ higher-layer pins that determine them. Nothing here knows what the quantities me
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -25,6 +26,7 @@ from chalk.solvers.tolerances import PINS, STEPS
 from chalk.symbolic.errors import AmbiguousSolution, ChalkError, SearchFailed
 from chalk.symbolic.evaluate import compile_expr
 from chalk.symbolic.model import Model
+from chalk.symbolic.printing.numbers import format_gap
 from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.relations import Relation
 from chalk.symbolic.variables import known_constant
@@ -124,11 +126,44 @@ def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
     solution. ``regime`` is a regime name or a mapping of relation to regime label."""
     compiled = compile_plan(model, plan, timeout)
     values, records, checks = run(compiled, base, regime)
-    for check in checks:
+    for i, check in enumerate(checks):
+        if not check.ok(rtol):
+            check = checks[i] = replace(check, gain=check_gain(compiled, base, regime, i))
         if not check.ok(rtol):
             raise inconsistency(model, check, pins, plan)
     check_fixed_at_solution(model, plan, values, records, regime)
     return Computed(plan, compiled, values, tuple(records), tuple(checks))
+
+
+def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index: int) -> float:
+    """How far the ``index``-th cross-check's relative difference moves when one pin
+    moves: the largest ``|d difference / d ln pin|`` over the pins, by one-sided
+    differences through the whole plan.
+
+    Pins from public sources are trusted to a relative tolerance; a check whose side is
+    computed through a cancelling difference (a small term got by subtracting two large
+    ones) turns that tolerance into a larger gap, which is no conflict. At least 1.
+    """
+    def signed(values):  # the check's difference, with its sign
+        check = values[index]
+        scale = max(abs(check.lhs), abs(check.rhs))
+        return 0.0 if scale == 0 else (check.lhs - check.rhs) / scale
+
+    _, _, checks = run(compiled, base, regime)
+    start = signed(checks)
+    gain = 1.0
+    step = PINS.gain_step
+    for name, value in base.items():
+        if not isinstance(value, float) or value <= 0:
+            continue
+        moved = dict(base)
+        moved[name] = value * math.exp(step)
+        try:
+            _, _, trial = run(compiled, moved, regime)
+        except ChalkError:
+            continue
+        gain = max(gain, abs(signed(trial) - start) / step)
+    return gain
 
 
 def solve_by_regimes(model: Model, plan: Plan, base: Mapping[str, float],
@@ -299,18 +334,25 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
             without = {n: p for n, p in pins.items() if n != name}
             default = pins[name].value
             implied = implied_value(model, without, name) if default else None
-            if default and (implied is None
-                            or abs(implied - default) > PINS.yield_rtol * abs(default)):
+            if pins[name].headline:
+                if implied is None:
+                    continue
+            elif default and (implied is None
+                              or abs(implied - default) > PINS.yield_rtol * abs(default)):
                 continue
-            notes.append(_yield_note(pins[name], higher))
+            notes.append(_yield_note(pins[name], higher, implied))
             pins = without
     return Yielded(pins, tuple(notes))
 
 
-def _yield_note(pin: Pin, higher) -> str:
+def _yield_note(pin: Pin, higher, implied: float | None = None) -> str:
     zero = " (a zero: absence)" if pin.value == 0 else ""
-    return (f"{pin.origin} value {pin.text}{zero} of {pin.name} set aside: "
+    said = (f"{pin.origin} value {pin.text}{zero} of {pin.name} set aside: "
             f"{', '.join(sorted(higher))} determine it")
+    if pin.headline and implied is not None:
+        gap = abs(implied - pin.value) / max(abs(implied), abs(pin.value))
+        said += f" (a published headline; the two are {format_gap(gap)})"
+    return said
 
 
 def number_free(note: str) -> bool:
@@ -347,10 +389,13 @@ def outranked(pin: Pin, behind: Sequence[Pin]) -> bool:
     A number gives way only when every pin behind the derivation is of a higher layer.
     A zero stands for absence (no sliding-window KV, attention left out): it gives way as
     soon as a higher layer brings what determines the quantity, even if lower-layer pins
-    such as another zero also feed in.
+    such as another zero also feed in. A published headline figure ("235B") gives way to
+    pins of its own layer or higher that determine it (a model's architecture).
     """
     if not behind:
         return False
+    if pin.headline:
+        return all(b.layer >= pin.layer for b in behind)
     if pin.value == 0:
         return (any(b.layer > pin.layer for b in behind)
                 and all(b.layer >= pin.layer for b in behind))

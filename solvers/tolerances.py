@@ -243,10 +243,13 @@ class PinOptions:
     yield_rtol : a conventions or preset number gives way to higher-layer pins that
         determine it only if they roughly agree with it (relative); otherwise the
         disagreement is reported.
+    gain_step : the step in ln(pin) by which a failing cross-check's sensitivity to each
+        pin is measured (solvers.solving.check_gain).
     """
 
     agreement_rtol: float = 1e-2
     yield_rtol: float = 0.25
+    gain_step: float = 1e-4
 
 
 REFERENCE = ReferenceOptions()

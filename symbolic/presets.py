@@ -15,6 +15,9 @@ class PresetValue:
     date: str
     note: str = ""
     estimate: bool = False
+    # a published, rounded figure ("235B") that the preset's other values may determine
+    # more exactly: it gives way to them and is shown beside them as a cross-check
+    headline: bool = False
 
 
 @dataclass(frozen=True)

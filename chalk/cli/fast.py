@@ -121,7 +121,7 @@ def _replay(entry: dict, args) -> str | None:
         number, unit = parse_number(text)
         base = number * spec["factor"]
         if unit.strip() != spec["unit"] or not math.isfinite(base) \
-                or not variables[spec["name"]].admits(base):
+                or not variables[spec["name"]].admits(base) or (base == 0) != spec["zero"]:
             return None
         given.append((spec, base, text.strip()))
     pins: dict[str, Pin] = {}
@@ -218,6 +218,7 @@ def _freeze(args, question: dict, solution) -> dict | None:
     from chalk.solvers.steps import slot
     from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
     from chalk.solvers.variants import structural
+    from chalk.solvers.zeros import structural as zeros_note
     from chalk.symbolic.ir import to_ir
     from chalk.symbolic.parsing import parse_unit
     from chalk.symbolic.printing.expressions import plain, substituted
@@ -227,7 +228,8 @@ def _freeze(args, question: dict, solution) -> dict | None:
     d, plan = solution.derivation, solution.plan
     model = d.model
     if (solution.uncertainty is not None or solution.stated
-            or not all(number_free(n) or structural(n) for n in d.notes) or d.placeholders
+            or not all(number_free(n) or structural(n) or zeros_note(n) for n in d.notes)
+            or d.placeholders
             or d.provisional or plan.regime):
         return None
     if d.checks and yield_candidates(model, d.pins, d.targets):
@@ -276,9 +278,10 @@ def _freeze(args, question: dict, solution) -> dict | None:
     given = []
     for (typed, unit), name in zip(question["given"], given_names, strict=True):
         pin = d.pins[name]
+        # a zero takes terms out of the relations: the entry holds for zero or non-zero
         given.append({"name": name, "typed": typed, "unit": unit,
                       "factor": base_factor(parse_unit(unit)) if unit else 1.0,
-                      "replaces": pin.replaces})
+                      "replaces": pin.replaces, "zero": pin.value == 0})
     pins = []
     for name, pin in d.pins.items():
         if pin.layer is Layer.GIVEN:

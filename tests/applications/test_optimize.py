@@ -173,7 +173,8 @@ def test_plotting_leaves_the_matplotlib_backend_alone():
 
 # DeepSeek-V3 in bf16 on 32 H800s (80 GB, 3.35 TB/s) at 4,000 tokens of context
 DSV3_H800 = (["deepseek_v3", "h800", "bf16"],
-             {"n_chips": "32 chip", "context_length": "4000 token"})
+             {"n_chips": "32 chip", "context_length": "4000 token",
+              "total_params": "671e9 param", "active_params": "36.7e9 param"})
 DSV3_KV = 4000 * (512 + 64) * 61 * 2  # byte per sequence
 DSV3_WEIGHTS = 671e9 * 2  # byte
 

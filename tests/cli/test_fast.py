@@ -45,7 +45,8 @@ QUESTIONS = {
     "step time through max()": ["solve", "step_time", "--preset", "h100", "--preset",
                                 "deepseek_v3", "--preset", "bf16",
                                 "--given", "batch_size=64 sequence",
-                                "--given", "n_chips=8 chip", "--given", "context_length=4k token"],
+                                "--given", "n_chips=8 chip", "--given", "context_length=4k token",
+                                "--given", "active_params=36.7e9 param"],
 }
 
 

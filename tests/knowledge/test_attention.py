@@ -46,7 +46,8 @@ def test_attention_counts_in_the_step_when_the_shape_is_known():
     attention = 2 * 128 * 1088 * 61 * 5000
     per_sequence = (2 * 36.7e9 + attention) / (32 * 989e12)
     s = solve("t_compute", {"n_chips": "32 chip", "batch_size": "256 sequence",
-                            "context_length": "5000 token"}, ["deepseek_v3", "h100", "bf16"])
+                            "context_length": "5000 token", "active_params": "36.7e9 param"},
+              ["deepseek_v3", "h100", "bf16"])
     assert s.value("t_compute", "s") == pytest.approx(256 * per_sequence, rel=1e-12)
     assert any("attention_flops_per_token set aside" in n for n in s.derivation.notes)
 
@@ -64,10 +65,13 @@ def test_without_an_attention_shape_the_conventions_leave_attention_out():
 
 
 def test_prefill_of_a_long_prompt_by_hand():
-    # Llama 3.1 70B on 8 H100s, an 8,192-token prompt: each prompt token does 2 x 70.55e9
-    # FLOP of weights and, causally, attends to half the prompt on average:
+    # Llama 3.1 70B on 8 H100s, an 8,192-token prompt: each prompt token multiplies the
+    # 70.55e9 parameters less the 128,256 x 8,192 input-embedding table it only looks up,
+    # 2 FLOP each, and, causally, attends to half the prompt on average:
     # 2 x (2 x 64 x 128) x 80 x 4,096 = 10.74e9 FLOP
-    per_token = 2 * 70.55e9 + 2 * (2 * 64 * 128) * 80 * 8192 / 2
+    d, vocab = 8192, 128256
+    total = 80 * (2 * d * 64 * 128 + 2 * d * 8 * 128 + 3 * d * 28672) + 2 * vocab * d
+    per_token = 2 * (total - vocab * d) + 2 * (2 * 64 * 128) * 80 * 8192 / 2
     replica = 8 * 989e12
     s = solve(["time_to_first_token", "prefill_tokens_per_second", "prefill_cost_per_token"],
               {"n_chips": "8 chip", "prompt_tokens": "8192 token", "chip_price": "2 USD/hour"},

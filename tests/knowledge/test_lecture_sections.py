@@ -180,7 +180,7 @@ def test_a_deployment_that_does_not_fit_is_flagged():
     kv = 64 * 4000 * (512 + 64) * 61 * 2
     fill = (weights + kv) / 8 / 80e9
     s = solve("memory_fill", {"batch_size": "64 sequence", "n_chips": "8 chip",
-                              "context_length": "4k token"},
+                              "context_length": "4k token", "total_params": "671e9 param"},
               ["h100", "deepseek_v3", "bf16"])
     assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
     # the weights alone take 1,342 GB of the 8 x 80 GB

@@ -12,6 +12,9 @@ from chalk import solve
 WEIGHTS = 671e9 * 2  # byte
 KV_PER_SEQUENCE = 4000 * (512 + 64) * 61 * 2  # byte per sequence = 281,088,000
 PRESETS = ["deepseek_v3", "h800", "bf16"]
+# the published counts, pinned so the hand arithmetic below can use them (the preset alone
+# counts 671.03e9 and 36.62e9 from the architecture: tests/knowledge/test_architecture.py)
+COUNTS = {"total_params": "671e9 param", "active_params": "36.7e9 param"}
 
 
 def test_per_user_speed_on_32_h800s_gives_a_batch_that_does_not_fit():
@@ -32,7 +35,7 @@ def test_per_user_speed_on_32_h800s_gives_a_batch_that_does_not_fit():
     assert memory_bound * per_sequence > step
     fill = (WEIGHTS + batch * KV_PER_SEQUENCE) / 32 / 80e9  # 1.344
     s = solve("batch_size", {"tokens_per_second_per_user": "30 token/s", "n_chips": "32 chip",
-                             "context_length": "4000 token"}, PRESETS)
+                             "context_length": "4000 token", **COUNTS}, PRESETS)
     assert s.value("batch_size", "sequence") == pytest.approx(batch, rel=1e-9)
     assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
     assert s.value("weight_fill") == pytest.approx(WEIGHTS / 32 / 80e9, rel=1e-9)  # 0.524
@@ -51,7 +54,7 @@ def test_per_user_speed_on_32_h800s_gives_a_batch_that_does_not_fit():
 def test_a_serving_answer_that_fits_reports_its_fill_without_a_flag():
     # 64 sequences on 32 chips: (1,342e9 + 64 kv) / 32 / 80e9
     s = solve("step_time", {"batch_size": "64 sequence", "n_chips": "32 chip",
-                            "context_length": "4000 token"}, PRESETS)
+                            "context_length": "4000 token", **COUNTS}, PRESETS)
     fill = (WEIGHTS + 64 * KV_PER_SEQUENCE) / 32 / 80e9
     assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
     assert s.derivation.flags == ()
@@ -69,7 +72,8 @@ def test_no_fill_is_reported_when_the_pins_do_not_fix_it():
 
 
 def test_micro_batch_is_the_step_batch():
-    pins = {"n_chips": "32 chip", "context_length": "4000 token", "batch_size": "100 sequence"}
+    pins = {"n_chips": "32 chip", "context_length": "4000 token", "batch_size": "100 sequence",
+            **COUNTS}
     s = solve("micro_batch_size", pins, PRESETS)
     assert s.value("micro_batch_size", "sequence") == pytest.approx(100)
     with pytest.raises(InconsistentPins):
@@ -80,7 +84,7 @@ def test_pipelined_replica_spreads_weights_but_not_kv():
     # 4 stages of 8 chips: weights over 32 chips, 4 micro-batches of 100 in flight, so the
     # KV per chip is 100 kv / 8 whatever the number of stages
     pins = {"chips_per_stage": "8 chip", "pipeline_stages": 4, "batch_size": "100 sequence",
-            "context_length": "4000 token"}
+            "context_length": "4000 token", **COUNTS}
     s = solve(["memory_per_chip", "n_chips"], pins, PRESETS)
     assert s.value("n_chips", "chip") == 32
     assert s.value("memory_per_chip", "byte") == pytest.approx(
