@@ -144,10 +144,15 @@ def topic_model(topic_module: str):
     """The relations of one knowledge module and the quantities they use, as a model."""
     from importlib import import_module
 
+    return submodel(import_module(f"chalk.knowledge.{topic_module}").RELATIONS)
+
+
+def submodel(relations):
+    """Some relations of the knowledge base, with the quantities and variants they use."""
     from chalk.symbolic.model import build_model
 
     full = load_model()
-    relations = import_module(f"chalk.knowledge.{topic_module}").RELATIONS
+    relations = list(relations)
     variants = {r.variant: full.variants[r.variant] for r in relations if r.variant}
     names = sorted({v for r in relations for v in full.variables_in(r.name)}
                    | {m for v in variants.values() for m in v.markers})
