@@ -26,7 +26,6 @@ from chalk.solvers.tolerances import PINS, STEPS
 from chalk.symbolic.errors import AmbiguousSolution, ChalkError, SearchFailed
 from chalk.symbolic.evaluate import compile_expr
 from chalk.symbolic.model import Model
-from chalk.symbolic.printing.numbers import format_gap
 from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.relations import Relation
 from chalk.symbolic.variables import known_constant
@@ -340,26 +339,25 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
             elif default and (implied is None
                               or abs(implied - default) > PINS.yield_rtol * abs(default)):
                 continue
-            notes.append(_yield_note(pins[name], higher, implied))
+            notes.append(_yield_note(pins[name], higher))
             pins = without
     return Yielded(pins, tuple(notes))
 
 
-def _yield_note(pin: Pin, higher, implied: float | None = None) -> str:
-    zero = " (a zero: absence)" if pin.value == 0 else ""
-    said = (f"{pin.origin} value {pin.text}{zero} of {pin.name} set aside: "
+def _yield_note(pin: Pin, higher) -> str:
+    kind = (" (a zero: absence)" if pin.value == 0
+            else " (a published headline)" if pin.headline else "")
+    return (f"{pin.origin} value {pin.text}{kind} of {pin.name} set aside: "
             f"{', '.join(sorted(higher))} determine it")
-    if pin.headline and implied is not None:
-        gap = abs(implied - pin.value) / max(abs(implied), abs(pin.value))
-        said += f" (a published headline; the two are {format_gap(gap)})"
-    return said
 
 
 def number_free(note: str) -> bool:
-    """Whether a note says a zero default gave way: that happens whatever the numbers
-    (a zero yields to any pins of higher layers that determine its quantity), so an
-    answer with only such notes may be replayed with other numbers."""
-    return " (a zero: absence) of " in note and note.endswith(" determine it")
+    """Whether a note says a zero default or a published headline gave way: that happens
+    whatever the numbers (both yield to any pins that determine their quantity), so an
+    answer with only such notes may be replayed with other numbers. (Ask for the
+    quantity itself to see the headline beside what the other pins give.)"""
+    return ((" (a zero: absence) of " in note or " (a published headline) of " in note)
+            and note.endswith(" determine it"))
 
 
 def yield_candidates(model: Model, pins: Mapping[str, Pin],
