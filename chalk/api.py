@@ -351,7 +351,8 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
             plan = make_plan(model, frozenset(pins), names)
     zeros = zero_pins(pins)
     absent = put_zeros(model, zeros)
-    if absent.model is not model:  # absent terms taken out of the relations
+    original = None  # the model before absent terms were taken out, if they were
+    if absent.model is not model:
         original = model
         pins = {**pins, **following_pins(absent, model, pins)}
         model = absent.model
@@ -367,7 +368,7 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
     extra = reported(model, plan, names) if plan.determined else ()
     if extra:
         plan = make_plan(model, frozenset(pins), names + tuple(n for n, _ in extra))
-        if absent.model is model:
+        if original is not None:
             plan = _zeros_used(plan, original, zero_pins(pins))
     return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated,
                     extra)

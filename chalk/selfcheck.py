@@ -271,16 +271,23 @@ def probe(state: dict[str, float], seed: int, model=None) -> ProbeResult:
     must come back to the drawn value; a refusal is genuine only if it offers the drawn
     value among several (two roots, or a regime to choose).
     """
+    from chalk.solvers.variants import for_pins, set_aside
+
     model = model or load_model()
     rng = random.Random(seed)
     names = sorted(state)
     target = rng.choice(names)
-    jacobians = _state_jacobians(model, state, names)
+    jacobians = {}  # per set of variants the pins rule out (solvers.variants)
     pins = [n for n in names if n != target]
     rng.shuffle(pins)
 
     def fixes(pinned):
-        return all(_determines(j, names, pinned, target) for j in jacobians)
+        # only the relations of the kind of model the pins mark apply (latent attention's
+        # widths pinned: the grouped-query forms do not hold)
+        key = set_aside(model, pinned)
+        if key not in jacobians:
+            jacobians[key] = _state_jacobians(for_pins(model, pinned)[0], state, names)
+        return all(_determines(j, names, pinned, target) for j in jacobians[key])
 
     # Drop pins in random order while the target stays fixed, trying runs of them at once
     # and splitting a run that cannot go: a pin found needed stays needed as more go.

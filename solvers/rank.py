@@ -321,6 +321,9 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
         row.entries = {c: v * inverse for c, v in row.entries.items()}
         row.entries[pivot] = Fraction(1) if row.exact else 1.0
         row.scale = row.scale * abs(float(inverse))
+        if not row.exact:  # what rounding left behind stays below the row's scale
+            row.entries = {c: v for c, v in row.entries.items()
+                           if c == pivot or not _is_zero(v, row)}
         # keep the echelon form reduced: remove the new pivot from every earlier row
         for other in sorted(occurs.pop(pivot, ())):
             target = pivots[other]

@@ -89,3 +89,15 @@ def test_pipelined_replica_spreads_weights_but_not_kv():
     assert s.value("n_chips", "chip") == 32
     assert s.value("memory_per_chip", "byte") == pytest.approx(
         WEIGHTS / 32 + 100 * KV_PER_SEQUENCE / 8, rel=1e-12)
+
+
+def test_the_fill_is_reported_with_no_zero_pinned():
+    # Regression: with no conventions (preset none) nothing is pinned at zero, and adding
+    # the reported memory_fill to the plan failed on the zero bookkeeping. By hand:
+    # (1e12 byte + 10 x 1e9 byte) / (8 x 80e9 byte) = 1.578
+    s = solve("step_time", {"total_params": "1e12 param", "bytes_per_param": "1 byte/param",
+                            "batch_size": "10 sequence", "kv_bytes_per_sequence":
+                            "1e9 byte/sequence", "n_chips": "8 chip", "hbm_capacity": "80 GB",
+                            "hbm_bandwidth": "3 TB/s", "pipeline_stages": 1,
+                            "t_compute": "1 ms"}, ["none"])
+    assert s.value("memory_fill") == pytest.approx((1e12 + 10 * 1e9) / (8 * 80e9), rel=1e-12)
