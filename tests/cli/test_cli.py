@@ -151,3 +151,17 @@ def test_readme_fit_examples(run_cli):
     assert status == 0
     assert out.splitlines()[0] == "batch_size = 4,333 sequence"
     assert "active constraint: memory capacity" in out
+
+
+def test_readme_attention_example(run_cli):
+    # README "attention, prefill and model sizes": MLA attention over 5,000 tokens,
+    # 2 x 128 heads x (2 x 512 + 64) x 61 layers x 5,000 = 84.95e9 FLOP per token, against
+    # 2 x 36.62e9 active parameters (DeepSeek-V3's architecture count) = 73.25e9
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Beyond the lecture: attention", 1)[1].split("```", 2)[1]
+    status, out, _ = run_cli(*shlex.split(section.strip())[1:])
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("attention_flops_per_token = 84.95e9 FLOP/token")
+    assert lines[1] == "flops_per_token = 73.25e9 FLOP/token"
+    assert f"{2 * 128 * 1088 * 61 * 5000:.4g}" == "8.495e+10"

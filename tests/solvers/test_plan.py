@@ -84,3 +84,19 @@ def test_every_completion_named_does_determine_the_target(pinned, target):
     assert p.completions
     for extra in p.completions:
         assert plan(pinned | set(extra), [target]).determined, extra
+
+
+def test_rounding_left_in_a_normalised_row_does_not_hide_a_determined_target():
+    # Regression (probe seed 315): price_input pivoted on the cache-storage relation (a
+    # linearised sum) kept exponents of 4.6e-11 on two free quantities and was called
+    # undetermined. It is fixed: equal margins make output/input price the decode/prefill
+    # cost ratio, and chip_price and the tokens per step cancel, so
+    # price_input = price_output x batch x per-user speed x prefill FLOPs / replica FLOPs
+    #             = 10e-6 x 100 x 50 x 2e11 / (8 x 1e15) = 1.25e-6 USD/token
+    from chalk import solve
+
+    s = solve("price_input", {"batch_size": "100 sequence", "chip_flops": "1e15 FLOP/s",
+                              "n_chips": "8 chip", "prefill_flops_per_token": "2e11 FLOP/token",
+                              "price_output": "10 USD/Mtoken",
+                              "tokens_per_second_per_user": "50 token/s"}, ["none"])
+    assert s.value("price_input", "USD/token") == pytest.approx(1.25e-6, rel=1e-9)
