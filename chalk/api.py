@@ -326,6 +326,12 @@ class Prepared:
     reported: tuple[tuple[str, str], ...] = ()
 
 
+def _used_quantities(model: Model, plan: Plan) -> set[str]:
+    """Every quantity of the relations a plan solves with or checks."""
+    relations = {r for step in plan.steps for r in step.relations} | set(plan.checks)
+    return {v for r in relations for v in model.variables_in(r)}
+
+
 def _zeros_used(plan: Plan, original: Model, zeros: frozenset[str]) -> Plan:
     """The plan with the zero pins its relations had before the zeros were put in
     counted as used."""
@@ -343,13 +349,18 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
     model, chosen = for_pins(model, pins)  # latent or grouped-query attention, say
     if chosen:
         notes = (chosen,)
-    plan = make_plan(model, frozenset(pins), names)
+    # with zeros pinned this is a first look (planned again once they are put in): it
+    # need not say what would complete an under-determined question
+    first_look = not zero_pins(pins)
+    plan = make_plan(model, frozenset(pins), names, explain=first_look)
     if plan.checks:
         yielded = yield_defaults(model, pins, names)
         if yielded.notes:
             pins, notes = yielded.pins, notes + yielded.notes
-            plan = make_plan(model, frozenset(pins), names)
+            plan = make_plan(model, frozenset(pins), names, explain=first_look)
     zeros = zero_pins(pins)
+    if plan.determined and not zeros & _used_quantities(model, plan):
+        zeros = frozenset()  # no relation the answer rests on has an absent term
     absent = put_zeros(model, zeros)
     original = None  # the model before absent terms were taken out, if they were
     if absent.model is not model:
@@ -365,6 +376,8 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
                 pins, notes = yielded.pins, notes + yielded.notes
                 plan = make_plan(model, frozenset(pins), names)
         plan = _zeros_used(plan, original, zero_pins(pins))
+    elif not first_look:
+        plan = make_plan(model, frozenset(pins), names)
     extra = reported(model, plan, names) if plan.determined else ()
     if extra:
         plan = make_plan(model, frozenset(pins), names + tuple(n for n, _ in extra))

@@ -115,13 +115,16 @@ def clear_caches() -> None:
 
 
 def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
-              regime: tuple[str, ...] = ()) -> Plan:
+              regime: tuple[str, ...] = (), explain: bool = True) -> Plan:
     """Plan the solution of ``targets`` from the ``pinned`` quantities (cached).
 
     ``regime`` names a combination of max()/min() regimes (one of
-    ``solvers.jacobian.regime_rows``) to plan in, instead of their mixture.
+    ``solvers.jacobian.regime_rows``) to plan in, instead of their mixture. With
+    ``explain`` false, an under-determined plan leaves out what would complete it (its
+    ``completions``, ``from_inputs`` and ``fixed`` are empty): for a first look that is
+    planned again.
     """
-    return _plan(model, frozenset(pinned), tuple(targets), tuple(regime))
+    return _plan(model, frozenset(pinned), tuple(targets), tuple(regime), explain)
 
 
 def regime_plans(model: Model, pinned: frozenset[str], targets: tuple[str, ...]
@@ -269,7 +272,7 @@ def _distances(model: Model, unknowns_of, targets) -> dict[str, int]:
 
 @lru_cache(maxsize=256)
 def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
-          forced: tuple[str, ...] = ()) -> Plan:
+          forced: tuple[str, ...] = (), explain: bool = True) -> Plan:
     analysis, structural = _analysis(model, pinned, targets, "near", forced)
     regime: tuple[str, ...] = forced
     if not forced and not all(analysis.is_determined(t) for t in targets) and regimes_reach(
@@ -285,7 +288,7 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
                 break
     undetermined = tuple(t for t in targets if not analysis.is_determined(t))
     explained = analysis
-    if undetermined:  # say what is fixed, and what to pin, in terms of inputs
+    if undetermined and explain:  # say what is fixed, and what to pin, in terms of inputs
         explained = analyse_pins(model, pinned, targets, "inputs")
     free = set(analysis.free)
     checks = analysis.checks
@@ -337,12 +340,14 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
         return (sum(model.variables[v].derived for v in extra),
                 sum(len(model.relations_of(v)) for v in extra), extra)
 
-    found = completions(explained, undetermined, candidates, rank_key)
-    from_inputs = _input_completion(model, explained, pinned, undetermined)
-    if from_inputs in found:
-        from_inputs = ()
-    fixed = tuple((t, tuple(sorted(_fixed_combination(explained, t, found).items())))
-                  for t in undetermined)
+    found, from_inputs, fixed = (), (), ()
+    if explain and undetermined:
+        found = completions(explained, undetermined, candidates, rank_key)
+        from_inputs = _input_completion(model, explained, pinned, undetermined)
+        if from_inputs in found:
+            from_inputs = ()
+        fixed = tuple((t, tuple(sorted(_fixed_combination(explained, t, found).items())))
+                      for t in undetermined)
     return Plan(targets, pinned, steps, checks, undetermined, found, unused, analysis,
                 from_inputs, placeholders, provisional, fixed, frozenset(structural), regime)
 
