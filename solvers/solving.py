@@ -325,8 +325,9 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     """
     pins = dict(pins)
     notes = []
+    over = _over_determined(model, pins, targets)
     for layer in (Layer.CONVENTIONS, Layer.PRESET):
-        for name in sorted(n for n, p in pins.items() if p.layer is layer):
+        for name in sorted(n for n, p in pins.items() if p.layer is layer and n in over):
             higher = _determined_from_above(model, pins, targets, name)
             if higher is None:
                 continue
@@ -360,12 +361,32 @@ def number_free(note: str) -> bool:
             and note.endswith(" determine it"))
 
 
+def _over_determined(model: Model, pins: Mapping[str, Pin],
+                     targets: tuple[str, ...]) -> set[str]:
+    """Pins the others could determine: those in a dependent relation's reduced row.
+    Only these can give way, and setting pins aside never adds to them, so one analysis
+    spares planning once per pin."""
+    analysis = make_plan(model, frozenset(pins), targets).analysis
+    out: set[str] = set()
+    for _, row in analysis.dependent:
+        for column, value in row.items():
+            if value == 0:
+                continue
+            if column in pins:
+                out.add(column)
+            else:  # a quantity a small block settled from pins: those pins
+                out.update(analysis.pins_behind(model, column))
+    return out
+
+
 def yield_candidates(model: Model, pins: Mapping[str, Pin],
                      targets: tuple[str, ...]) -> tuple[str, ...]:
     """The lower-layer pins that higher layers determine: those :func:`yield_defaults`
     weighs against the numbers. With none, no pin yields whatever the values are."""
+    over = _over_determined(model, pins, targets)
     return tuple(name for layer in (Layer.CONVENTIONS, Layer.PRESET)
-                 for name in sorted(n for n, p in pins.items() if p.layer is layer)
+                 for name in sorted(n for n, p in pins.items() if p.layer is layer
+                                    and n in over)
                  if _determined_from_above(model, pins, targets, name) is not None)
 
 
