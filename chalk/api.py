@@ -349,15 +349,15 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
     model, chosen = for_pins(model, pins)  # latent or grouped-query attention, say
     if chosen:
         notes = (chosen,)
-    # with zeros pinned this is a first look (planned again once they are put in): it
-    # need not say what would complete an under-determined question
-    first_look = not zero_pins(pins)
-    plan = make_plan(model, frozenset(pins), names, explain=first_look)
+    # with zeros pinned this plan is a first look (planned again once they are put in),
+    # which need not say what would complete an under-determined question
+    final = not zero_pins(pins)
+    plan = make_plan(model, frozenset(pins), names, explain=final)
     if plan.checks:
         yielded = yield_defaults(model, pins, names)
         if yielded.notes:
             pins, notes = yielded.pins, notes + yielded.notes
-            plan = make_plan(model, frozenset(pins), names, explain=first_look)
+            plan = make_plan(model, frozenset(pins), names, explain=final)
     zeros = zero_pins(pins)
     if plan.determined and not zeros & _used_quantities(model, plan):
         zeros = frozenset()  # no relation the answer rests on has an absent term
@@ -376,7 +376,7 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None) 
                 pins, notes = yielded.pins, notes + yielded.notes
                 plan = make_plan(model, frozenset(pins), names)
         plan = _zeros_used(plan, original, zero_pins(pins))
-    elif not first_look:
+    elif not final:
         plan = make_plan(model, frozenset(pins), names)
     extra = reported(model, plan, names) if plan.determined else ()
     if extra:
