@@ -328,15 +328,13 @@ class Prepared:
 
 def _used_quantities(model: Model, plan: Plan) -> set[str]:
     """Every quantity of the relations a plan solves with or checks."""
-    relations = {r for step in plan.steps for r in step.relations} | set(plan.checks)
-    return {v for r in relations for v in model.variables_in(r)}
+    return {v for r in plan.relations for v in model.variables_in(r)}
 
 
 def _zeros_used(plan: Plan, original: Model, zeros: frozenset[str]) -> Plan:
     """The plan with the zero pins its relations had before the zeros were put in
     counted as used."""
-    relations = {r for step in plan.steps for r in step.relations} | set(plan.checks)
-    used = used_zeros(original, relations, zeros)
+    used = used_zeros(original, plan.relations, zeros)
     return replace(plan, unused_pins=tuple(p for p in plan.unused_pins if p not in used))
 
 

@@ -105,6 +105,11 @@ class Plan:
     def computed(self) -> tuple[str, ...]:
         return tuple(v for step in self.steps for v in step.variables)
 
+    @property
+    def relations(self) -> frozenset[str]:
+        """The relations the plan solves with or checks."""
+        return frozenset(r for step in self.steps for r in step.relations) | set(self.checks)
+
 
 def clear_caches() -> None:
     """Forget every cached plan and analysis (for benchmarks that time planning)."""

@@ -41,12 +41,10 @@ class ReferencePoint:
 
 @lru_cache(maxsize=16)
 def reference_point(model: Model) -> ReferencePoint:
-    """The model's reference point (cached per model). A model that keeps a subset of
-    another's relations (solvers.variants) shares its parent's: every relation it keeps
-    holds there already."""
+    """The model's reference point (cached per model). A model derived from another
+    starts its search at its parent's point: a subset of the relations (solvers.variants)
+    holds there already, and one with zeros put in (solvers.zeros) is near it."""
     if model.parent is not None:
-        # a narrowed model (solvers.variants) keeps relations that hold at its parent's
-        # point; one with zeros put in (solvers.zeros) starts its search there
         parent = reference_point(model.parent)
         return consistent_point(model, REFERENCE.seed, 0.0, start=parent.values)
     return consistent_point(model, REFERENCE.seed, REFERENCE.spread)

@@ -127,29 +127,29 @@ def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
     values, records, checks = run(compiled, base, regime)
     for i, check in enumerate(checks):
         if not check.ok(rtol):
-            check = checks[i] = replace(check, gain=check_gain(compiled, base, regime, i))
+            check = checks[i] = replace(check, gain=check_gain(compiled, base, regime, i,
+                                                                check))
         if not check.ok(rtol):
             raise inconsistency(model, check, pins, plan)
     check_fixed_at_solution(model, plan, values, records, regime)
     return Computed(plan, compiled, values, tuple(records), tuple(checks))
 
 
-def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index: int) -> float:
-    """How far the ``index``-th cross-check's relative difference moves when one pin
-    moves: the largest ``|d difference / d ln pin|`` over the pins, by one-sided
-    differences through the whole plan.
+def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index: int,
+               check: CheckRecord) -> float:
+    """How far the ``index``-th cross-check (``check``, at ``base``) moves its relative
+    difference when one pin moves: the largest ``|d difference / d ln pin|`` over the
+    pins, by one-sided differences through the whole plan.
 
     Pins from public sources are trusted to a relative tolerance; a check whose side is
     computed through a cancelling difference (a small term got by subtracting two large
     ones) turns that tolerance into a larger gap, which is no conflict. At least 1.
     """
-    def signed(values):  # the check's difference, with its sign
-        check = values[index]
-        scale = max(abs(check.lhs), abs(check.rhs))
-        return 0.0 if scale == 0 else (check.lhs - check.rhs) / scale
+    def signed(record):  # the check's difference, with its sign
+        scale = max(abs(record.lhs), abs(record.rhs))
+        return 0.0 if scale == 0 else (record.lhs - record.rhs) / scale
 
-    _, _, checks = run(compiled, base, regime)
-    start = signed(checks)
+    start = signed(check)
     gain = 1.0
     step = PINS.gain_step
     for name, value in base.items():
@@ -161,7 +161,7 @@ def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index:
             _, _, trial = run(compiled, moved, regime)
         except ChalkError:
             continue
-        gain = max(gain, abs(signed(trial) - start) / step)
+        gain = max(gain, abs(signed(trial[index]) - start) / step)
     return gain
 
 

@@ -157,7 +157,7 @@ class CheapestBatch:
                           *(f"flag: {f}" for f in self.flags)])
 
 
-def _memory_flags(curve: Curve, values: dict) -> tuple[str, ...]:
+def _flags_at(curve: Curve, values: dict) -> tuple[str, ...]:
     """Flag lines for the conditions a curve's values break at one point."""
     from chalk.solvers.flags import flags
 
@@ -245,7 +245,7 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
     for name in curve.reported:
         shown[name] = curve.show(name, v[name][0])
     return CheapestBatch(batch, float(v["cost_per_token"][0]), float(v["step_time"][0]),
-                         active, shown, _memory_flags(curve, v))
+                         active, shown, _flags_at(curve, v))
 
 
 @dataclass

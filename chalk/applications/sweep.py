@@ -138,7 +138,7 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
 
 def _broken(model, over, xs: np.ndarray, values) -> tuple[str, ...]:
     """A line per condition broken somewhere on the grid: where, and what it means."""
-    from chalk.solvers.flags import bound_value
+    from chalk.solvers.flags import bound_value, violated
 
     out = []
     for condition in model.conditions.values():
@@ -146,14 +146,15 @@ def _broken(model, over, xs: np.ndarray, values) -> tuple[str, ...]:
             continue
         bound = bound_value(condition)
         ys = np.broadcast_to(values[condition.quantity], xs.shape)
-        bad = ys > bound if condition.kind == "<=" else ys < bound
+        bad = violated(ys, bound, condition.kind)  # elementwise, with the flags' slack
         if not bad.any():
             continue
+        variable = model.variables[condition.quantity]
         side = "above" if condition.kind == "<=" else "below"
-        ends = sorted({format_display(x, over.display) for x in (xs[bad].min(),
-                                                                  xs[bad].max())})
-        where = " to ".join(ends) if xs[bad].min() < xs[bad].max() else ends[0]
-        out.append(f"{condition.quantity} is {side} {condition.inequality.split()[-1]} at "
+        low, high = (format_display(x, over.display) for x in (xs[bad].min(), xs[bad].max()))
+        where = f"{low} to {high}" if low != high else low
+        out.append(f"{condition.quantity} is {side} "
+                   f"{format_display(bound / variable.to_base, variable.display)} at "
                    f"{int(bad.sum())} of {xs.size} points ({over.name} {where}): "
                    f"{condition.meaning}")
     return tuple(out)

@@ -235,3 +235,15 @@ def test_sweep_flags_the_batches_that_do_not_fit():
     assert flag.startswith("memory_fill is above 1 at 4 of 8 points (batch_size 5,000 "
                            "sequence to 8,000 sequence)")
     assert found.to_dict()["flags"] == [flag]
+
+
+def test_sweep_flag_shows_the_bound_with_its_unit():
+    # Regression: the flag line took the bound as the inequality's last word, "sequence",
+    # for batch_size >= 1 sequence. batch = tokens_per_second x 20 ms / (1 token/sequence):
+    # at 10 token/s it is 0.2 sequence, at 177.8 token/s already 3.6
+    found = sweep("batch_size", "tokens_per_second", "10 token/s", "1e6 token/s", steps=5,
+                  log=True, given={"step_time": "20 ms"})
+    assert found.ys["batch_size"][0] == pytest.approx(10 * 0.020)
+    (flag,) = found.flags
+    assert flag.startswith("batch_size is below 1 sequence at 1 of 5 points "
+                           "(tokens_per_second 10 token/s): a batch holds whole sequences")
