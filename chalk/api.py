@@ -19,11 +19,12 @@ from chalk.solvers.flags import reported
 from chalk.solvers.pinned import Pin
 from chalk.solvers.pins import ResolvedPins, resolve_pins
 from chalk.solvers.plan import Plan, make_plan
-from chalk.solvers.solving import compute, outranked, yield_defaults
+from chalk.solvers.solving import compute
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
 from chalk.solvers.uncertainty import Propagation, propagate
 from chalk.solvers.variants import for_pins
+from chalk.solvers.yielding import outranked, yield_defaults
 from chalk.solvers.zeros import following_pins, put_zeros, used_zeros, zero_pins
 from chalk.solvers.zeros import note as absent_note
 from chalk.symbolic.errors import ChalkError, UsageError

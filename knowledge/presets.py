@@ -81,9 +81,8 @@ def _accelerator_presets(record: data.Record) -> list[Preset]:
 
 def _model_preset(record: data.Record, variables) -> Preset:
     values = {}
-    left_out = set(record.fields.get("preset_leaves_out", ()))
     for fact_name, fact in record.facts.items():
-        if fact_name in variables and fact_name not in left_out:
+        if fact_name in variables:
             values[fact_name] = _value(fact, headline=fact_name in _HEADLINES)
     # n_kv_layers follows from n_layers and n_local_layers (architecture.py); a model
     # without sliding-window layers has none, which its attention kind says.

@@ -3,22 +3,21 @@
 :func:`compute` runs a determined plan from pins: it checks every surplus pin against
 the relation that links it, refuses a target the pins do not fix where the solution
 actually is, and, when a block through ``max()`` defeats the search as a whole, solves
-again regime by regime. :func:`yield_defaults` lets lower-layer pins give way to
-higher-layer pins that determine them. Nothing here knows what the quantities mean.
+again regime by regime. Nothing here knows what the quantities mean.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.conflicts import inconsistency
 from chalk.solvers.execute import CompiledPlan, compile_plan, run
 from chalk.solvers.flags import flags
-from chalk.solvers.pinned import Layer, Pin
-from chalk.solvers.plan import Plan, analyse_pins, make_plan, regime_mapping, regime_plans
+from chalk.solvers.pinned import Pin
+from chalk.solvers.plan import Plan, make_plan, regime_mapping, regime_plans
 from chalk.solvers.rank import open_at
 from chalk.solvers.steps import CheckRecord, StepRecord
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
@@ -304,130 +303,3 @@ def check_fixed_at_solution(model: Model, plan: Plan, values: Mapping[str, float
     raise AmbiguousSolution(name, [f"any value the relations allow{where}"],
                             "pin another quantity" + (" or choose another --regime"
                                                       if regimes else ""))
-
-
-@dataclass(frozen=True)
-class Yielded:
-    """Pins after lower layers gave way: the pins in force and a note per pin set aside."""
-
-    pins: dict[str, Pin]
-    notes: tuple[str, ...]
-
-
-def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...]) -> Yielded:
-    """Set aside lower-layer pins that higher layers already determine.
-
-    A conventions value (the lecture's 300 FLOP/byte, say) yields to a chip's own FLOP/s
-    and bandwidth; a preset value yields to what the user gave. A number yields only to
-    pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
-    the disagreement stays and is reported as a conflict; a zero stands for absence and
-    always yields. Conflicts among equals remain errors.
-    """
-    pins = dict(pins)
-    notes = []
-    over = _over_determined(model, pins, targets)
-    for layer in (Layer.CONVENTIONS, Layer.PRESET):
-        for name in sorted(n for n, p in pins.items() if p.layer is layer and n in over):
-            higher = _determined_from_above(model, pins, targets, name)
-            if higher is None:
-                continue
-            without = {n: p for n, p in pins.items() if n != name}
-            default = pins[name].value
-            implied = implied_value(model, without, name) if default else None
-            if pins[name].headline:
-                if implied is None:
-                    continue
-            elif default and (implied is None
-                              or abs(implied - default) > PINS.yield_rtol * abs(default)):
-                continue
-            notes.append(_yield_note(pins[name], higher))
-            pins = without
-    return Yielded(pins, tuple(notes))
-
-
-def _yield_note(pin: Pin, higher) -> str:
-    kind = (" (a zero: absence)" if pin.value == 0
-            else " (a published headline)" if pin.headline else "")
-    return (f"{pin.origin} value {pin.text}{kind} of {pin.name} set aside: "
-            f"{', '.join(sorted(higher))} determine it")
-
-
-def number_free(note: str) -> bool:
-    """Whether a note says a zero default or a published headline gave way: that happens
-    whatever the numbers (both yield to any pins that determine their quantity), so an
-    answer with only such notes may be replayed with other numbers. (Ask for the
-    quantity itself to see the headline beside what the other pins give.)"""
-    return ((" (a zero: absence) of " in note or " (a published headline) of " in note)
-            and note.endswith(" determine it"))
-
-
-def _over_determined(model: Model, pins: Mapping[str, Pin],
-                     targets: tuple[str, ...]) -> set[str]:
-    """Pins the others could determine: those in a dependent relation's reduced row.
-    Only these can give way, and setting pins aside never adds to them, so one analysis
-    spares planning once per pin."""
-    analysis = make_plan(model, frozenset(pins), targets).analysis
-    out: set[str] = set()
-    for _, row in analysis.dependent:
-        for column, value in row.items():
-            if value == 0:
-                continue
-            if column in pins:
-                out.add(column)
-            else:  # a quantity a small block settled from pins: those pins
-                out.update(analysis.pins_behind(model, column))
-    return out
-
-
-def yield_candidates(model: Model, pins: Mapping[str, Pin],
-                     targets: tuple[str, ...]) -> tuple[str, ...]:
-    """The lower-layer pins that higher layers determine: those :func:`yield_defaults`
-    weighs against the numbers. With none, no pin yields whatever the values are."""
-    over = _over_determined(model, pins, targets)
-    return tuple(name for layer in (Layer.CONVENTIONS, Layer.PRESET)
-                 for name in sorted(n for n, p in pins.items() if p.layer is layer
-                                    and n in over)
-                 if _determined_from_above(model, pins, targets, name) is not None)
-
-
-def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:
-    """The pins behind ``name`` if, without it, pins of higher layers determine it."""
-    without = {n: p for n, p in pins.items() if n != name}
-    if not make_plan(model, frozenset(without), targets).determines(name):
-        return None
-    higher = tuple(analyse_pins(model, frozenset(without), (name,)).pins_behind(model, name))
-    if outranked(pins[name], [without[h] for h in higher]):
-        return higher
-    return None
-
-
-def outranked(pin: Pin, behind: Sequence[Pin]) -> bool:
-    """Whether pins of higher layers (``behind``: those a derivation of ``pin``'s quantity
-    rests on) take precedence over ``pin``.
-
-    A number gives way only when every pin behind the derivation is of a higher layer.
-    A zero stands for absence (no sliding-window KV, attention left out): it gives way as
-    soon as a higher layer brings what determines the quantity, even if lower-layer pins
-    such as another zero also feed in. A published headline figure ("235B") gives way to
-    pins of its own layer or higher that determine it (a model's architecture).
-    """
-    if not behind:
-        return False
-    if pin.headline:
-        return all(b.layer >= pin.layer for b in behind)
-    if pin.value == 0:
-        return (any(b.layer > pin.layer for b in behind)
-                and all(b.layer >= pin.layer for b in behind))
-    return all(b.layer > pin.layer for b in behind)
-
-
-def implied_value(model: Model, pins: Mapping[str, Pin], name: str) -> float | None:
-    """The value (base units) the pins imply for ``name``; None if they do not give one."""
-    plan = make_plan(model, frozenset(pins), (name,))
-    if not plan.determined:
-        return None
-    try:
-        values, _, _ = run(compile_plan(model, plan), {n: p.value for n, p in pins.items()})
-    except ChalkError:
-        return None
-    return values.get(name)

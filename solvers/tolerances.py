@@ -236,7 +236,7 @@ class ConditioningOptions:
 
 @dataclass(frozen=True)
 class PinOptions:
-    """Agreement between pins (solvers.solving).
+    """Agreement between pins (solvers.solving, solvers.yielding).
 
     agreement_rtol : default relative tolerance of a cross-check between pins: public
         figures are rounded, so pins within 1% agree.

@@ -214,10 +214,10 @@ def remember(args, solution) -> bool:
 
 def _freeze(args, question: dict, solution) -> dict | None:
     from chalk.solvers.flags import bound_value
-    from chalk.solvers.solving import number_free, yield_candidates
     from chalk.solvers.steps import slot
     from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
     from chalk.solvers.variants import structural
+    from chalk.solvers.yielding import number_free, yield_candidates
     from chalk.solvers.zeros import structural as zeros_note
     from chalk.symbolic.ir import to_ir
     from chalk.symbolic.parsing import parse_unit
