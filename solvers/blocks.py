@@ -109,7 +109,7 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
     method = COMPLETE if complete else MULTI_START
     return StepRecord(cstep.step.relations, tuple(names), None, method,
                       inputs_of(cstep.relations, names, model),
-                      ", ".join(branch.labels) or None, note)
+                      ", ".join(branch.labels) or None, note, flat=bool(flat))
 
 
 def _conditioning(model: Model, cstep, env, names, branch) -> str:

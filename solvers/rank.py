@@ -354,14 +354,16 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
 
 def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
             unknowns: Iterable[str], targets: Iterable[str],
-            regimes: Mapping[str, str] | None = None) -> tuple[str, ...]:
+            regimes: Mapping[str, str] | None = None,
+            rtol: float = RANK.rtol_at) -> tuple[str, ...]:
     """Targets that ``relations`` leave open at a solution ``values`` (base units).
 
     The relations' log-space Jacobian is taken at the solution itself, each max() or
     min() in the regime the numbers put it in (or the one ``regimes`` names for it, as
     at a balance point where both hold), over ``unknowns`` (what was computed, and any
     placeholders); a target moved by a direction of its null space is not fixed there,
-    however the plan found it.
+    however the plan found it. ``rtol``: singular values below it times the largest
+    count as zero.
     """
     names = sorted(unknowns)
     if not names:
@@ -372,7 +374,7 @@ def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
         return tuple(t for t in targets if t in index)
     _, singular, vt = np.linalg.svd(rows)
     largest = singular[0] if singular.size else 0.0
-    rank = int(np.sum(singular > RANK.rtol_at * largest)) if largest else 0
+    rank = int(np.sum(singular > rtol * largest)) if largest else 0
     null = vt[rank:]
     if not null.size:
         return ()

@@ -41,6 +41,7 @@ class StepRecord:
     note: str = ""
     formula: str = ""
     template: str = ""
+    flat: bool = False  # a block left free along a direction (one point of a family kept)
 
     @property
     def closed_form(self) -> bool:
