@@ -227,6 +227,25 @@ class InconsistentPins(ChalkError, ValueError):
 
 
 @dataclass(eq=False)
+class RangeDisagrees(ChalkError, ValueError):
+    """A ranged or distributed pin that the other pins determine, outside its range."""
+
+    name: str
+    claimed: str  # the pin's range, or its 90% interval
+    derived: str  # what the other pins give (a value or a 90% interval)
+    pins: tuple[str, ...]
+
+    def __post_init__(self):
+        self.pins = tuple(self.pins)
+
+    @property
+    def message(self) -> str:
+        return (f"{self.name}: {', '.join(self.pins)} give {self.derived}, which does not "
+                f"overlap your {self.claimed}; widen the range or drop one of: "
+                f"{', '.join((self.name, *self.pins))}")
+
+
+@dataclass(eq=False)
 class NoSolution(ChalkError, ValueError):
     """The pins admit no physical value for a quantity (e.g. every root negative)."""
 

@@ -67,6 +67,14 @@ class Spread:
                  "lognormal": "log-normal"}
         return f"{words[self.kind]} {self.text}".strip()
 
+    def interval(self) -> tuple[float, float]:
+        """What the pin claims: a range's whole width, a distribution's central 90%."""
+        if self.kind in ("uniform", "loguniform"):
+            return self.a, self.b
+        if self.kind == "normal":
+            return self.a - Z90 * self.b, self.a + Z90 * self.b
+        return self.a * math.exp(-Z90 * self.b), self.a * math.exp(Z90 * self.b)
+
     def bounds(self) -> tuple[float, float]:
         """Values every sample lies within (central 99.99% for unbounded kinds)."""
         if self.kind in ("uniform", "loguniform"):
