@@ -343,12 +343,18 @@ def _zeros_used(plan: Plan, original: Model, zeros: frozenset[str]) -> Plan:
     return replace(plan, unused_pins=tuple(p for p in plan.unused_pins if p not in used))
 
 
-def prepare(targets, given: Given = (), presets=(), model: Model | None = None) -> Prepared:
+def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
+            drop: Iterable[str] = ()) -> Prepared:
     """Resolve pins and plan a question (what :func:`solve` does before computing)."""
     model = model if model is not None else load_model()
     names = _targets(model, targets)
     resolved = resolve(model, given, presets, names)
     pins, notes = resolved.pins, ()
+    dropped = {model.variable(n).name for n in drop}
+    if dropped:
+        pins = {k: v for k, v in pins.items() if k not in dropped}
+        resolved = replace(resolved, stated={k: v for k, v in resolved.stated.items()
+                                             if k not in dropped})
     model, chosen = for_pins(model, pins)  # latent or grouped-query attention, say
     if chosen:
         notes = (chosen,)
@@ -464,7 +470,8 @@ def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
 def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
           regime: str | None = None, rtol: float = DEFAULT_RTOL,
           timeout: float = DEFAULT_TIMEOUT, model: Model | None = None,
-          samples: int | None = None, seed: int = 0, prefer: str = "stated") -> Solution:
+          samples: int | None = None, seed: int = 0, prefer: str = "stated",
+          drop: Iterable[str] = ()) -> Solution:
     """Solve for ``targets`` from pins and presets.
 
     Parameters
@@ -495,6 +502,9 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         with ``--preset h100``): answer with the statement (default) or with what the
         other pins derive where they give a value. The other is shown beside it as a
         cross-check, and a disagreement is named, not raised.
+    drop : iterable of str
+        Quantities whose preset or convention values are left out, to see what the
+        remaining pins imply for them or through them.
 
     Returns
     -------
@@ -507,7 +517,7 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         under-determined (with the pins that would complete it), inconsistent
         pins (with the relation and both values), no or several physical values.
     """
-    q = prepare(targets, given, presets, model)
+    q = prepare(targets, given, presets, model, drop)
     options = dict(regime=regime, rtol=rtol, timeout=timeout, samples=samples, seed=seed)
     if q.stated:
         return _solve_stated(q, prefer, options)

@@ -19,7 +19,7 @@ from chalk.symbolic.symbols import NAME_PATTERN
 from chalk.symbolic.units import ureg
 
 _SHEET_KEYS = {"id", "provider", "model", "source", "date", "note", "prices", "long_context",
-               "cache_writes", "fast_mode"}
+               "cache_writes", "fast_mode", "preset"}
 _PRICE_KEYS = {"input", "output", "cache_read", "cache_storage"}
 _LONG_KEYS = {"threshold", "input", "output", "cache_read"}
 _FAST_KEYS = {"price_ratio", "speedup"}
@@ -46,6 +46,7 @@ class PriceSheet:
     long_context: Mapping[str, Fact] = field(default_factory=dict)
     cache_writes: tuple[CacheWrite, ...] = ()
     fast_mode: Mapping[str, Fact] = field(default_factory=dict)
+    preset: str = ""  # the shipped model preset of an open-weight model, if there is one
 
     @property
     def title(self) -> str:
@@ -124,9 +125,20 @@ def read_sheet(raw, path: str, index: int = 0) -> PriceSheet:
             _checked(read_fact(item["price"], path, ident, price_field, scope), path, ident,
                      price_field)))
     fast = _section(raw.get("fast_mode"), _FAST_KEYS, path, ident, "fast_mode", inherited)
+    model_preset = str(raw.get("preset", "") or "")
+    if model_preset:
+        from chalk.knowledge.presets import all_presets
+
+        known = all_presets()
+        if model_preset not in known or known[model_preset].kind != "model":
+            models = [n for n, p in known.items() if p.kind == "model"]
+            close = difflib.get_close_matches(model_preset, models, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else "; see 'chalk list presets'"
+            raise DataError(path, ident, "preset", f"{model_preset!r} is not a model preset"
+                                                   + hint)
     return PriceSheet(ident, str(raw["provider"]), str(raw["model"]), inherited["source"],
                       inherited["date"], str(raw.get("note", "") or ""), prices, long_context,
-                      tuple(writes), fast)
+                      tuple(writes), fast, model_preset)
 
 
 def read_sheets(path: Path) -> dict[str, PriceSheet]:

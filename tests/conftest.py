@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import io
+import os
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from chalk.cli.main import main
+# As the chalk command does (chalk.cli): a single-threaded BLAS, set before numpy loads
+# (nothing above imports it; chalk is imported inside the fixtures).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -27,6 +31,8 @@ def run_cli():
     def runner(*argv: str):
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
+            from chalk.cli.main import main
+
             status = main(list(argv))
         return status, out.getvalue(), err.getvalue()
 

@@ -38,11 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     imply = commands.add_parser("imply", help="everything a price sheet implies",
                                 description="Run every deduction a price sheet's fields "
                                 "allow, stating the assumptions each needed.")
-    imply.add_argument("sheet", metavar="PRICE_SHEET",
-                       help="a shipped sheet id (chalk list sheets) or a YAML file")
+    imply.add_argument("sheets", nargs="*", metavar="PRICE_SHEET",
+                       help="a shipped sheet id (chalk list sheets) or a YAML file; with "
+                            "several, a table across them")
     add_pin_options(imply, given_help="an assumption to use instead of the defaults "
                                       "(repeatable)")
+    imply.add_argument("--all", action="store_true", help="every shipped sheet, as a table")
     imply.add_argument("--brief", action="store_true", help="results only, no derivations")
+    imply.add_argument("--plot", metavar="FILE", help="also draw the cache prices against the "
+                       "tiers' holding costs (PNG or SVG)")
 
     sweep = commands.add_parser("sweep", help="a target against one pin over a grid",
                                 description="Evaluate TARGETs over a grid of one pin, with "
@@ -168,15 +172,46 @@ def _run(args) -> str:
 
         return run_optimize(args)
     if args.command == "imply":
-        from chalk.applications.imply import imply
-
-        implication = imply(args.sheet, args.given, args.preset)
-        if args.json:
-            return json.dumps(implication.to_dict(), indent=2)
-        return implication.text(derivations=not args.brief)
+        return _imply(args)
     from chalk.listing import listing
 
     return listing(args.what, args.filter, args.json)
+
+
+def _imply(args) -> str:
+    from pathlib import Path
+
+    from chalk.applications.imply import compare, implied_tier_figure, imply
+    from chalk.applications.plots import render, write_atomically
+
+    if args.all and args.sheets:
+        raise UsageProblem("give sheet ids or --all, not both")
+    if not args.all and not args.sheets:
+        raise UsageProblem("name a price sheet (chalk list sheets) or pass --all")
+    if args.plot and not Path(args.plot).parent.is_dir():
+        raise UsageProblem(f"cannot write {args.plot}: folder {Path(args.plot).parent} does "
+                           "not exist")
+    if args.all:
+        from chalk.knowledge.price_sheets import shipped_sheets
+
+        names = list(shipped_sheets())
+    else:
+        names = args.sheets
+    if len(names) == 1 and not args.all:
+        result = imply(names[0], args.given, args.preset)
+        implications = [result]
+        out = (json.dumps(result.to_dict(), indent=2) if args.json
+               else result.text(derivations=not args.brief))
+    else:
+        result = compare(names, args.given, args.preset)
+        implications = result.implications
+        out = json.dumps(result.to_dict(), indent=2) if args.json else result.text()
+    if args.plot:
+        fmt = "svg" if args.plot.lower().endswith(".svg") else "png"
+        write_atomically(args.plot, render(implied_tier_figure(implications), fmt))
+        if not args.json:
+            out += f"\nwrote {args.plot}"
+    return out
 
 
 def _report(args) -> str:
