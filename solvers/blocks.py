@@ -80,7 +80,7 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
         scanned = (f" with {', '.join(sorted(tears))} in its plausible range" if len(tears) == 1
                    else " with each torn quantity in its plausible range" if tears else "")
         raise NoSolution(", ".join(names), f"the simultaneous relations {relations} have "
-                         f"no physical solution{scanned}")
+                         f"no physical solution{scanned}{_why_none(model, cstep, env, regime)}")
     if len(distinct) > 1:
         options = [", ".join(f"{n} = {show(model, n, s[n])}" for n in names)
                    + (f" ({', '.join(b.labels)})" if b.labels else "") for s, b, _ in distinct[:3]]
@@ -110,6 +110,22 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
     return StepRecord(cstep.step.relations, tuple(names), None, method,
                       inputs_of(cstep.relations, names, model),
                       ", ".join(branch.labels) or None, note, flat=bool(flat))
+
+
+def _why_none(model: Model, cstep, env, regime) -> str:
+    """What goes wrong in each regime combination solved in closed form, as a clause
+    ("": none can say): the quantity that would be non-physical, or the regime
+    inequality that would fail."""
+    reasons = []
+    for branch in cstep.block_branches:
+        if set_aside(cstep, branch, regime):
+            continue
+        why = branch.why_not(env, lambda n, v: physical(model, n, v),
+                             lambda n, v: show(model, n, v))
+        if why:
+            where = f"{', '.join(branch.labels)}: " if branch.labels else ""
+            reasons.append(where + why)
+    return f" ({'; '.join(reasons)})" if reasons else ""
 
 
 def _conditioning(model: Model, cstep, env, names, branch) -> str:

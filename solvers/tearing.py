@@ -20,6 +20,7 @@ import networkx as nx
 import numpy as np
 from chalk.solvers import strategies
 from chalk.solvers.numeric import residual_at, solve_tears
+from chalk.solvers.steps import GUARD_RTOL
 from chalk.solvers.strategies import Search
 from chalk.solvers.symbolic_solve import Branch, NoClosedForm, solve_equation
 from chalk.solvers.tolerances import BLOCK
@@ -38,6 +39,7 @@ class TornBranch:
     all_equations: list  # (lhs, rhs) evaluators of every relation of the block
     variables: list  # every quantity of the block, in matched order
     regimes: dict = field(default_factory=dict)  # relation -> the regime it is in here
+    guard_names: list = field(default_factory=list)  # (a, b) as text, beside ``guards``
 
     def complete(self, env: dict, tear_values: dict) -> dict:
         """All block values from the tear values (may contain NaN off the domain)."""
@@ -60,6 +62,35 @@ class TornBranch:
         for name, _ in self.sequence:
             if math.isnan(scope[name]):
                 return name
+        return ""
+
+    def why_not(self, env: dict, admits, show) -> str:
+        """Why this untorn combination has no physical solution, in words ("" if it has
+        one, or if it is torn: a torn one has no single point to speak of).
+
+        The closed forms are evaluated without the positivity cut of :meth:`complete`:
+        the first quantity that comes out non-physical is named with its value, else the
+        first regime inequality that fails. ``admits(name, value)`` says whether a value
+        is physical; ``show(name, value)`` formats one.
+        """
+        if self.tears:
+            return ""
+        scope = dict(env)
+        with np.errstate(all="ignore"):
+            for name, fn in self.sequence:
+                try:
+                    scope[name] = float(fn(scope))
+                except (ArithmeticError, ValueError, TypeError):
+                    return f"{name} has no value"
+                if not admits(name, scope[name]):
+                    return f"{name} would be {show(name, scope[name])}"
+            for (a, b), (a_text, b_text) in zip(self.guards, self.guard_names, strict=True):
+                left, right = float(a(scope)), float(b(scope))
+                if left < right - GUARD_RTOL * max(abs(left), abs(right)):
+                    if a_text in scope and b_text in scope:
+                        return (f"{b_text} ({show(b_text, right)}) would exceed {a_text} "
+                                f"({show(a_text, left)})")
+                    return f"{a_text} >= {b_text} would fail"
         return ""
 
     def residual(self, env: dict, tear_values: dict) -> list[float]:
@@ -157,10 +188,11 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
     residuals = [sides for n, sides in zip(names, everything, strict=True) if n in torn]
     guards = [(compile_expr(a, constants), compile_expr(c, constants))
               for b in branches for a, c in b.guards]
+    guard_names = [(str(a), str(c)) for b in branches for a, c in b.guards]
     labels = tuple(b.regime for b in branches if b.regime)
     regimes = {n: b.regime for n, b in zip(names, branches, strict=True) if b.regime}
     return TornBranch([matched[n] for n in names if n in torn], sequence, residuals, guards,
-                      labels, everything, list(variables), regimes)
+                      labels, everything, list(variables), regimes, guard_names)
 
 
 def _branch_matching(names, variables, branches) -> dict[str, str]:

@@ -37,6 +37,7 @@ class Sweep:
     regimes: dict[str, np.ndarray]  # quantity -> label per point
     changes: list[tuple[int, str, str, str]]  # (index, quantity, before, after)
     flags: tuple[str, ...] = ()  # conditions broken at some points (memory_fill > 1)
+    gaps: tuple[str, ...] = ()  # runs of points with no solution, and why, in words
 
     def rows(self) -> list[dict]:
         out = []
@@ -62,7 +63,7 @@ class Sweep:
                 "rows": self.rows(),
                 "regime_changes": [{"index": i, "quantity": q, "from": a, "to": b}
                                    for i, q, a, b in self.changes],
-                "flags": list(self.flags)}
+                "flags": list(self.flags), "gaps": list(self.gaps)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -81,6 +82,7 @@ class Sweep:
                 line += "   <- " + "; ".join(marks[i])
             lines.append(line)
         lines.extend(f"flag: {text}" for text in self.flags)
+        lines.extend(f"no solution: {text}" for text in self.gaps)
         return "\n".join(lines)
 
 
@@ -128,12 +130,44 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     changes = []
     for quantity, labels in result.regimes.items():
         for i in np.nonzero(labels[1:] != labels[:-1])[0] + 1:
-            changes.append((int(i), quantity, str(labels[i - 1]), str(labels[i])))
+            if labels[i - 1] and labels[i]:  # a point without a solution has no regime
+                changes.append((int(i), quantity, str(labels[i - 1]), str(labels[i])))
     changes.sort()
     xs = grid / variable.to_base
+    gaps = _gaps(q, variable, grid, xs, ys, regime)
     return Sweep(variable.name, variable.unit, xs, tuple(names),
                  {t: model.variables[t].unit for t in names}, ys, result.regimes, changes,
-                 _broken(model, variable, xs, result.values))
+                 _broken(model, variable, xs, result.values), gaps)
+
+
+def _gaps(q, over, grid, xs, ys, regime) -> tuple[str, ...]:
+    """For each run of grid points where a target has no value, the run and the reason
+    the scalar solve gives at its first point (which quantity would be non-physical, or
+    which regime inequality fails)."""
+    from dataclasses import replace
+
+    from chalk.solvers.solving import compute
+
+    missing = np.zeros(len(grid), dtype=bool)
+    for t in q.targets:
+        missing |= ~np.isfinite(ys[t])
+    out = []
+    starts = np.nonzero(missing & ~np.concatenate(([False], missing[:-1])))[0]
+    for start in starts:
+        end = start
+        while end + 1 < len(grid) and missing[end + 1]:
+            end += 1
+        pins = dict(q.pins)
+        pins[over.name] = replace(pins[over.name], value=float(grid[start]))
+        try:
+            compute(q.model, q.plan, pins, regime)
+            reason = "the grid evaluation found none, though a single solve does"
+        except ChalkError as exc:
+            reason = exc.message
+        low, high = (format_display(x, over.display) for x in (xs[start], xs[end]))
+        where = f"{over.name} = {low}" if start == end else f"{over.name} {low} to {high}"
+        out.append(f"{where} ({end - start + 1} of {len(grid)} points): {reason}")
+    return tuple(out)
 
 
 def _broken(model, over, xs: np.ndarray, values) -> tuple[str, ...]:
