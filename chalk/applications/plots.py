@@ -176,8 +176,9 @@ def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
     for t, _, _ in costs.crossovers:
         ax.axvline(t, color="grey", lw=0.8, ls=":")
     for mark, label in ((300, "5 min"), (3600, "1 h")):
-        ax.axvline(mark, color="tab:red", lw=1, ls="--")
-        ax.text(mark, ax.get_ylim()[1], label, color="tab:red", fontsize=8, va="top")
+        # black, so no tier's colour and style is read as a hold-time mark
+        ax.axvline(mark, color="black", lw=1, ls="--")
+        ax.text(mark, ax.get_ylim()[1], f" {label}", color="black", fontsize=8, va="top")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("hold_time [s]")
