@@ -36,7 +36,7 @@ font-size:.85rem;color:#333;margin-left:1.5rem}.result{margin-left:1.5rem;font-w
 .cite{margin-left:1.5rem;font-size:.78rem;color:#666}.meta{color:#666;font-size:.85rem}
 .note{color:#555;font-style:italic}figure{margin:1rem 0}figure svg{max-width:100%;height:auto}
 math{font-size:1.05rem}code{font-size:.88rem}
-table{max-width:100%}td{overflow-wrap:anywhere}math[display=block]{overflow-x:auto;max-width:100%}
+table{max-width:100%}td{overflow-wrap:anywhere}.step{overflow-x:auto;overflow-y:hidden}
 """
 
 
