@@ -212,10 +212,13 @@ def _legend_styles(figure):
 
 
 def test_many_series_plot_keeps_styles_apart_and_legend_off_the_axes():
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     from chalk.applications.plots import plot
 
     figure = plot("tier_cost_vs_hold", {"kv_bytes_per_token": "3333 byte/token"})
-    figure.canvas.draw()
+    FigureCanvasAgg(figure).draw()  # whatever backend an earlier test left behind
     axes, legend, styles = _legend_styles(figure)
     assert len(styles) > 10  # more series than one cycle of ten colours
     assert len(set(styles)) == len(styles)
@@ -223,3 +226,4 @@ def test_many_series_plot_keeps_styles_apart_and_legend_off_the_axes():
     box, frame = legend.get_window_extent(renderer), axes.get_window_extent(renderer)
     assert box.x0 >= frame.x1  # beside the axes: it covers no curve and no label
     assert not math.isnan(box.width)
+    plt.close(figure)
