@@ -27,6 +27,12 @@ UNCERTAINTY_BUDGET = 10.0  # seconds a range question may take before samples ar
 PILOT_SAMPLES = 20  # samples timed to estimate that
 MIN_SAMPLES = 1_000  # never lowered below this
 
+SENSITIVITY_METHOD = (
+    "Each share is one-at-a-time, not a variance decomposition: every uncertain pin is "
+    "sampled alone with the others at their nominal values, w is the log-width ln(p95/p5) "
+    "of the answer's 90% interval that results, and a pin's share is its w squared over "
+    "the sum of every pin's w squared (interactions between pins are not counted).")
+
 
 def _element_by_element(step) -> bool:
     """Whether a compiled step has no vectorised path (solvers.vectorised)."""

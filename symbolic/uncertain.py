@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -61,6 +62,17 @@ class Spread:
         if self.kind == "normal":
             return rng.normal(self.a, self.b, size)
         return np.exp(rng.normal(math.log(self.a), self.b, size))
+
+    def quantile(self, q: float) -> float:
+        """The value below which a fraction ``q`` (0 < q < 1) of the distribution lies."""
+        if self.kind == "uniform":
+            return self.a + q * (self.b - self.a)
+        if self.kind == "loguniform":
+            return math.exp(math.log(self.a) + q * (math.log(self.b) - math.log(self.a)))
+        z = NormalDist().inv_cdf(q)
+        if self.kind == "normal":
+            return self.a + z * self.b
+        return self.a * math.exp(z * self.b)
 
     def describe(self) -> str:
         words = {"uniform": "uniform", "loguniform": "log-uniform", "normal": "normal",

@@ -30,6 +30,31 @@ def _figure(title: str):
     return fig, ax
 
 
+# Colours cycle within a line style, then the style changes, so up to 40 series never
+# share both colour and line style.
+_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
+            "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
+_STYLES = ("-", "--", "-.", ":")
+
+
+def series_style(index: int) -> dict:
+    """Colour and line style of the ``index``-th of many series: distinct for the first
+    40."""
+    return {"color": _COLOURS[index % len(_COLOURS)],
+            "linestyle": _STYLES[(index // len(_COLOURS)) % len(_STYLES)]}
+
+
+def _legend(ax, fontsize=7, handles=None, below=False):
+    """The legend outside the axes, so it covers no curve or label: on the right, or
+    ``below`` (under the x label) when the right holds a second axis."""
+    kwargs = {"handles": handles} if handles is not None else {}
+    if below:
+        return ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+                         borderaxespad=0.0, ncol=2, **kwargs)
+    return ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                     borderaxespad=0.0, **kwargs)
+
+
 def _register(name):
     def wrap(fn):
         PLOTS[name] = fn
@@ -52,8 +77,9 @@ def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 seque
     fig, ax = _figure("Time per decode step vs batch size")
     ms = 1e3
     styles = {"t_compute": ":", "t_weight_fetch": "--", "t_kv_fetch": "-."}
-    for name in parts[:-1]:
-        ax.plot(table.xs, table.ys[name] * ms, styles[name], label=name)
+    for index, name in enumerate(parts[:-1]):
+        ax.plot(table.xs, table.ys[name] * ms, styles[name], label=name,
+                color=_COLOURS[index])
     ax.plot(table.xs, table.ys["step_time"] * ms, "k-", lw=2.2,
             label="step_time = max(t_compute, t_weight_fetch + t_kv_fetch)")
     floor = _try("latency_floor", given, presets)
@@ -63,7 +89,7 @@ def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 seque
     critical = _try("critical_batch_size", given, presets)
     if critical is not None:
         b = critical.value("critical_batch_size", "sequence")
-        ax.axvline(b, color="tab:green", lw=1,
+        ax.axvline(b, color="tab:brown", lw=1,
                    label=f"critical_batch_size {critical.derivation.show('critical_batch_size')}")
     for index, _, before, after in table.changes:
         ax.plot(table.xs[index], table.ys["step_time"][index] * ms, "o", color="tab:purple",
@@ -72,7 +98,7 @@ def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 seque
     ax.set_yscale("log")
     ax.set_xlabel("batch_size [sequence]")
     ax.set_ylabel("time per step [ms]")
-    ax.legend(fontsize=7, loc="upper left")
+    _legend(ax)
     return fig
 
 
@@ -90,7 +116,7 @@ def cost_vs_batch(given=(), presets=(), low="1 sequence", high="16384 sequence")
     ax.set_yscale("log")
     ax.set_xlabel("batch_size [sequence]")
     ax.set_ylabel("cost per token [USD per million tokens]")
-    ax.legend(fontsize=8)
+    _legend(ax, 8)
     return fig
 
 
@@ -108,6 +134,7 @@ def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k toke
     ax.set_xscale("log")
     ax.set_xlabel("context_length [token]")
     ax.set_ylabel("cost per token [USD per million tokens]")
+    handles = ax.get_legend_handles_labels()[0]
     if sheet is not None:
         from chalk.knowledge.price_sheets import price_sheet
 
@@ -125,8 +152,8 @@ def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k toke
                    label=f"{prices.title} output price")
         right.set_ylabel("price [USD per million output tokens]", color="tab:orange")
         right.set_ylim(0, ys.max() * 1.3)
-        right.legend(fontsize=8, loc="lower right")
-    ax.legend(fontsize=8, loc="upper left")
+        handles += right.get_legend_handles_labels()[0]
+    _legend(ax, 8, handles, below=True)
     return fig
 
 
@@ -143,18 +170,20 @@ def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
                          "'kv_bytes_per_token=2000 byte/token'")
     costs = tier_costs(kv, remat=pins or None)
     fig, ax = _figure("Cost of holding a token's KV cache vs hold time")
-    for name, curve in costs.costs.items():
-        ax.plot(costs.hold_times, curve * 1e6, lw=1.4, label=name.removeprefix("tier_"))
+    for index, (name, curve) in enumerate(costs.costs.items()):
+        ax.plot(costs.hold_times, curve * 1e6, lw=1.4, label=name.removeprefix("tier_"),
+                **series_style(index))
     for t, _, _ in costs.crossovers:
         ax.axvline(t, color="grey", lw=0.8, ls=":")
     for mark, label in ((300, "5 min"), (3600, "1 h")):
-        ax.axvline(mark, color="tab:red", lw=1, ls="--")
-        ax.text(mark, ax.get_ylim()[1], label, color="tab:red", fontsize=8, va="top")
+        # black, so no tier's colour and style is read as a hold-time mark
+        ax.axvline(mark, color="black", lw=1, ls="--")
+        ax.text(mark, ax.get_ylim()[1], f" {label}", color="black", fontsize=8, va="top")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("hold_time [s]")
     ax.set_ylabel("cost per token [USD per million tokens]")
-    ax.legend(fontsize=6, ncol=2)
+    _legend(ax)
     return fig
 
 

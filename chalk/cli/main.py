@@ -218,27 +218,25 @@ def _report(args) -> str:
     from pathlib import Path
 
     from chalk.applications.plots import write_atomically
-    from chalk.report import report as reports
+    from chalk.report import build, markdown, render_html
 
     for given in (args.html, args.md):  # say so before minutes of work, not after
         if given and not Path(given).parent.is_dir():
             raise UsageProblem(f"cannot write {given}: folder {Path(given).parent} does not "
                                 "exist")
-    built = reports.build(args.file)
+    built = build(args.file)
     outputs: dict[Path, bytes] = {}
     if args.html:
-        from chalk.report.html import render
-
-        outputs[Path(args.html)] = render(built).encode("utf-8")
+        outputs[Path(args.html)] = render_html(built).encode("utf-8")
     if args.md:
         target = Path(args.md)
         prefix = f"{target.stem}-"
-        text, assets = reports.markdown(built, prefix)
+        text, assets = markdown(built, prefix)
         outputs[target] = text.encode("utf-8")
         for name, data in assets.items():
             outputs[target.parent / name] = data
     if not outputs:
-        text, _ = reports.markdown(built)
+        text, _ = markdown(built)
         return text
     for path in outputs:  # check every destination before writing any
         if not path.parent.is_dir():

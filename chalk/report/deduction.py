@@ -18,6 +18,10 @@
     pins = { }                       # extra pins for this question only (optional)
     presets = [ ]                    # extra presets (optional)
     regime = "memory-bound"          # optional
+    lecture = { value = "1.7 kB/token", at = "1:38:28", quote = "almost 2 kilobyte" }
+                                     # the number a source states for the same question
+                                     # (optional; a range "LOW..HIGH UNIT" is allowed;
+                                     # target = "NAME" when the question has several)
 
     [[sweeps]]                       # title, text, targets, over = "NAME=LOW..HIGH", steps, log
     [[plots]]                        # title, text, name, sheet (cost_vs_context), pins, presets
@@ -40,12 +44,26 @@ from chalk.symbolic.symbols import NAME_PATTERN
 _TOP = {"title", "description", "presets", "pins", "samples", "seed", "questions", "sweeps",
         "plots"}
 _ENTRY = {
-    "questions": {"title", "text", "targets", "pins", "presets", "regime"},
+    "questions": {"title", "text", "targets", "pins", "presets", "regime", "lecture"},
     "sweeps": {"title", "text", "targets", "over", "steps", "log", "pins", "presets"},
     "plots": {"title", "text", "name", "sheet", "pins", "presets"},
 }
 _REQUIRED = {"questions": ("title", "targets"), "sweeps": ("title", "targets", "over"),
              "plots": ("title", "name")}
+
+
+@dataclass(frozen=True)
+class Stated:
+    """A number the lecture (or another source) gives for a question's answer.
+
+    ``value`` is the text as written (``"15 ms"`` or a range ``"1 s..10 s"``), ``at``
+    where it is said (a timestamp), ``target`` the answer it is compared with.
+    """
+
+    value: str
+    at: str
+    target: str
+    quote: str = ""
 
 
 @dataclass
@@ -56,6 +74,7 @@ class Entry:
     options: dict
     pins: dict = field(default_factory=dict)
     presets: list = field(default_factory=list)
+    lecture: Stated | None = None
 
 
 @dataclass
@@ -117,6 +136,37 @@ def _pin_table(raw, path, entry) -> dict[str, PresetValue]:
         out[name] = PresetValue(str(value["value"]), str(value.get("source", "")),
                                 str(value.get("date", "")), str(value.get("note", "")))
     return out
+
+
+def _stated(raw, targets, path, entry) -> Stated | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = {"value": raw}
+    if not isinstance(raw, dict):
+        raise DataError(path, entry, "lecture", "expected a table { value = ..., at = ... }")
+    unknown = set(raw) - {"value", "at", "target", "quote"}
+    if unknown:
+        raise DataError(path, entry, f"lecture.{sorted(unknown)[0]}", "unknown key")
+    for key in ("value", "at", "target", "quote"):
+        if key in raw and (not isinstance(raw[key], str) or len(raw[key]) > MAX_TEXT):
+            raise DataError(path, entry, f"lecture.{key}", "expected text")
+    if "value" not in raw:
+        raise DataError(path, entry, "lecture.value", "missing")
+    try:
+        if looks_uncertain(raw["value"]):
+            if parse_spread(raw["value"]).kind != "range":
+                raise DataError(path, entry, "lecture.value",
+                                "expected a value or a range 'LOW..HIGH UNIT'")
+        else:
+            parse_value(raw["value"])
+    except ParseError as exc:
+        raise DataError(path, entry, "lecture.value", exc.message) from None
+    target = raw.get("target", targets[0] if targets else "")
+    if target not in targets:
+        raise DataError(path, entry, "lecture.target",
+                        f"not one of the targets ({', '.join(targets)})")
+    return Stated(raw["value"], raw.get("at", ""), target, raw.get("quote", ""))
 
 
 def load(name_or_path: str) -> DeductionFile:
@@ -181,9 +231,12 @@ def load(name_or_path: str) -> DeductionFile:
             if options.get("regime") not in (None, "compute-bound", "memory-bound"):
                 raise DataError(shown, label, "regime",
                                 "expected 'compute-bound' or 'memory-bound'")
+            options.pop("lecture", None)
             entries.append(Entry(kind, item["title"], item.get("text", ""), options,
                                  _pins(item.get("pins"), shown, label),
-                                 _strings(item.get("presets", []), shown, label, "presets")))
+                                 _strings(item.get("presets", []), shown, label, "presets"),
+                                 _stated(item.get("lecture"), options.get("targets", []),
+                                         shown, label)))
     if not entries:
         raise DataError(shown, "-", "questions", "the file asks nothing")
     try:

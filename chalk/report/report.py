@@ -1,40 +1,116 @@
-"""Scripted deduction reports: run a deduction file, render Markdown (and HTML).
+"""Scripted deduction reports: run a deduction file into a :class:`Report`.
 
-A report holds, for each question: the question in words, each answer with its
-unit (and interval when pins are ranges), the derivation as numbered steps, the
-cross-checks, and what would change the answer (the sensitivity ranking, or the
-elasticity of the answer to each pin). An assumptions table lists every pin
-with its value, unit, origin, source and date. Plots and sweeps are drawn from
-the same engine. Everything is built in memory before anything is written.
+Each question is solved; a question with ranged pins is solved again with those pins
+at the values that give its answer's median (:mod:`chalk.report.ranges`), so the
+section shows one number and a derivation that produces it. Each answer is compared
+with the number the lecture states for it, where the file records one. Sweeps and
+plots are drawn from the same engine. Everything is built in memory before anything
+is written; :mod:`chalk.report.markdown` and :mod:`chalk.report.html` render it.
 """
 
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass, field
 
 from chalk.api import Solution, solve
 from chalk.report.deduction import DeductionFile, Entry, load
+from chalk.report.ranges import MedianPoint, median_point
 from chalk.solvers.execute import compile_plan
 from chalk.solvers.uncertainty import elasticities
 from chalk.symbolic.errors import ChalkError, UsageError
+from chalk.symbolic.parsing import looks_uncertain, parse_spread, parse_value
+from chalk.symbolic.presets import PresetValue
 from chalk.symbolic.printing.expressions import latex, plain, substituted
+from chalk.symbolic.printing.numbers import format_number
+from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.units import Q_
 
 VERSION = "0.1.0"
 
 
+@dataclass(frozen=True)
+class Change:
+    """One input of an answer: how much the answer moves with it.
+
+    ``elasticity`` is d ln(answer) / d ln(input); ``share`` the input's share of the
+    answer's spread (None for an input that is not uncertain).
+    """
+
+    name: str
+    value: str
+    elasticity: float
+    share: float | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The lecture's number for an answer, shown in the answer's unit, and how close."""
+
+    target: str
+    stated: str
+    at: str
+    agreement: str
+
+
 @dataclass
 class Section:
+    """One entry of the deduction file, run.
+
+    ``solution`` is the solve as asked (with its Monte Carlo summary when pins are
+    ranges); ``shown`` the one whose derivation is printed: the same, or the re-solve
+    at ``point`` (the pins that give the median).
+    """
+
     entry: Entry
+    number: int
     solution: Solution | None = None
+    shown: Solution | None = None
+    point: MedianPoint | None = None
     sweep: object | None = None
     svg: str = ""
     png: bytes = b""
-    changes: dict[str, list[str]] = field(default_factory=dict)  # target -> sentences
+    changes: dict[str, list[Change]] = field(default_factory=dict)
+    comparison: Comparison | None = None
+
+    @property
+    def anchor(self) -> str:
+        return f"s{self.number}"
+
+    @property
+    def primary(self) -> str:
+        """The target a summary row shows: the one the lecture's number is for, else the
+        first."""
+        if self.entry.lecture is not None:
+            return self.entry.lecture.target
+        return self.entry.options["targets"][0] if "targets" in self.entry.options else ""
+
+    def answer(self, target: str) -> str:
+        """The answer as shown: one number, labelled (median) with its 90% interval when
+        pins are ranges."""
+        solution = self.shown or self.solution
+        unit = solution.derivation.model.variables[target].pint_unit
+        summary = (self.solution.uncertainty.summaries.get(target)
+                   if self.solution.uncertainty else None)
+        if summary is None:
+            line = next(x for x in solution.headline().splitlines()
+                        if x.startswith(f"{target} = "))
+            return line.split(" = ", 1)[1]
+        scale = solution.derivation.model.variables[target].to_base
+        low, high = (format_quantity(x / scale, unit) for x in (summary.low, summary.high))
+        if self.point is not None:
+            value = format_quantity(solution.value(target), unit)
+            label = "median" if target == self.point.target else "at the same pins"
+        else:
+            value, label = format_quantity(summary.median / scale, unit), "median"
+        return f"{value} ({label}; 90% interval {low} to {high})"
 
 
 @dataclass
 class Report:
+    """A deduction file run: its sections and every assumption they used."""
+
     file: DeductionFile
     sections: list[Section]
     assumptions: list[dict]
@@ -46,28 +122,41 @@ class Report:
 
 
 def build(name_or_path: str) -> Report:
-    """Run every question, sweep and plot of a deduction file."""
+    """Run every question, sweep and plot of a deduction file (a path, or a shipped
+    name such as ``lecture``).
+
+    Raises
+    ------
+    ChalkError
+        A bad file names the file, entry and key; a question that fails names itself.
+    """
     spec = load(name_or_path)
     sections = []
-    for entry in spec.entries:
+    for number, entry in enumerate(spec.entries, 1):
         try:
-            sections.append(_run(spec, entry))
+            sections.append(_run(spec, entry, number))
         except ChalkError as exc:
             raise UsageError(f"{entry.kind[:-1]} '{entry.title}': {exc.message}") from None
-    return Report(spec, sections, _assumptions(sections),
+    return Report(spec, sections, _assumptions(spec, sections),
                   datetime.date.today().isoformat())
 
 
-def _run(spec: DeductionFile, entry: Entry) -> Section:
+def _run(spec: DeductionFile, entry: Entry, number: int) -> Section:
     pins = {**spec.pins, **entry.pins}
     presets = [*spec.presets, *entry.presets]
-    section = Section(entry)
+    section = Section(entry, number)
     if entry.kind == "questions":
-        solution = solve(entry.options["targets"], pins, presets,
-                         regime=entry.options.get("regime"), samples=spec.samples,
-                         seed=spec.seed)
-        section.solution = solution
-        section.changes = _what_would_change(solution)
+        regime = entry.options.get("regime")
+        solution = solve(entry.options["targets"], pins, presets, regime=regime,
+                         samples=spec.samples, seed=spec.seed)
+        section.solution = section.shown = solution
+        section.point = median_point(solution, section.primary, regime)
+        if section.point is not None:
+            section.shown = solve(entry.options["targets"],
+                                  {**pins, **_at_point(solution, section.point)}, presets,
+                                  regime=regime)
+        section.changes = _what_would_change(section)
+        section.comparison = _compare(section)
     elif entry.kind == "sweeps":
         from chalk.applications.sweep import parse_over, sweep
 
@@ -85,50 +174,161 @@ def _run(spec: DeductionFile, entry: Entry) -> Section:
     return section
 
 
-def _what_would_change(solution: Solution) -> dict[str, list[str]]:
-    """Sentences naming the pins each answer hangs on, largest effect first."""
+def _at_point(solution: Solution, point: MedianPoint) -> dict[str, PresetValue]:
+    """The ranged pins as plain values at ``point``, keeping their sources."""
+    d = solution.derivation
     out = {}
-    compiled = compile_plan(solution.derivation.model, solution.plan)
-    pins = solution.derivation.pins
-    for target in solution.targets:
-        lines = []
-        summary = (solution.uncertainty.summaries.get(target)
-                   if solution.uncertainty else None)
-        if summary is not None:
-            for name, share in summary.sensitivity:
-                lines.append(f"{name} drives {100 * share:.0f}% of the spread of {target}")
-        for name, e in elasticities(compiled, pins, target)[:4]:
-            lines.append(f"doubling {name} multiplies {target} by {2 ** e:.3g} "
-                         f"(elasticity {e:+.2f})")
-        out[target] = lines
+    for name, base in point.values.items():
+        pin, variable = d.pins[name], d.model.variables[name]
+        text = f"{base / variable.to_base!r} {variable.unit}".strip()
+        out[name] = PresetValue(text, pin.source, pin.date, f"from the range {pin.text}")
     return out
 
 
-def _assumptions(sections: list[Section]) -> list[dict]:
-    """One row per distinct pin (name, value, origin), with the sections that used it."""
+def _what_would_change(section: Section) -> dict[str, list[Change]]:
+    """Every input each answer moves with, at the pins the derivation shows: the
+    uncertain ones first by share, then by size of elasticity, ties by name."""
+    shown, asked = section.shown, section.solution
+    compiled = compile_plan(shown.derivation.model, shown.plan)
+    out = {}
+    for target in shown.targets:
+        summary = asked.uncertainty.summaries.get(target) if asked.uncertainty else None
+        shares = dict(summary.sensitivity) if summary is not None else {}
+        slopes = dict(elasticities(compiled, shown.derivation.pins, target))
+        rows = []
+        for name in sorted(set(slopes) | set(shares)):
+            value = shown.derivation.show(name)
+            if name in shares:
+                value += f" (range {asked.derivation.pins[name].text})"
+            rows.append(Change(name, value, slopes.get(name, 0.0), shares.get(name)))
+        rows.sort(key=lambda c: (-(c.share or 0.0), -abs(c.elasticity), c.name))
+        out[target] = rows
+    return out
+
+
+def _compare(section: Section) -> Comparison | None:
+    stated = section.entry.lecture
+    if stated is None:
+        return None
+    solution = section.shown
+    variable = solution.derivation.model.variables[stated.target]
+    unit = variable.pint_unit
+    try:
+        if looks_uncertain(stated.value):
+            spread = parse_spread(stated.value)
+            low, high = (Q_(x, spread.unit).to(unit).magnitude
+                         for x in (spread.a, spread.b))
+        else:
+            parsed = parse_value(stated.value)
+            low = high = Q_(parsed.magnitude, parsed.unit).to(unit).magnitude
+    except Exception:  # pint's DimensionalityError, or a bare number for a unit
+        raise UsageError(f"lecture value {stated.value!r} is not in units of "
+                         f"{stated.target} ({variable.unit})") from None
+    answer = solution.value(stated.target)
+    shown = format_quantity(low, unit)
+    if high != low:
+        shown = f"{shown} to {format_quantity(high, unit)}"
+    return Comparison(stated.target, shown, stated.at, agreement(answer, low, high))
+
+
+def agreement(answer: float, low: float, high: float) -> str:
+    """How an answer compares with a stated number (``low == high``) or range.
+
+    Within half of the stated number the gap reads as a percentage of it (``within
+    19%``); further apart, as a ratio (``36.6× the lecture's``). A range reads
+    ``inside the lecture's range`` or as a ratio to the nearer end.
+    """
+    if low != high:
+        if low <= answer <= high:
+            return "inside the lecture's range"
+        end, word = (high, "upper") if answer > high else (low, "lower")
+        return f"{format_number(answer / end, 3)}× its {word} end"
+    gap = abs(answer - low) / abs(low)
+    if gap < 5e-4:  # equal to the four digits shown
+        return "equal"
+    if gap <= 0.5:
+        return f"within {format_number(100 * gap, 2)}%"
+    return f"{format_number(answer / low, 3)}× the lecture's"
+
+
+def _assumptions(spec: DeductionFile, sections: list[Section]) -> list[dict]:
+    """One row per distinct pin (name, value, origin), with the sections that used it.
+
+    Questions contribute the pins their solve used (presets and conventions included);
+    sweeps and plots the pins the file gives them.
+    """
     rows: dict[tuple, dict] = {}
-    for number, section in enumerate(sections, 1):
-        if section.solution is None:
-            continue
-        d = section.solution.derivation
-        for pin in d.used_pins():
-            key = (pin.name, pin.text, pin.origin)
-            if key not in rows:
-                rows[key] = {"name": pin.name, "value": pin.text,
-                             "unit": d.model.variables[pin.name].unit,
-                             "origin": pin.origin, "source": pin.source, "date": pin.date,
-                             "estimate": pin.estimate, "range": pin.spread is not None,
-                             "sections": []}
+
+    def add(name, text, origin, source, date, estimate, number):
+        key = (name, text, origin)
+        if key not in rows:
+            rows[key] = {"name": name, "value": text, "origin": origin, "source": source,
+                         "date": date, "estimate": estimate,
+                         "range": looks_uncertain(text), "sections": []}
+        if number not in rows[key]["sections"]:
             rows[key]["sections"].append(number)
+
+    for section in sections:
+        if section.solution is not None:
+            for pin in section.solution.derivation.used_pins():
+                add(pin.name, pin.text, pin.origin, pin.source, pin.date, pin.estimate,
+                    section.number)
+        else:
+            for name, value in {**spec.pins, **section.entry.pins}.items():
+                add(name, value.text, "given", value.source, value.date, False,
+                    section.number)
     return sorted(rows.values(), key=lambda r: (r["name"], r["sections"][0]))
 
 
-def answer_lines(solution: Solution) -> list[str]:
-    return solution.headline().splitlines()
+def sweep_columns(table, limit: int = 25) -> tuple[list[str], list[list[str]], list[str]]:
+    """A sweep as a table: headers, up to about ``limit`` rows of cells (keeping both
+    sides of every regime change) and sentences for the regime changes.
+
+    Each column is shown in one unit, the one :func:`format_quantity` picks for its
+    largest value, and in one number format (scientific for the whole column when
+    any of its cells would need it).
+    """
+    columns = [(table.over, table.over_unit, table.xs)]
+    columns += [(t, table.units[t], table.ys[t]) for t in table.targets]
+    headers, cells = [], []
+    for name, unit_text, values in columns:
+        header, shown = _column(name, unit_text, [float(v) for v in values])
+        headers.append(header)
+        cells.append(shown)
+    count = len(table.xs)
+    sides = {i for index, *_ in table.changes for i in (index - 1, index) if i >= 0}
+    shown = range(count) if count <= limit else sorted(
+        set(range(0, count, max(1, count // limit))) | {count - 1} | sides)
+    rows = [[column[i] for column in cells] for i in shown]
+    notes = [f"{quantity} changes from {before} to {after} between {table.over} = "
+             f"{cells[0][index - 1]} and {cells[0][index]}"
+             for index, quantity, before, after in table.changes if index > 0]
+    return headers, rows, notes
+
+
+def _column(name: str, unit_text: str, values: list[float]) -> tuple[str, list[str]]:
+    finite = [abs(v) for v in values if v == v and abs(v) != float("inf") and v != 0]
+    unit = Q_(1, unit_text).units if unit_text not in ("", "1") else None
+    if unit is not None and finite:
+        # the unit a person would write for the column's largest value
+        text = format_quantity(max(finite), unit).split(" ", 1)
+        if len(text) == 2:
+            try:
+                scale = Q_(1, unit).to(text[1]).magnitude
+                unit_text, values = text[1], [v * scale for v in values]
+                finite = [abs(v) * scale for v in finite]
+            except Exception:  # a unit word pint cannot read back: keep the declared one
+                pass
+    scientific = any(not 1e-3 <= v < 1e7 for v in finite)
+    shown = [("-" if v != v else f"{v:.3e}" if scientific else format_number(v))
+             for v in values]
+    header = name if unit_text in ("", "1") else f"{name} [{unit_text}]"
+    return header, shown
 
 
 def step_parts(solution: Solution):
-    """Per step: (relation names, equation LaTeX, substituted text, result text, citation)."""
+    """Per step: (index, step, equation LaTeX, equation text, substituted text, result
+    text, citation, closed form or None)."""
     d = solution.derivation
     for index, step in enumerate(d.steps, 1):
         relations = [d.model.relations[r] for r in step.relations]
@@ -147,75 +347,56 @@ def step_parts(solution: Solution):
             yield index, step, equation, text, "solved together", result, cite, None
 
 
-def markdown(report: Report, asset_prefix: str = "") -> tuple[str, dict[str, bytes]]:
-    """The report as Markdown, and the PNG files it links to (name -> bytes)."""
-    out = [f"# {report.title}", ""]
-    if report.file.description:
-        out += [report.file.description, ""]
-    out += [f"*Generated by chalk {VERSION} on {report.generated} from "
-            f"`{report.file.path.split('/')[-1]}`.*", "", "## Assumptions", "",
-            "| quantity | value | from | source | date | used in |",
-            "|---|---|---|---|---|---|"]
-    for row in report.assumptions:
-        value = row["value"] + (" (range)" if row["range"] else "")
-        estimate = " (estimate)" if row["estimate"] else ""
-        used = ", ".join(f"§{n}" for n in row["sections"])
-        out.append(f"| `{row['name']}` | {value} | {row['origin']} | "
-                   f"{row['source'] or '-'}{estimate} | {row['date'] or '-'} | {used} |")
-    assets = {}
-    for number, section in enumerate(report.sections, 1):
-        entry = section.entry
-        out += ["", f"## {number}. {entry.title}", ""]
-        if entry.text:
-            out += [entry.text, ""]
-        if section.solution is not None:
-            out += _md_question(section)
-        elif section.sweep is not None:
-            out += _md_sweep(section.sweep)
-        else:
-            name = f"{asset_prefix}plot-{number}.png"
-            assets[name] = section.png
-            out += [f"![{entry.title}]({name})", ""]
-    return "\n".join(out) + "\n", assets
+URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
 
 
-def _md_question(section: Section) -> list[str]:
-    solution = section.solution
-    out = [f"**{line}**  " for line in answer_lines(solution)]
-    if solution.uncertainty is not None:
-        out += ["", f"*{solution.uncertainty.method()}*"]
-    out += ["", f"Conventions: {solution.derivation.conventions}.", "", "Derivation:", ""]
-    for index, _, equation, _, subst, result, cite, _ in step_parts(solution):
-        out += [f"{index}. $${equation}$$", f"   = {subst}  ", f"   = **{result}**  ",
-                f"   <sub>{cite}</sub>"]
-    checks = solution.derivation.check_lines()
-    if checks:
-        out += ["", "Cross-checks:", ""] + [f"{line}" for line in checks]
-    changes = [line for lines in section.changes.values() for line in lines]
-    if changes:
-        out += ["", "What would change the answer:", ""] + [f"- {line}" for line in changes]
-    for note in solution.derivation.notes:
-        out += ["", f"*Note: {note}*"]
-    return out + [""]
+def link_parts(text: str) -> list[tuple[str, bool]]:
+    """``text`` cut into (piece, is_url) pairs, so a renderer can make each URL a link.
+
+    A URL ends at a space, bracket or quote; a trailing full stop, comma, colon or
+    semicolon is left outside it.
+    """
+    out, start = [], 0
+    for match in URL.finditer(text):
+        url = match.group(0).rstrip(".,;:")
+        if match.start() > start:
+            out.append((text[start:match.start()], False))
+        out.append((url, True))
+        start = match.start() + len(url)
+    if start < len(text):
+        out.append((text[start:], False))
+    return out
 
 
-def _md_sweep(table) -> list[str]:
-    header, rows = sweep_rows(table)
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for cells, mark in rows:
-        out.append("| " + " | ".join(cells) + " |" + (f" ← {mark}" if mark else ""))
-    return out + [""]
+def range_note(section: Section) -> str:
+    """How the section's one number and its derivation relate to the ranges, or ''."""
+    solution, point = section.solution, section.point
+    if solution.uncertainty is None:
+        return ""
+    d = solution.derivation
+    if point is None:
+        return ("The derivation below is at each range's nominal value (its mid-point, "
+                "geometric for a log-uniform range): the answer does not move one way "
+                "with the ranges, so no single point gives its median.")
+    if point.exact:
+        (name, base), = point.values.items()
+        variable = d.model.variables[name]
+        value = format_quantity(base / variable.to_base, variable.pint_unit)
+        return (f"The derivation below is solved again with {name} at its median, "
+                f"{value} (of {d.pins[name].text}): {point.target} moves one way with it, "
+                f"so that is exactly {point.target}'s median. The interval is from the "
+                "Monte Carlo.")
+    return (f"The derivation below is solved again with every uncertain pin at its "
+            f"{format_number(point.percentile, 3)}th percentile (counted from the top for "
+            f"a pin that lowers {point.target}), the point where {point.target} equals "
+            "its Monte Carlo median. The interval is from the Monte Carlo.")
 
 
-def sweep_rows(table, limit: int = 25) -> tuple[list[str], list[tuple[list[str], str]]]:
-    """A sweep's column headers and up to about ``limit`` rows (cells, regime-change mark),
-    keeping every row where a regime changes."""
-    header = [f"{table.over} [{table.over_unit}]"] + [f"{t} [{table.units[t]}]"
-                                                      for t in table.targets]
-    marks = {i: f"{q}: {a} → {b}" for i, q, a, b in table.changes}
-    count = len(table.xs)
-    shown = range(count) if count <= limit else sorted(
-        set(range(0, count, max(1, count // limit))) | {count - 1} | set(marks))
-    rows = [([f"{table.xs[i]:.4g}"] + [f"{table.ys[t][i]:.4g}" for t in table.targets],
-             marks.get(i, "")) for i in shown]
-    return header, rows
+def inputs_line(report: Report, section: Section) -> str:
+    """What a sweep or plot was given: its presets and pins, as one sentence."""
+    entry = section.entry
+    presets = [*report.file.presets, *entry.presets]
+    pins = {**report.file.pins, **entry.pins}
+    parts = ([f"presets {', '.join(presets)}"] if presets else []) + \
+        [f"{n} = {v.text}" for n, v in pins.items()]
+    return "Inputs: " + ("; ".join(parts) if parts else "none") + "."

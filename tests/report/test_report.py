@@ -87,6 +87,20 @@ def test_html_is_self_contained(lecture_report):
 
 
 @pytest.mark.slow
+def test_lecture_report_leads_with_a_summary(lecture_report):
+    _, html, md = lecture_report
+    lines = md.splitlines()
+    assert lines[lines.index("## Summary") + 2].startswith("| § | question | answer | lecture |")
+    # 288 GB / 20 TB/s = 14.4 ms against the lecture's 15 ms (24:34): 0.6 / 15 = 4%
+    assert "| hbm_drain_time = 14.4 ms | 15 ms (24:34) | within 4% |" in md
+    # 1ms..10ms log-uniform: median sqrt(1 x 10) = 3.162 ms, times 4 stages = 12.65 ms
+    assert "pipeline_latency_added = 12.65 ms (median; 90% interval" in md
+    assert md.index("## Summary") < md.index("## Contents") < md.index("## 1.") \
+        < md.index("## Assumptions")
+    assert html.index('id="summary"') < html.index('id="s1"')
+
+
+@pytest.mark.slow
 def test_markdown_links_its_plots(lecture_report):
     folder, _, md = lecture_report
     images = [line.rsplit("](", 1)[1].rstrip(")") for line in md.splitlines()
@@ -99,7 +113,9 @@ def test_markdown_links_its_plots(lecture_report):
 @pytest.mark.slow
 def test_report_shows_assumption_sources_and_derivations(lecture_report):
     _, _, md = lecture_report
-    assert "| `hbm_bandwidth` | 3.35 TB/s | preset h100 | https://www.nvidia.com" in md
+    assert ("| `hbm_bandwidth` | 3.35 TB/s | preset h100 | "
+            "[https://www.nvidia.com/en-us/data-center/h100/]"
+            "(https://www.nvidia.com/en-us/data-center/h100/)") in md
     assert "What would change the answer" in md
     assert "Monte Carlo over 20,000 samples" in md
 
