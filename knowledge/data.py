@@ -20,7 +20,7 @@ note: str (optional), estimate: bool (optional)}``. Files:
     ``price_sheets: [{id, provider, model, source, date, prices: {...},
     long_context: {...}, cache_writes: [...], fast_mode: {...}}]``; a price
     written as a bare string inherits its section's (or the sheet's) source
-    and date.
+    and date (every field in ``docs/PRICE_SHEETS.md``).
 ``training.yaml``
     ``facts: [{id, ...fact}]``
 """

@@ -1,6 +1,9 @@
 """Price sheets: a personal sheet may leave out its source and date, shipped ones may not,
 every unknown key names the closest known one, and prices may be written as people do."""
 
+import re
+from pathlib import Path
+
 import pytest
 from chalk.knowledge.price_sheets import (
     UNDATED,
@@ -10,6 +13,8 @@ from chalk.knowledge.price_sheets import (
     shipped_sheets,
 )
 from chalk.symbolic.errors import DataError
+from chalk.symbolic.parsing import parse_unit, parse_value
+from chalk.symbolic.units import Q_
 
 PERSONAL = """\
 id: my_model
@@ -105,3 +110,52 @@ def test_imply_header_says_a_personal_sheet_is_unsourced(run_cli, tmp_path):
     assert status == 0, err
     assert out.splitlines()[:2] == ["Me My Model (my_model), prices of an unstated date",
                                     "source: unsourced (personal sheet)"]
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "PRICE_SHEETS.md"
+
+
+def _doc_blocks():
+    return re.findall(r"```yaml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+
+
+def test_the_documented_sheets_load(tmp_path):
+    sheets = [b for b in _doc_blocks() if b.startswith("id:")]
+    assert len(sheets) == 2
+    minimal = price_sheet(str(_write(tmp_path, sheets[0], "minimal.yaml")))
+    assert not minimal.sourced
+    full = price_sheet(str(_write(tmp_path, sheets[1], "full.yaml")))
+    assert full.sourced and full.prices["cache_storage"].date == "2026-04-15"
+    assert full.long_context["input"].source == "https://acme.example/pricing"  # inherited
+    # the doc's worked cache write: (2.5 - 2) USD/Mtoken over 5/60 h = 6 USD/Mtoken/hour
+    write = full.cache_writes[0]
+    premium = _base(write.price) - _base(full.prices["input"])
+    hours = _base(write.hold_time) / 3600
+    assert premium / hours == pytest.approx(6e-6, rel=1e-12)
+
+
+def test_the_documented_fact_mapping_loads(tmp_path):
+    fragment = next(b for b in _doc_blocks() if b.startswith("prices:"))
+    sheet = price_sheet(str(_write(tmp_path, "id: x\nprovider: P\nmodel: M\n" + fragment)))
+    assert sheet.prices["cache_storage"].source.startswith("https://ai.google.dev")
+
+
+# The doc's table of accepted spellings, each with its value in base units by hand.
+@pytest.mark.parametrize(
+    ("text", "base", "unit"),
+    [("3 USD/Mtoken", 3e-6, "USD/token"), ("3 USD/Mtok", 3e-6, "USD/token"),
+     ("3 USD/1M tokens", 3e-6, "USD/token"), ("3 USD/M tokens", 3e-6, "USD/token"),
+     ("0.003 USD/ktoken", 0.003 / 1e3, "USD/token"),
+     ("300 cent/Mtoken", 3 / 1e6, "USD/token"),                   # 300 cent = 3 USD
+     ("4.5 USD/Mtoken/hour", 4.5 / 1e6 / 3600, "USD/token/s"),
+     ("4.5 USD/(Mtoken·hour)", 4.5 / 1e6 / 3600, "USD/token/s"),
+     ("4.5 USD/Mtok/h", 4.5 / 1e6 / 3600, "USD/token/s"),
+     ("200k token", 2e5, "token"), ("200000 tokens", 2e5, "token"), ("0.2M token", 2e5, "token"),
+     ("5 min", 300, "s"), ("300 s", 300, "s"), ("1 hour", 3600, "s"), ("1 h", 3600, "s")],
+)
+def test_the_documented_spellings(text, base, unit):
+    assert f"`{text}`" in DOC.read_text(encoding="utf-8")
+    parsed = parse_value(text)
+    quantity = Q_(parsed.magnitude, parsed.unit).to_base_units()
+    assert quantity.units == parse_unit(unit)
+    assert quantity.magnitude == pytest.approx(base, rel=1e-12)
