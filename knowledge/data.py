@@ -20,13 +20,14 @@ note: str (optional), estimate: bool (optional)}``. Files:
     ``price_sheets: [{id, provider, model, source, date, prices: {...},
     long_context: {...}, cache_writes: [...], fast_mode: {...}}]``; a price
     written as a bare string inherits its section's (or the sheet's) source
-    and date.
+    and date (every field in ``docs/PRICE_SHEETS.md``).
 ``training.yaml``
     ``facts: [{id, ...fact}]``
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -67,9 +68,12 @@ def read_fact(raw, path: str, entry: str, field: str, inherited: Mapping[str, st
         raw = {"value": raw}
     if not isinstance(raw, Mapping):
         raise DataError(path, entry, field, "expected a mapping with value, source and date")
-    unknown = set(raw) - {"value", "source", "date", "note", "estimate"}
+    keys = ("value", "source", "date", "note", "estimate")
+    unknown = sorted(set(raw) - set(keys), key=str)
     if unknown:
-        raise DataError(path, entry, field, f"unknown key {sorted(unknown)[0]!r}")
+        close = difflib.get_close_matches(str(unknown[0]), keys, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else "; expected " + ", ".join(keys)
+        raise DataError(path, entry, field, f"unknown key {unknown[0]!r}{hint}")
     text = raw.get("value")
     if text is None or isinstance(text, bool):
         raise DataError(path, entry, field, "missing value")

@@ -2,7 +2,10 @@
 
 A sheet has standard prices, optionally a long-context tier, cache-write prices
 by hold time and a faster tier. Every price keeps the source and date of the
-sheet or of its section. See ``knowledge/data/price_sheets.yaml`` for the shape.
+sheet or of its section. The format is documented in ``docs/PRICE_SHEETS.md``.
+
+Shipped sheets must name a source and a date; a user's own sheet may leave them
+out, and its prices are then marked :data:`UNSOURCED` and :data:`UNDATED`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ _PRICE_KEYS = {"input", "output", "cache_read", "cache_storage"}
 _LONG_KEYS = {"threshold", "input", "output", "cache_read"}
 _FAST_KEYS = {"price_ratio", "speedup"}
 _META = {"source", "date", "note"}
+_WRITE_KEYS = {"hold_time", "price"}
+
+# What a personal sheet's prices carry when it names no source or date.
+UNSOURCED = "unsourced (personal sheet)"
+UNDATED = "an unstated date"
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,23 @@ class PriceSheet:
     def title(self) -> str:
         return f"{self.provider} {self.model}"
 
+    @property
+    def sourced(self) -> bool:
+        """Whether the sheet names its source (a personal sheet may not)."""
+        return self.source != UNSOURCED
+
+
+def _refuse_unknown(raw: Mapping, allowed, path, entry, where: str = "") -> None:
+    """Raise for the first key of ``raw`` not in ``allowed``, naming the closest one."""
+    unknown = sorted(set(raw) - set(allowed), key=str)
+    if not unknown:
+        return
+    key = str(unknown[0])
+    close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else \
+        "; expected one of " + ", ".join(sorted(allowed))
+    raise DataError(path, entry, f"{where}.{key}" if where else key, "unknown key" + hint)
+
 
 # The unit each field must carry (its dimension is checked, any scale accepted).
 _UNITS = {"input": "USD/Mtoken", "output": "USD/Mtoken", "cache_read": "USD/Mtoken",
@@ -76,9 +101,7 @@ def _section(raw, allowed, path, entry, name, inherited, zero_ok=frozenset()):
         return {}
     if not isinstance(raw, Mapping):
         raise DataError(path, entry, name, "expected a mapping")
-    unknown = set(raw) - allowed - _META
-    if unknown:
-        raise DataError(path, entry, f"{name}.{sorted(unknown)[0]}", "unknown key")
+    _refuse_unknown(raw, allowed | _META, path, entry, name)
     scope = {"source": raw.get("source", inherited["source"]),
              "date": raw.get("date", inherited["date"])}
     return {key: _checked(read_fact(raw[key], path, entry, f"{name}.{key}", scope,
@@ -86,20 +109,35 @@ def _section(raw, allowed, path, entry, name, inherited, zero_ok=frozenset()):
             for key in raw if key in allowed}  # file order: the first fault is reported
 
 
-def read_sheet(raw, path: str, index: int = 0) -> PriceSheet:
-    """Validate one sheet; errors name the file, the entry and the field."""
+def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceSheet:
+    """Validate one sheet; errors name the file, the entry and the field.
+
+    Parameters
+    ----------
+    raw : object
+        The sheet as loaded from YAML.
+    path : str
+        The file name shown in errors.
+    index : int
+        The sheet's position in its file, shown while it has no valid id.
+    personal : bool
+        A user's own sheet: ``source`` and ``date`` may be left out, and are then
+        :data:`UNSOURCED` and :data:`UNDATED`. Shipped sheets must give both.
+    """
     if not isinstance(raw, Mapping):
         raise DataError(path, f"#{index}", "-", "expected a mapping")
     ident = raw.get("id")
     if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
         raise DataError(path, f"#{index}", "id", "missing or not a lower-case identifier")
-    unknown = set(raw) - _SHEET_KEYS
-    if unknown:
-        raise DataError(path, ident, sorted(unknown)[0], "unknown key")
+    _refuse_unknown(raw, _SHEET_KEYS, path, ident)
     for key in ("provider", "model", "source", "date"):
-        if not raw.get(key) or not str(raw[key]).strip():
+        if key in raw and (raw[key] is None or not str(raw[key]).strip()):
+            raise DataError(path, ident, key, "blank; give a value or leave the key out"
+                            if personal and key in ("source", "date") else "missing")
+        if key not in raw and not (personal and key in ("source", "date")):
             raise DataError(path, ident, key, "missing")
-    inherited = {"source": str(raw["source"]), "date": str(raw["date"])}
+    inherited = {"source": str(raw.get("source", UNSOURCED)).strip(),
+                 "date": str(raw.get("date", UNDATED)).strip()}
     prices = _section(raw.get("prices"), _PRICE_KEYS, path, ident, "prices", inherited,
                       zero_ok=frozenset({"cache_storage"}))
     for key in ("input", "output"):
@@ -111,9 +149,10 @@ def read_sheet(raw, path: str, index: int = 0) -> PriceSheet:
         raise DataError(path, ident, "long_context.threshold", "missing")
     writes = []
     for n, item in enumerate(raw.get("cache_writes") or []):
-        if not isinstance(item, Mapping) or set(item) - {"hold_time", "price", *_META}:
+        if not isinstance(item, Mapping):
             raise DataError(path, ident, f"cache_writes[{n}]",
                             "expected {hold_time, price} (and optional source, date, note)")
+        _refuse_unknown(item, _WRITE_KEYS | _META, path, ident, f"cache_writes[{n}]")
         scope = {"source": item.get("source", inherited["source"]),
                  "date": item.get("date", inherited["date"])}
         if "hold_time" not in item or "price" not in item:
@@ -141,8 +180,9 @@ def read_sheet(raw, path: str, index: int = 0) -> PriceSheet:
                       tuple(writes), fast, model_preset)
 
 
-def read_sheets(path: Path) -> dict[str, PriceSheet]:
-    """Every sheet in a YAML file holding ``price_sheets: [...]`` or one sheet."""
+def read_sheets(path: Path, personal: bool = False) -> dict[str, PriceSheet]:
+    """Every sheet in a YAML file holding ``price_sheets: [...]`` or one sheet
+    (``personal``: see :func:`read_sheet`)."""
     data = load_yaml(path)
     shown = path.name
     entries = data.get("price_sheets") if isinstance(data, Mapping) and "price_sheets" in data \
@@ -151,7 +191,7 @@ def read_sheets(path: Path) -> dict[str, PriceSheet]:
         raise DataError(shown, "-", "price_sheets", "expected a list")
     sheets = {}
     for index, raw in enumerate(entries):
-        sheet = read_sheet(raw, shown, index)
+        sheet = read_sheet(raw, shown, index, personal)
         if sheet.id in sheets:
             raise DataError(shown, sheet.id, "id", "duplicate id")
         sheets[sheet.id] = sheet
@@ -165,13 +205,14 @@ def shipped_sheets() -> dict[str, PriceSheet]:
 
 
 def price_sheet(name_or_path: str) -> PriceSheet:
-    """A shipped sheet by id, or the single sheet in a YAML file."""
+    """A shipped sheet by id, or the single sheet in a user's YAML file (which may leave
+    out its source and date)."""
     sheets = shipped_sheets()
     if name_or_path in sheets:
         return sheets[name_or_path]
     path = Path(name_or_path)
     if name_or_path.endswith((".yaml", ".yml")) or path.exists():
-        found = read_sheets(path)
+        found = read_sheets(path, personal=True)
         if len(found) != 1:
             raise DataError(path.name, "-", "price_sheets",
                             f"holds {len(found)} sheets; name one id instead")

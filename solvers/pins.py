@@ -27,6 +27,7 @@ from chalk.symbolic.model import Model
 from chalk.symbolic.parsing import looks_uncertain, parse_spread, parse_value, split_pin
 from chalk.symbolic.presets import Preset, PresetValue
 from chalk.symbolic.printing.quantities import describe_dimension, format_unit
+from chalk.symbolic.spelling import dimension_hint
 from chalk.symbolic.uncertain import Spread
 from chalk.symbolic.units import base_factor, base_unit, dimensionality, ureg
 from chalk.symbolic.variables import Variable
@@ -150,12 +151,18 @@ def read_spread(variable: Variable, text: str) -> Spread:
     return spread
 
 
+_BYTES = ureg.get_dimensionality("byte")
+
+
 def _check_dimension(variable: Variable, unit, text: str) -> None:
     got = dimensionality(unit)
     if got != variable.dimensionality:
+        expected = format_unit(variable.pint_unit)
+        extra_bytes = got == variable.dimensionality * _BYTES
         raise DimensionMismatch(
-            variable.name, text, format_unit(variable.pint_unit),
+            variable.name, text, expected,
             describe_dimension(got), describe_dimension(variable.dimensionality),
+            dimension_hint(text, extra_bytes, expected),
         )
 
 

@@ -77,10 +77,18 @@ class UnitError(ChalkError, ValueError):
 
     unit: str
     reason: str
+    suggestions: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        self.suggestions = tuple(self.suggestions)
 
     @property
     def message(self) -> str:
-        return f"unknown unit {self.unit!r}: {self.reason}"
+        message = f"unknown unit {self.unit!r}: {self.reason}"
+        if self.suggestions:
+            return message + "; did you mean " + " or ".join(
+                repr(s) for s in self.suggestions) + "?"
+        return message
 
 
 @dataclass(eq=False)
@@ -92,11 +100,13 @@ class DimensionMismatch(ChalkError, ValueError):
     expected: str
     given_dim: str
     expected_dim: str
+    hint: str = ""
 
     @property
     def message(self) -> str:
-        return (f"{self.name} needs a unit like {self.expected} ({self.expected_dim}), "
-                f"but {self.given!r} is {self.given_dim}")
+        message = (f"{self.name} needs a unit like {self.expected} ({self.expected_dim}), "
+                   f"but {self.given!r} is {self.given_dim}")
+        return message + (f"; {self.hint}" if self.hint else "")
 
 
 @dataclass(eq=False)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from chalk.symbolic.errors import ParseError, UnitError
+from chalk.symbolic.errors import ParseError
+from chalk.symbolic.spelling import unknown_unit
 from chalk.symbolic.symbols import NAME_PATTERN
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,22 +24,33 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_TEXT = 200  # longer values are refused before any work is done
 
-# A number: digits with optional thousands separators, a fraction, an exponent,
-# and an optional multiplier written against it (200k, 1.5M, 3T).
+# A number: digits with optional thousands separators, a fraction, an exponent, and
+# an optional count multiplier written against it (200k, 1.5M, 100B, 15T).
+#
+# The rule that keeps B apart from byte: a multiplier is a letter glued to a plain
+# number (no exponent) and standing alone, followed by a space or the end of the text.
+# Letters glued to the number that run on into a longer word, or into '/', are the unit:
+# 100B param = 1e11 param, 100B = 1e11, but 80GB = 80 GB, 2B/param = 2 byte/param,
+# 1e9B = 1e9 byte, and 100 B = 100 byte (a unit is written after a space).
 _NUMBER = re.compile(
     r"""(?P<sign>[+-]?)
         (?P<mantissa>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d[\d_]*(?:\.\d*)?|\.\d+)
         (?:[eE](?P<exponent>[+-]?\d+))?
-        (?P<multiplier>Ki|Mi|Gi|Ti|k|K|M|G|T|P)?
+        (?:(?(exponent)(?!)|(?P<multiplier>Ki|Mi|Gi|Ti|k|K|M|G|B|T|P)(?=\s|$)))?
         (?![0-9_.,])""",
     re.VERBOSE,
 )
 _MULTIPLIERS = {
-    "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+    "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12, "P": 1e15,
     "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
 }
-_UNIT_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-zµ%][A-Za-z0-9_µ]*)|(?P<op>\*\*|[*/·^()])"
+# Inside a unit, a scale written before a unit name, as a word of its own ('USD/M tokens')
+# or after a 1 ('USD/1M tokens'), is rewritten to the SI prefix glued to the name
+# (Mtokens); B and K read as G and k there, and a bare B stays byte.
+_UNIT_TOKEN = re.compile(r"\s*(?:(?P<scale>1[kKMGBT]|[kKMGT])\s+(?P<scaled>[A-Za-zµ][A-Za-z0-9_µ]*)"
+                         r"|(?P<name>[A-Za-zµ%][A-Za-z0-9_µ]*)|(?P<op>\*\*|[*/·^()])"
                          r"|(?P<int>[+-]?\d+))")
+_SCALE_PREFIX = {"k": "k", "K": "k", "M": "M", "G": "G", "B": "G", "T": "T"}
 _MAX_EXPONENT = 300
 
 
@@ -115,7 +127,10 @@ def _tokenize_unit(text: str) -> list[tuple[str, str]]:
         if not match or match.end() == position:
             bad = text[position:].strip()[:1]
             raise ParseError(text, f"unexpected character {bad!r} in a unit")
-        if match.group("name"):
+        if match.group("scale"):
+            prefix = _SCALE_PREFIX[match.group("scale")[-1]]
+            tokens.append(("name", prefix + match.group("scaled")))
+        elif match.group("name"):
             tokens.append(("name", match.group("name")))
         elif match.group("op"):
             tokens.append(("op", match.group("op")))
@@ -195,8 +210,7 @@ def _unit_name(name: str, text: str) -> str:
 
     candidates = ureg.parse_unit_name(name)
     if not candidates:
-        raise UnitError(name, "not a unit chalk knows (e.g. s, ms, h, day, byte, GB, TB/s, "
-                              "FLOP, token, sequence, param, chip, USD)")
+        raise unknown_unit(name)
     prefix, unit, _suffix = candidates[0]
     return prefix + unit
 

@@ -66,14 +66,21 @@ LADDERS = {
     "FLOP rate": tuple((f"{p}FLOP/s", f) for p, f in (("", 1.0), ("k", 1e3), ("M", 1e6),
                                                       ("G", 1e9), ("T", 1e12), ("P", 1e15),
                                                       ("E", 1e18))),
+    # Prices have one rung each, the unit price lists use, so that two prices always
+    # read side by side: per million tokens, per GB, per hour of holding.
+    "token price": (("USD/Mtoken", 1e-6),),
+    "token-hour price": (("USD/Mtoken/hour", 1e-6 / 3600),),
+    "byte price": (("USD/GB", 1e-9),),
+    "byte-hour price": (("USD/GB/hour", 1e-9 / 3600),),
 }
+# Ladders applied at every size; the others only from 1e4 base units up.
+_ALWAYS = ("time", "token price", "token-hour price", "byte price", "byte-hour price")
 
 
 @dataclass(frozen=True)
 class UnitDisplay:
     """What showing a value in a unit needs: the unit as text, its factor to base units,
-    and which ladder of prefixes applies ("time", "bytes", "byte rate", "FLOP rate" or
-    "" for none)."""
+    and which ladder of :data:`LADDERS` applies ("" for none)."""
 
     text: str
     to_base: float
@@ -90,17 +97,17 @@ def _ladder(value: float, ladder) -> tuple[float, str]:
 
 
 def format_display(value: float, display: UnitDisplay, digits: int = 4) -> str:
-    """Format a magnitude given in a unit for people (``14.4 ms``, ``5,354 sequence``).
+    """Format a magnitude given in a unit for people (``14.4 ms``, ``0.132 USD/Mtoken``).
 
-    Pure times get a readable prefix; byte counts and byte or FLOP rates get one from
+    Pure times get a readable prefix; prices per token, per byte and per hour of holding
+    are shown as price lists write them (``USD/Mtoken``, ``USD/Mtoken/hour``,
+    ``USD/GB``, ``USD/GB/hour``); byte counts and byte or FLOP rates get a prefix from
     1e4 up; everything else is shown in the unit itself.
     """
     if display.ladder and value != 0:
         base = value * display.to_base
-        if display.ladder == "time":
-            shown, name = _ladder(base, LADDERS["time"])
-            if name == "day" and abs(shown) >= 1e4:
-                return f"{format_number(shown, digits)} day"
+        if display.ladder in _ALWAYS:
+            shown, name = _ladder(base, LADDERS[display.ladder])
             return f"{format_number(shown, digits)} {name}"
         if abs(base) >= 1e4:
             shown, name = _ladder(base, LADDERS[display.ladder])

@@ -93,16 +93,16 @@ def format_unit(unit: pint.Unit) -> str:
 def unit_display(unit: pint.Unit) -> UnitDisplay:
     """How values in ``unit`` are shown (see :func:`format_display`)."""
     dim = dimensionality(unit)
-    ladder = {_TIME_DIM: "time", _BYTE_DIM: "bytes", _BYTE_RATE_DIM: "byte rate",
-              _FLOP_RATE_DIM: "FLOP rate"}.get(dim, "")
+    ladder = _LADDER_OF.get(dim, "")
     return UnitDisplay(format_unit(unit), base_factor(unit), ladder)
 
 
 def format_quantity(value: float, unit: pint.Unit, digits: int = 4) -> str:
     """Format a magnitude given in ``unit`` for people (``14.4 ms``, ``5,354 sequence``).
 
-    Pure times and pure byte counts get a readable prefix; everything else is shown in
-    ``unit`` itself, which is the quantity's declared unit.
+    Times, byte counts, byte and FLOP rates get a readable prefix and prices the unit
+    price lists use (see :func:`format_display`); everything else is shown in ``unit``
+    itself, which is the quantity's declared unit.
     """
     return format_display(value, unit_display(unit), digits)
 
@@ -112,7 +112,8 @@ def format_seconds(seconds: float, digits: int = 4) -> str:
     return format_quantity(seconds, ureg.second, digits)
 
 
-_TIME_DIM = ureg.get_dimensionality("second")
-_BYTE_DIM = ureg.get_dimensionality("byte")
-_BYTE_RATE_DIM = ureg.get_dimensionality("byte/second")
-_FLOP_RATE_DIM = ureg.get_dimensionality("FLOP/second")
+_LADDER_OF = {ureg.get_dimensionality(unit): ladder for unit, ladder in (
+    ("second", "time"), ("byte", "bytes"), ("byte/second", "byte rate"),
+    ("FLOP/second", "FLOP rate"), ("USD/token", "token price"),
+    ("USD/token/second", "token-hour price"), ("USD/byte", "byte price"),
+    ("USD/byte/second", "byte-hour price"))}

@@ -75,4 +75,5 @@ def test_price_sheet_file_with_unknown_key(tmp_path):
     with pytest.raises(DataError) as info:
         read_sheets(bad)
     assert info.value.message == ("sheet.yaml, entry 'mine', field 'prices.discount': "
-                                  "unknown key")
+                                  "unknown key; expected one of cache_read, cache_storage, "
+                                  "date, input, note, output, source")

@@ -40,6 +40,76 @@ def test_values_with_units_reach_base_units(text, expected):
     assert math.isclose(base(text), expected, rel_tol=1e-12)
 
 
+# Counts written the field's way. The rule: a scale letter glued to a plain number and
+# followed by a space (or the end) multiplies the number; a unit comes after a space, or
+# is glued letters that run on into a unit name. Each base value is worked by hand.
+@pytest.mark.parametrize(
+    ("text", "expected", "unit"),
+    [
+        ("100B param", 100 * 1e9, "param"),            # B glued, alone: a billion params
+        ("15T token", 15 * 1e12, "token"),
+        ("1.5M token", 1.5 * 1e6, "token"),
+        ("200k token", 200 * 1e3, "token"),
+        ("80 GB", 80 * 1e9, "byte"),                   # unit after a space: gigabyte
+        ("80GB", 80 * 1e9, "byte"),                    # G runs on into GB: the unit
+        ("2 B/param", 2, "byte/param"),                # B after a space: byte
+        ("2B/param", 2, "byte/param"),                 # B runs on into '/': the unit
+        ("100 B", 100, "byte"),
+        ("1e9B", 1e9, "byte"),                         # no multiplier after an exponent
+        ("3.35 TB/s", 3.35e12, "byte/s"),
+        ("3 USD/Mtok", 3 / 1e6, "USD/token"),          # USD per million tokens
+        ("3 USD/Mtoken", 3 / 1e6, "USD/token"),
+        ("15 USD/1M tokens", 15 / 1e6, "USD/token"),
+        ("15 USD/1M token", 15 / 1e6, "USD/token"),
+        ("3 USD/M tokens", 3 / 1e6, "USD/token"),
+        ("3 USD/1k tokens", 3 / 1e3, "USD/token"),
+        ("3 USD/1B tokens", 3 / 1e9, "USD/token"),     # 1B inside a unit: giga
+        ("1.5 M token", 1.5e6, "token"),               # a scale word before a unit name
+        ("4.5 USD/Mtoken/hour", 4.5 / 1e6 / 3600, "USD/(token·s)"),
+        ("3 Mtokens", 3e6, "token"),
+        ("5 params", 5, "param"),
+        ("3 sequences", 3, "sequence"),
+        ("8 chips", 8, "chip"),
+        ("3 bytes", 3, "byte"),
+        ("3 seconds", 3, "s"),
+        ("2 hours", 2 * 3600, "s"),
+        ("6e23 FLOPs", 6e23, "FLOP"),
+    ],
+)
+def test_counts_written_the_fields_way(text, expected, unit):
+    parsed = parse_value(text)
+    quantity = Q_(parsed.magnitude, parsed.unit).to_base_units()
+    assert quantity.units == parse_unit(unit)
+    assert math.isclose(quantity.magnitude, expected, rel_tol=1e-12)
+
+
+def test_a_glued_multiplier_alone_is_a_plain_count():
+    # 100B = 100 * 1e9 = 1e11, no unit: a quantity with a unit then asks for one
+    parsed = parse_value("100B")
+    assert parsed.unit is None and parsed.magnitude == 1e11
+
+
+@pytest.mark.parametrize(
+    ("text", "suggestions", "words"),
+    [
+        ("3 tokn", ("token",), "not a unit chalk knows"),
+        ("3 sequnce", ("sequence",), "not a unit chalk knows"),
+        ("3 gb", ("GB",), "not a unit chalk knows"),
+        ("3 Mtokn", ("Mtoken",), "not a unit chalk knows"),
+        ("3 Bparam", ("Gparam",), "'100B param'"),
+        ("3 Ktoken", ("ktoken",), "'100K token'"),
+        ("3 TFLOPS", ("TFLOP/s", "TFLOP"), "FLOP per second"),
+        ("3 USD/1M", (), "'USD/1M token'"),
+        ("100k/s", (), "'1.5k token'"),
+    ],
+)
+def test_unknown_units_suggest_the_accepted_spelling(text, suggestions, words):
+    with pytest.raises(UnitError) as info:
+        parse_value(text)
+    assert info.value.suggestions[:len(suggestions)] == suggestions
+    assert words in info.value.message and "\n" not in info.value.message
+
+
 def test_bare_number_has_no_unit():
     parsed = parse_value("8")
     assert parsed.magnitude == 8 and parsed.unit is None
