@@ -9,6 +9,13 @@ The public Python API. Pin what you know, ask for what you don't::
 
 Quantities are pint Quantities from ``chalk.ureg``; errors are ``chalk.ChalkError``.
 
+Beyond one solve, a few tools answer the questions the lecture asks of whole curves:
+``sweep`` and ``plot`` (a quantity over a range of one pin), ``crossover`` and
+``cheapest_batch`` (where two costs balance, the best batch under a latency budget),
+``compute_optimal`` and ``lifetime_optimum`` (model size against data under a scaling
+law), ``tier_table`` and ``tier_costs`` (memory tiers for a KV cache) and ``imply``
+(what a provider's price sheet implies).
+
 The package is laid out in layers: :mod:`chalk.symbolic` (units, parsing, relations,
 printing), :mod:`chalk.solvers` (the generic engine: structure, rank, plans, blocks,
 uncertainty, derivations), :mod:`chalk.knowledge` (the lecture's relations and sourced
@@ -35,14 +42,34 @@ _EXPORTS = {
     "model": ("chalk.knowledge", "load_model"),
     "solve": ("chalk.api", "solve"),
     "ureg": ("chalk.symbolic.units", "ureg"),
+    # curves of one pin
+    "sweep": ("chalk.applications.sweep", "sweep"),
+    "plot": ("chalk.applications.plots", "plot"),
+    # optima and balance points
+    "crossover": ("chalk.applications.optimize", "crossover"),
+    "cheapest_batch": ("chalk.applications.optimize", "cheapest_batch"),
+    "compute_optimal": ("chalk.applications.chinchilla", "compute_optimal"),
+    "lifetime_optimum": ("chalk.applications.chinchilla", "lifetime_optimum"),
+    # memory tiers and price sheets
+    "tier_table": ("chalk.applications.tiers", "tier_table"),
+    "tier_costs": ("chalk.applications.tiers", "tier_costs"),
+    "imply": ("chalk.applications.imply", "imply"),
 }
 
 __all__ = [
-    "ChalkError", "Explanation", "Q_", "Question", "Solution", "explain", "model", "solve", "ureg",
+    "ChalkError", "Explanation", "Q_", "Question", "Solution", "cheapest_batch",
+    "compute_optimal", "crossover", "explain", "imply", "lifetime_optimum", "model", "plot",
+    "solve", "sweep", "tier_costs", "tier_table", "ureg",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from chalk.api import Explanation, Solution, explain, solve
+    from chalk.applications.chinchilla import compute_optimal, lifetime_optimum
+    from chalk.applications.imply import imply
+    from chalk.applications.optimize import cheapest_batch, crossover
+    from chalk.applications.plots import plot
+    from chalk.applications.sweep import sweep
+    from chalk.applications.tiers import tier_costs, tier_table
     from chalk.knowledge import load_model as model
     from chalk.question import Question
     from chalk.symbolic.errors import ChalkError

@@ -37,7 +37,23 @@ class Optimum:
 
 def compute_optimal(compute_flops: float, fit: str = "besiroglu2024",
                     bounds: tuple[float, float] = (1e6, 1e15)) -> Optimum:
-    """Minimise loss for a pre-training budget of ``compute_flops`` (6ND)."""
+    """The model size and data that minimise a fitted loss at a fixed training budget.
+
+    Parameters
+    ----------
+    compute_flops : float
+        The pre-training budget in FLOP, spent as 6 x active params x tokens.
+    fit : str
+        A scaling-law preset (``"besiroglu2024"``, ``"hoffmann2022"``).
+    bounds : (float, float)
+        The range of active parameters searched.
+
+    Returns
+    -------
+    Optimum
+        ``params``, ``tokens``, ``tokens_per_param``, the predicted ``loss`` and the
+        ``compute``; ``line()`` prints it.
+    """
     from scipy.optimize import minimize_scalar
 
     curve = Curve(["loss", "pretrain_tokens"], "active_params",
@@ -72,7 +88,36 @@ class Lifetime:
 def lifetime_optimum(target_loss: float, inference_tokens: float, fit: str = "besiroglu2024",
                      decode_inefficiency: float = 1.0,
                      bounds: tuple[float, float] = (1e6, 1e15)) -> Lifetime:
-    """Minimise pre-training plus serving compute for a loss, and the heuristic's answer."""
+    """The cheapest model over its life for a target loss, beside the lecture's heuristic.
+
+    The optimum minimises pre-training plus serving compute along the curve of models
+    that reach ``target_loss``; the heuristic sets serving compute equal to pre-training
+    compute instead.
+
+    Parameters
+    ----------
+    target_loss : float
+        The loss both answers must reach under ``fit``.
+    inference_tokens : float
+        Tokens served over the model's life.
+    fit : str
+        A scaling-law preset (``"besiroglu2024"``, ``"hoffmann2022"``).
+    decode_inefficiency : float
+        How many times a served token's 2N FLOP it costs in training-equivalent compute.
+    bounds : (float, float)
+        The range of active parameters searched.
+
+    Returns
+    -------
+    Lifetime
+        ``optimum`` and ``heuristic`` (each an ``Optimum``) and ``excess``, the share of
+        extra compute the heuristic spends; ``text()`` prints them.
+
+    Raises
+    ------
+    ChalkError
+        A target loss at or below the fit's irreducible loss.
+    """
     from scipy.optimize import minimize_scalar
 
     from chalk.api import solve

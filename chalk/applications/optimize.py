@@ -108,8 +108,27 @@ def crossover(first: str, second: str, over: str, low, high, given=(), presets=(
               regime: str | None = None, tie: Sequence[str] = ()) -> Crossover:
     """Every value of ``over`` in [low, high] where ``first`` equals ``second``.
 
-    The grid brackets each sign change of ln(first/second); brentq refines it.
-    Roots where either side is not physical are dropped and said so.
+    A geometric grid brackets each sign change of ln(first/second) and Brent's method
+    refines it, so ``low`` and ``high`` must be positive.
+
+    Parameters
+    ----------
+    first, second : str
+        The two quantities compared (``"t_compute"``, ``"t_memory"``).
+    over : str
+        The quantity that varies.
+    low, high : str or Quantity
+        The range searched, as value text with a unit or Quantities.
+    given, presets, regime
+        As for :func:`chalk.solve`.
+    tie : sequence of str
+        Names pinned equal to ``over`` as it varies.
+
+    Returns
+    -------
+    Crossover
+        ``roots`` in base (SI) units of ``over``, ``shown`` as text with units, and
+        ``notes`` on grid points without a physical value; ``text()`` prints it.
     """
     from scipy.optimize import brentq
 
@@ -166,11 +185,32 @@ def _flags_at(curve: Curve, values: dict) -> tuple[str, ...]:
 
 
 def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6) -> CheapestBatch:
-    """The batch that minimises cost per token with step time within the budget.
+    """The batch that minimises cost per token while the step stays within a budget.
 
     When the pins determine ``memory_fill`` (chip capacity, chips, context and KV size
-    known), fitting in HBM (memory_fill <= 1) is a second constraint and the fill at the
-    answer is shown. The active constraint is reported.
+    known), fitting in HBM (``memory_fill <= 1``) is a second constraint.
+
+    Parameters
+    ----------
+    latency_budget : str or Quantity
+        The longest step time allowed (``"20 ms"``).
+    given, presets
+        As for :func:`chalk.solve`; they must not pin ``batch_size``.
+    max_batch : float
+        The largest batch searched, in sequences.
+
+    Returns
+    -------
+    CheapestBatch
+        ``batch`` (sequences), ``cost`` (USD/token) and ``step_time`` (s) at the answer,
+        ``active``: the constraint that stops the batch growing (``"latency budget"``,
+        the memory, or none when the cost floor is reached), ``flags`` broken there;
+        ``text()`` prints it.
+
+    Raises
+    ------
+    ChalkError
+        A budget below the latency floor, or a single sequence that does not fit.
     """
     from scipy.optimize import brentq, minimize_scalar
 

@@ -236,7 +236,32 @@ def render(fig, fmt: str = "png", close: bool = True) -> bytes:
 
 
 def plot(name: str, given=(), presets=(), **options):
-    """Draw the named figure; raises UsageError for an unknown name."""
+    """Draw one of chalk's named figures from pins.
+
+    Parameters
+    ----------
+    name : str
+        ``step_time_vs_batch``, ``cost_vs_batch``, ``cost_vs_context``,
+        ``tier_cost_vs_hold`` or ``pipeline_schedule``.
+    given, presets
+        As for :func:`chalk.solve`: the pins the curves are drawn at.
+    **options
+        The figure's own options: ``low`` and ``high`` (the swept range, value text)
+        for the batch and context plots, ``sheet`` (a price sheet whose price steps
+        ``cost_vs_context`` overlays), ``kv_bytes`` for ``tier_cost_vs_hold``,
+        ``training`` for ``pipeline_schedule``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Axes carry units. The figure stays open; close it when done.
+
+    Raises
+    ------
+    ChalkError
+        An unknown figure name (the message lists them) or pins that do not
+        determine the curves.
+    """
     if name not in PLOTS:
         raise UsageError(f"unknown plot {name!r}; choose from {', '.join(PLOTS)}")
     return PLOTS[name](given, presets, **options)

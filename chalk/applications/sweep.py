@@ -92,9 +92,35 @@ def _num(x: float) -> str:
 
 def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
           log: bool = False, given=(), presets=(), regime: str | None = None) -> Sweep:
-    """Evaluate ``targets`` on ``steps`` values of ``over`` from ``start`` to ``stop``.
+    """Evaluate ``targets`` on a grid of values of one pin, ``over``.
 
-    ``start`` and ``stop`` are value text with units (``"1 sequence"``) or Quantities.
+    Parameters
+    ----------
+    targets : str or sequence of str
+        Quantity names to evaluate at every grid point.
+    over : str
+        The quantity that varies; it must not also be a target.
+    start, stop : str or Quantity
+        The grid's ends, as value text with a unit (``"1 sequence"``) or Quantities.
+    steps : int
+        Grid points, ends included (2 to 1,000,000).
+    log : bool
+        Space the grid geometrically instead of linearly (both ends positive).
+    given, presets, regime
+        As for :func:`chalk.solve`; ``given`` must not pin ``over``.
+
+    Returns
+    -------
+    Sweep
+        ``xs`` and ``ys[target]`` in the quantities' declared units, the active side of
+        each ``max(...)`` per point (``regimes``), the indices where it changes
+        (``changes``), and a line per condition broken somewhere (``flags``);
+        ``text()`` and ``to_csv()`` print it.
+
+    Raises
+    ------
+    ChalkError
+        An unknown name, a bad range, or pins that leave a target undetermined.
     """
     if not 2 <= steps <= MAX_STEPS:
         raise UsageError(f"--steps must be between 2 and {MAX_STEPS}")

@@ -24,7 +24,15 @@ class TierRow:
 
 @lru_cache(maxsize=1)
 def tier_table() -> tuple[TierRow, ...]:
-    """Every tier preset solved for its drain time and cost per GB-hour."""
+    """Every memory-tier preset with its drain time and holding price.
+
+    Returns
+    -------
+    tuple of TierRow
+        Sorted by drain time; each row has ``name``, ``kind`` (hbm, dram, flash, disk),
+        ``drain_time_s`` (capacity over bandwidth, s), ``cost_per_gb_hour`` (USD, NaN
+        where the data has no price), ``capacity_bytes`` and ``bandwidth_bytes_s``.
+    """
     from chalk.api import solve
     from chalk.knowledge.presets import all_presets
 
@@ -75,10 +83,28 @@ class TierCosts:
 def tier_costs(kv_bytes_per_token: str, tiers: list[str] | None = None,
                remat: dict | None = None, low: float = 1.0, high: float = 30 * 86400.0,
                points: int = 400) -> TierCosts:
-    """Hold-plus-retrieve cost of each tier over hold times, the cheapest, and crossovers.
+    """What keeping one token's KV and reading it back costs on each tier, by hold time.
 
-    ``remat`` (pins for ``remat_cost_per_token``, e.g. active_params and a chip)
-    adds recomputation, whose cost does not depend on the hold time.
+    Parameters
+    ----------
+    kv_bytes_per_token : str
+        The KV size as value text (``"1667 byte/token"``).
+    tiers : list of str, optional
+        Tier preset names (default: every tier with a price in the data).
+    remat : dict, optional
+        Pins for ``remat_cost_per_token`` (active params, chip FLOP/s and price):
+        adds recomputing the KV, whose cost does not depend on the hold time.
+    low, high : float
+        The hold times considered, in seconds.
+    points : int
+        Grid points between them (geometric).
+
+    Returns
+    -------
+    TierCosts
+        ``hold_times`` (s), ``costs[option]`` (USD/token per hold time), the
+        ``cheapest`` option per hold time and ``crossovers``, each (hold time in s,
+        cheaper before, cheaper after); ``text()`` prints them.
     """
     from scipy.optimize import brentq
 
