@@ -28,6 +28,8 @@ EXAMPLES = [
     errors.DegenerateError(["chip_flops", "hbm_bandwidth"]),
     errors.InconsistentPins("hardware_intensity", "I = F/B", "300 FLOP/byte",
                             "295 FLOP/byte", "1.7% apart", ["chip_flops", "hbm_bandwidth"]),
+    errors.RangeDisagrees("hardware_intensity", "range 400 FLOP/byte to 600 FLOP/byte",
+                          "295.2 FLOP/byte", ["chip_flops", "hbm_bandwidth"]),
     errors.NoSolution("batch_size", "every root is negative"),
     errors.SearchFailed("batch_size", "the scan found no sign change"),
     errors.IllConditioned("batch_size", "rounding leaves no digit"),
