@@ -19,7 +19,7 @@ from chalk.solvers.execute import compile_plan
 from chalk.solvers.vectorised import evaluate
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.parsing import parse_spread
-from chalk.symbolic.printing.numbers import format_display
+from chalk.symbolic.printing.numbers import format_display, format_number
 
 MAX_STEPS = 1_000_000
 
@@ -69,14 +69,24 @@ class Sweep:
         return json.dumps(self.to_dict(), indent=2)
 
     def text(self) -> str:
-        header = [f"{self.over} [{self.over_unit}]"] + [f"{t} [{self.units[t]}]"
-                                                        for t in self.targets]
+        """A table in units a person would write (``ms``, ``GB``, ``USD/Mtoken``): one per
+        column, chosen by its largest value; ``-`` where there is no solution."""
+        from chalk.knowledge import load_model
+        from chalk.symbolic.printing.numbers import column_scale
+
+        model = load_model()
+        columns = [(self.over, self.xs)] + [(t, self.ys[t]) for t in self.targets]
+        scales = [column_scale(values, model.variables[name].display)
+                  for name, values in columns]
+        header = [f"{name} [{unit or '1'}]" for (name, _), (unit, _) in zip(columns, scales,
+                                                                           strict=True)]
         lines = ["  ".join(f"{h:>24}" for h in header)]
         marks = {}
         for i, q, a, b in self.changes:
             marks.setdefault(i, []).append(f"{q}: {a} -> {b}")
-        for i, x in enumerate(self.xs):
-            cells = [_num(x)] + [_num(self.ys[t][i]) for t in self.targets]
+        for i in range(len(self.xs)):
+            cells = [_num(values[i] * factor)
+                     for (_, values), (_, factor) in zip(columns, scales, strict=True)]
             line = "  ".join(f"{c:>24}" for c in cells)
             if i in marks:
                 line += "   <- " + "; ".join(marks[i])
@@ -87,7 +97,7 @@ class Sweep:
 
 
 def _num(x: float) -> str:
-    return "nan" if not np.isfinite(x) else f"{x:.6g}"
+    return "-" if not np.isfinite(x) else format_number(x, 6)
 
 
 def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,

@@ -20,11 +20,11 @@ from chalk.report.ranges import MedianPoint, median_point
 from chalk.solvers.execute import compile_plan
 from chalk.solvers.uncertainty import elasticities
 from chalk.symbolic.errors import ChalkError, UsageError
-from chalk.symbolic.parsing import looks_uncertain, parse_spread, parse_value
+from chalk.symbolic.parsing import looks_uncertain, parse_spread, parse_unit_cached, parse_value
 from chalk.symbolic.presets import PresetValue
 from chalk.symbolic.printing.expressions import latex, plain, substituted
-from chalk.symbolic.printing.numbers import format_number
-from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.printing.numbers import column_scale, format_number
+from chalk.symbolic.printing.quantities import format_quantity, unit_display
 from chalk.symbolic.units import Q_
 
 VERSION = "0.1.0"
@@ -307,18 +307,11 @@ def sweep_columns(table, limit: int = 25) -> tuple[list[str], list[list[str]], l
 
 
 def _column(name: str, unit_text: str, values: list[float]) -> tuple[str, list[str]]:
-    finite = [abs(v) for v in values if v == v and abs(v) != float("inf") and v != 0]
-    unit = Q_(1, unit_text).units if unit_text not in ("", "1") else None
-    if unit is not None and finite:
+    if unit_text not in ("", "1"):
         # the unit a person would write for the column's largest value
-        text = format_quantity(max(finite), unit).split(" ", 1)
-        if len(text) == 2:
-            try:
-                scale = Q_(1, unit).to(text[1]).magnitude
-                unit_text, values = text[1], [v * scale for v in values]
-                finite = [abs(v) * scale for v in finite]
-            except Exception:  # a unit word pint cannot read back: keep the declared one
-                pass
+        unit_text, scale = column_scale(values, unit_display(parse_unit_cached(unit_text)))
+        values = [v * scale for v in values]
+    finite = [abs(v) for v in values if v == v and abs(v) != float("inf") and v != 0]
     scientific = any(not 1e-3 <= v < 1e7 for v in finite)
     shown = [("-" if v != v else f"{v:.3e}" if scientific else format_number(v))
              for v in values]

@@ -96,6 +96,21 @@ def _ladder(value: float, ladder) -> tuple[float, str]:
     return value / chosen[1], chosen[0]
 
 
+def column_scale(values, display: UnitDisplay) -> tuple[str, float]:
+    """One unit for a column of values given in ``display``'s unit: the rung of its ladder
+    that :func:`format_display` would give the largest finite value, as ``(unit text,
+    factor)``; multiply each value by the factor to show it in that unit."""
+    finite = [abs(v) for v in values if v == v and not math.isinf(v) and v != 0]
+    if not display.ladder or not finite:
+        return display.text, 1.0
+    base = max(finite) * display.to_base
+    if display.ladder not in _ALWAYS and base < 1e4:
+        return display.text, 1.0
+    _, name = _ladder(base, LADDERS[display.ladder])
+    size = dict(LADDERS[display.ladder])[name]
+    return name, display.to_base / size
+
+
 def format_display(value: float, display: UnitDisplay, digits: int = 4) -> str:
     """Format a magnitude given in a unit for people (``14.4 ms``, ``0.132 USD/Mtoken``).
 
