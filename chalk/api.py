@@ -22,7 +22,7 @@ from chalk.solvers.plan import Plan, make_plan
 from chalk.solvers.solving import compute
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
-from chalk.solvers.uncertainty import Propagation, propagate
+from chalk.solvers.uncertainty import SENSITIVITY_METHOD, Propagation, propagate
 from chalk.solvers.variants import for_pins
 from chalk.solvers.yielding import outranked, yield_defaults
 from chalk.solvers.zeros import following_pins, put_zeros, used_zeros, zero_pins
@@ -123,6 +123,7 @@ class Solution:
                 if summary.linear:
                     results[t]["linear"] = [x / scale for x in summary.linear]
             body["uncertainty"] = {"method": self.uncertainty.method(),
+                                   "sensitivity_method": SENSITIVITY_METHOD,
                                    "notes": self.uncertainty.notes}
         return {"results": results, **body}
 
@@ -169,6 +170,8 @@ class Solution:
                              f"{self._show(t, lo)} to {self._show(t, hi)}")
             drivers = ", ".join(f"{n} {100 * share:.0f}%" for n, share in summary.sensitivity)
             lines.append(f"  {t}: spread driven by {drivers}")
+        if any(len(s.sensitivity) > 1 for s in u.summaries.values()):
+            lines.append(f"  shares: {SENSITIVITY_METHOD}")
         lines.extend(f"  note: {note}" for note in u.notes)
         lines.append("  the derivation below is at the nominal value of each range")
         return "\n".join(lines)
