@@ -543,10 +543,13 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
         notes += (f"{names} not reported: {exc.message}",)
     plan = done.plan
     propagation = None
-    if any(p.spread is not None for p in q.pins.values()):
+    used = _used_quantities(q.model, plan)
+    if any(p.spread is not None and n in used for n, p in q.pins.items()):
         if samples is not None and samples < 100:
             raise UsageError("use at least 100 samples for a range or distribution")
-        propagation = propagate(done.compiled, q.pins, q.targets + tuple(q.range_checks),
+        # a range on a pin this answer does not use has no share in its spread
+        pins = {n: p for n, p in q.pins.items() if p.spread is None or n in used}
+        propagation = propagate(done.compiled, pins, q.targets + tuple(q.range_checks),
                                 samples, seed, regime)
     if q.range_checks:
         notes += judge_ranges(q.model, q, done.values, propagation, rtol)

@@ -169,3 +169,13 @@ def test_of_two_ranges_that_fix_each_other_the_wider_is_judged():
     assert low == pytest.approx(8 * a * (b / a) ** 0.05, rel=5e-3)
     assert high == pytest.approx(8 * a * (b / a) ** 0.95, rel=5e-3)
     assert any(n.startswith("chip_flops:") and "overlaps" in n for n in s.derivation.notes)
+
+
+def test_a_range_the_answer_does_not_use_adds_no_spread():
+    # the output/input ratio uses only the two prices: a range on active_params (used by
+    # nothing in this plan) must not turn the answer into a distribution
+    s = solve("output_input_price_ratio", given={"price_input": "1 USD/Mtoken",
+                                                 "price_output": "5 USD/Mtoken",
+                                                 "active_params": "50e9..200e9 param"})
+    assert s.uncertainty is None
+    assert s.value("output_input_price_ratio") == pytest.approx(5)
