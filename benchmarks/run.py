@@ -17,6 +17,11 @@ import sys
 import time
 from pathlib import Path
 
+# As the chalk command does (chalk.cli): a single-threaded BLAS, set before numpy loads,
+# so in-process figures match what a command costs.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
