@@ -160,9 +160,11 @@ class FitResult:
 
     def figure(self):
         """The residual plot: each observation's z with the outlier bands."""
-        from chalk.applications.plots import _figure
+        import matplotlib.pyplot as plt
 
-        fig, ax = _figure(self.title or "fit residuals")
+        fig, ax = plt.subplots(figsize=(7.5, 4.6), dpi=110)
+        ax.set_title(self.title or "fit residuals", fontsize=11)
+        ax.grid(True, axis="x", alpha=0.25)
         labels = [f"[{r.index}] {r.quantity}" + (f"@{r.subject}" if r.subject else "")
                   for r in self.residuals]
         zs = [r.z for r in self.residuals]
