@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "uncertainties (a TOML file, docs/FIT.md): 90% intervals, what "
                               "the observations cannot fix, residuals and outliers.")
     fit.add_argument("file", metavar="FILE", help="a fit file (TOML)")
-    fit.add_argument("--loss", choices=["linear", "soft_l1", "huber"],
+    fit.add_argument("--loss", choices=["linear", "soft_l1", "huber", "cauchy"],
                      help="least squares (linear) or a robust loss; default: the file's, "
                           "else linear")
     fit.add_argument("--outlier-z", type=float, default=None, metavar="Z",

@@ -39,9 +39,10 @@ def fit(source: str | Path | Mapping | FitSpec, *, loss: str | None = None,
     ----------
     source : path, mapping or FitSpec
         A fit file (TOML), or its contents as mappings.
-    loss : {"linear", "soft_l1", "huber"}, optional
+    loss : {"linear", "soft_l1", "huber", "cauchy"}, optional
         Overrides the file's ``loss``: least squares, or a robust loss that lets an
-        outlying observation count less.
+        outlying observation count less (``cauchy`` the least, see
+        :mod:`chalk.applications.fit.estimate`).
     outlier_z : float, optional
         Overrides the file's ``outlier_z`` (default 3): residuals beyond this many
         standard deviations are flagged.

@@ -7,7 +7,11 @@ normal or log-normal prior (a normal prior enters as the log-normal of the same 
 and relative spread, ``s = sd / mean``, an approximation good while that is small). A
 range prior bounds the search and is otherwise flat in the log: log-uniform exactly,
 uniform approximately. ``rho`` is the identity (``loss = "linear"``) or a robust loss
-(``soft_l1``, ``huber``) with its bend at one standard deviation. The robust loss is
+(``soft_l1``, ``huber``, ``cauchy``) bending at ``BEND`` standard deviations.
+``soft_l1`` and ``huber`` are convex and bound a far outlier's pull (to about what one
+observation one standard deviation off exerts), which with few observations can still
+move an estimate by a standard deviation; ``cauchy`` lets a far outlier's pull fade to
+nothing but is not convex, so it starts from the ``soft_l1`` solution. The robust loss is
 applied by transforming each residual to ``sign(z) sqrt(rho(z^2))`` so the priors stay
 quadratic; :func:`scipy.optimize.least_squares` (trust region, bounds) minimises it.
 
@@ -54,15 +58,26 @@ class Solved:
     evaluations: int
 
 
+# Where each robust loss bends, in standard deviations: the usual tuning constants that
+# keep 95% of least squares' efficiency when the noise is in fact normal (soft_l1 is a
+# smooth Huber loss and takes Huber's constant).
+BEND = {"linear": 1.0, "soft_l1": 1.345, "huber": 1.345, "cauchy": 2.385}
+
+
 def _rho(loss: str, z2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The loss and its derivative, as functions of the squared residual."""
+    """The loss and its derivative, as functions of the squared residual, scaled so
+    that both match least squares for small residuals."""
+    c2 = BEND[loss] ** 2
+    u = z2 / c2
     if loss == "soft_l1":
-        root = np.sqrt(1 + z2)
-        return 2 * (root - 1), 1 / root
+        root = np.sqrt(1 + u)
+        return c2 * 2 * (root - 1), 1 / root
+    if loss == "cauchy":
+        return c2 * np.log1p(u), 1 / (1 + u)
     if loss == "huber":
-        big = z2 > 1
-        safe = np.sqrt(np.where(big, z2, 1.0))
-        return np.where(big, 2 * safe - 1, z2), np.where(big, 1 / safe, 1.0)
+        big = u > 1
+        safe = np.sqrt(np.where(big, u, 1.0))
+        return c2 * np.where(big, 2 * safe - 1, u), np.where(big, 1 / safe, 1.0)
     return z2, np.ones_like(z2)
 
 
@@ -132,10 +147,13 @@ def solve(system: System, loss: str = "linear") -> Solved:
         raise NoSolution(quantity, "the relations give no positive value at the priors' "
                          "middles" + (f" for subject {subject}" if subject else "")
                          + "; narrow the priors towards plausible values")
-    fit = least_squares(objective.robust, x0, jac=objective.robust_jacobian,
-                        bounds=(low, high), method="trf", x_scale=1.0, ftol=1e-12,
-                        xtol=1e-12, gtol=1e-12, max_nfev=200 * (p + 1))
-    x = fit.x
+    options = dict(bounds=(low, high), method="trf", x_scale=1.0, ftol=1e-12, xtol=1e-12,
+                   gtol=1e-12, max_nfev=200 * (p + 1))
+    if loss == "cauchy":  # not convex: start where the convex soft_l1 ends
+        objective.loss = "soft_l1"
+        x0 = least_squares(objective.robust, x0, jac=objective.robust_jacobian, **options).x
+        objective.loss = loss
+    x = least_squares(objective.robust, x0, jac=objective.robust_jacobian, **options).x
     z, jac_std = objective.standardised(x, True)
     _, weights = _rho(loss, z * z)
     prior_res, prior_rows = objective.prior_rows(x, p)

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from chalk.symbolic.printing.expressions import monomial_text
-from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.printing.quantities import format_quantity, format_unit
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Estimate:
     def to_dict(self) -> dict:
         out = {"name": self.name, "quantity": self.quantity, "group": self.group,
                "identified": self.identified, "method": self.method, "prior": self.prior,
-               "informed_by": list(self.informed_by), "unit": f"{self.unit:~}"}
+               "informed_by": list(self.informed_by), "unit": format_unit(self.unit)}
         if self.identified:
             out.update(value=self.value, low=self.low, high=self.high)
         else:
@@ -70,7 +70,7 @@ class Residual:
     def to_dict(self) -> dict:
         return {"index": self.index, "quantity": self.quantity, "subject": self.subject,
                 "observed": self.observed, "predicted": self.predicted,
-                "unit": f"{self.unit:~}", "z": self.z, "outlier": self.outlier,
+                "unit": format_unit(self.unit), "z": self.z, "outlier": self.outlier,
                 "value": self.text, "source": self.source, "date": self.date}
 
 

@@ -23,7 +23,7 @@ from chalk.symbolic.parsing import looks_uncertain
 from chalk.symbolic.symbols import NAME_PATTERN
 from chalk.symbolic.uncertain import Spread
 
-LOSSES = ("linear", "soft_l1", "huber")
+LOSSES = ("linear", "soft_l1", "huber", "cauchy")
 ALL = "all"  # one parameter shared by every subject
 SUBJECT = "subject"  # one parameter per subject
 _TOP = {"title", "presets", "pins", "unknowns", "subjects", "observations", "loss",
