@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 import pytest
+from chalk.symbolic.errors import DataError, UsageError
 
 import chalk
 from chalk.applications.fit import fit
-from chalk.symbolic.errors import DataError, UsageError
 
 Z90 = 1.6448536269514722
 
@@ -101,8 +101,8 @@ def test_two_observations_of_a_ratio_fix_only_the_ratio():
     result = fit({"unknowns": {"chip_flops": "1e14..1e16 FLOP/s",
                                "hbm_bandwidth": "1e12..1e14 byte/s"},
                   "observations": [
-                      {"quantity": "hardware_intensity", "value": "lognormal(300 FLOP/byte, 0.1)"},
-                      {"quantity": "hardware_intensity", "value": "lognormal(280 FLOP/byte, 0.1)"}]})
+                      {"quantity": "hardware_intensity", "value": f"lognormal({v} FLOP/byte, 0.1)"}
+                      for v in (300, 280)]})
     flops = result["chip_flops"]
     assert not flops.identified and flops.combination == "chip_flops/hbm_bandwidth"
     assert flops.value == pytest.approx(math.sqrt(300 * 280), rel=1e-6)

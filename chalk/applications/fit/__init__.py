@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+
 from chalk.applications.fit.estimate import Solved, check_loss, solve
 from chalk.applications.fit.result import Estimate, FitResult, Residual
 from chalk.applications.fit.spec import FitSpec, load_spec, read_spec

@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from chalk.applications.fit.identify import Identification, identify
 from chalk.applications.fit.system import System
 from chalk.symbolic.errors import NoSolution, UsageError
@@ -246,8 +247,8 @@ def _profile(objective, x, covariance, k, weights, low, high):
                 found = x[k] + sign * inner
                 break
             if profiled(x[k] + sign * outer) >= target:
-                found = brentq(lambda t: profiled(x[k] + sign * t) - target, inner, outer,
-                               xtol=1e-5)
+                found = brentq(lambda t, sign=sign: profiled(x[k] + sign * t) - target,
+                               inner, outer, xtol=1e-5)
                 found = x[k] + sign * found
                 break
             inner, step = outer, step * 2

@@ -7,7 +7,6 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from chalk.symbolic.printing.expressions import monomial_text
 from chalk.symbolic.printing.quantities import format_quantity, format_unit
 
 

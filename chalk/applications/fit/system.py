@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+
 from chalk.applications.fit.spec import ALL, SUBJECT, FitSpec, Subject, Unknown
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.model import Model
