@@ -97,7 +97,8 @@ def load_spec(path: str | Path, model: Model) -> FitSpec:
         with open(path, "rb") as handle:
             raw = tomllib.load(handle)
     except FileNotFoundError:
-        raise DataError(shown, "-", "-", "file not found") from None
+        raise DataError(shown, "-", "-", "file not found; give the path of a fit file "
+                        "(TOML, see docs/FIT.md)") from None
     except IsADirectoryError:
         raise DataError(shown, "-", "-", "is a folder; give a fit file (TOML)") from None
     except tomllib.TOMLDecodeError as exc:
