@@ -492,8 +492,9 @@ def bench_fit(repeats: int = 7, subjects: int = 19) -> dict:
     """``chalk.fit`` of 100 synthetic observations with 20 unknowns (target: under 1 s),
     reading, planning, solving and intervals included; the first fit in the process also
     plans and compiles the question's shape, later ones of the same shape reuse it."""
-    from chalk.applications.fit import fit
     from chalk.knowledge import load_model
+
+    from chalk.applications.fit import fit
 
     load_model()
     spec = _fit_spec(subjects)
