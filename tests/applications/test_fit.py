@@ -198,3 +198,26 @@ def test_an_observation_the_unknowns_cannot_reach_is_a_usage_error():
         fit({"unknowns": {"chip_flops": "1e14..1e16 FLOP/s"},
              "observations": [{"quantity": "hardware_intensity",
                                "value": "300 FLOP/byte ±10%"}]})
+
+
+def test_the_command_line_prints_json_and_draws_the_residuals(tmp_path):
+    # the shipped example: its third deployment's drain time, 240 ms, is ten times the
+    # 24 ms of the other H100 deployment, ln 10 / 0.1 = 23 sd away: the only outlier
+    import json
+    from pathlib import Path
+
+    from chalk.cli.main import main
+
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "fit_chips.toml"
+    plot = tmp_path / "residuals.png"
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fit", str(example), "--json", "--plot", str(plot)]) == 0
+    body = json.loads(out.getvalue())
+    assert body["outliers"] == [4]
+    assert [e["name"] for e in body["estimates"]] == [
+        "chip_flops", "hbm_bandwidth@h100", "hbm_bandwidth@h200"]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
