@@ -466,12 +466,62 @@ def bench_probe(probes: int = 1000) -> dict:
     return {"counts": dict(counts), "seconds": elapsed}
 
 
+def _fit_spec(subjects: int = 19, seed: int = 0) -> dict:
+    """A synthetic fit: ``subjects`` deployments, each with its own memory bandwidth and
+    one FLOP rate for all (``subjects + 1`` unknowns), three hardware-intensity and two
+    drain-time observations each, plus five more of the first (100 observations for 19)."""
+    import math
+    import random
+
+    rng = random.Random(seed)
+    flops = 989e12
+    spec = {"unknowns": {"chip_flops": "1e13..1e17 FLOP/s",
+                         "hbm_bandwidth": {"prior": "1e11..1e14 byte/s", "per": "subject"}},
+            "subjects": {}, "observations": []}
+    for i in range(subjects):
+        name = f"s{i}"
+        bandwidth = math.exp(rng.uniform(math.log(1e12), math.log(1e13)))
+        spec["subjects"][name] = {"pins": {"hbm_capacity": "80 GB"}}
+        kinds = [("hardware_intensity", flops / bandwidth, "FLOP/byte")] * 3 + \
+                [("hbm_drain_time", 80e9 / bandwidth, "s")] * 2
+        if i == 0:
+            kinds += [("hardware_intensity", flops / bandwidth, "FLOP/byte")] * 5
+        for quantity, value, unit in kinds:
+            noisy = value * math.exp(rng.gauss(0, 0.1))
+            spec["observations"].append({"quantity": quantity, "subject": name,
+                                         "value": f"lognormal({noisy!r} {unit}, 0.1)"})
+    return spec
+
+
+def bench_fit(repeats: int = 7, subjects: int = 19) -> dict:
+    """``chalk.fit`` of 100 synthetic observations with 20 unknowns (target: under 1 s),
+    reading, planning, solving and intervals included; the first fit in the process also
+    plans and compiles the question's shape, later ones of the same shape reuse it."""
+    from chalk.knowledge import load_model
+
+    from chalk.applications.fit import fit
+
+    load_model()
+    spec = _fit_spec(subjects)
+    start = time.perf_counter()
+    result = fit(spec)
+    first = time.perf_counter() - start
+    median = _median_call(lambda i: fit(_fit_spec(subjects, seed=i + 1)), repeats)
+    count, unknowns = len(result.residuals), len(result.estimates)
+    print(f"fit of {count} observations, {unknowns} unknowns: median {median * 1e3:.0f} ms "
+          f"over {repeats} runs (first in the process, planning included: "
+          f"{first * 1e3:.0f} ms)")
+    print(f"  ratio to the 1 s target = {median:.2f} (first run {first:.2f})")
+    return {"median_s": median, "first_s": first, "ratio": median / 1.0,
+            "observations": count, "unknowns": unknowns}
+
+
 BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte_carlo,
               "sweep": bench_sweep, "planning": bench_planning,
               "completions": bench_completions, "range_through_max": bench_range_through_max,
               "versus_sympy": bench_versus_sympy,
               "llm_analysis": bench_llm_analysis, "round_trips": bench_round_trips,
-              "probe": bench_probe}
+              "probe": bench_probe, "fit": bench_fit}
 
 
 SLOW = {"round_trips", "probe"}  # run only when named

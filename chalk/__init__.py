@@ -13,8 +13,9 @@ Beyond one solve, a few tools answer the questions the lecture asks of whole cur
 ``sweep`` and ``plot`` (a quantity over a range of one pin), ``crossover`` and
 ``cheapest_batch`` (where two costs balance, the best batch under a latency budget),
 ``compute_optimal`` and ``lifetime_optimum`` (model size against data under a scaling
-law), ``tier_table`` and ``tier_costs`` (memory tiers for a KV cache) and ``imply``
-(what a provider's price sheet implies).
+law), ``tier_table`` and ``tier_costs`` (memory tiers for a KV cache), ``imply``
+(what a provider's price sheet implies) and ``fit`` (the unknowns most consistent with
+many noisy observations, with intervals, outliers and what they cannot fix).
 
 The package is laid out in layers: :mod:`chalk.symbolic` (units, parsing, relations,
 printing), :mod:`chalk.solvers` (the generic engine: structure, rank, plans, blocks,
@@ -54,17 +55,20 @@ _EXPORTS = {
     "tier_table": ("chalk.applications.tiers", "tier_table"),
     "tier_costs": ("chalk.applications.tiers", "tier_costs"),
     "imply": ("chalk.applications.imply", "imply"),
+    # joint inference from many noisy observations
+    "fit": ("chalk.applications.fit", "fit"),
 }
 
 __all__ = [
     "ChalkError", "Explanation", "Q_", "Question", "Solution", "cheapest_batch",
-    "compute_optimal", "crossover", "explain", "imply", "lifetime_optimum", "model", "plot",
+    "compute_optimal", "crossover", "explain", "fit", "imply", "lifetime_optimum", "model", "plot",
     "solve", "sweep", "tier_costs", "tier_table", "ureg",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from chalk.api import Explanation, Solution, explain, solve
     from chalk.applications.chinchilla import compute_optimal, lifetime_optimum
+    from chalk.applications.fit import fit
     from chalk.applications.imply import imply
     from chalk.applications.optimize import cheapest_batch, crossover
     from chalk.applications.plots import plot

@@ -73,6 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--out", required=True, metavar="FILE", help="PNG or SVG file to write")
     plot.add_argument("--svg", action="store_true", help="write SVG (also chosen by .svg)")
 
+    fit = commands.add_parser("fit", help="fit unknowns to many noisy observations",
+                              description="Estimate unknowns from observations with "
+                              "uncertainties (a TOML file, docs/FIT.md): 90% intervals, what "
+                              "the observations cannot fix, residuals and outliers.")
+    fit.add_argument("file", metavar="FILE", help="a fit file (TOML)")
+    fit.add_argument("--loss", choices=["linear", "soft_l1", "huber", "cauchy"],
+                     help="least squares (linear) or a robust loss; default: the file's, "
+                          "else linear")
+    fit.add_argument("--outlier-z", type=float, default=None, metavar="Z",
+                     help="flag residuals beyond Z standard deviations (default 3)")
+    fit.add_argument("--json", action="store_true", help="print one JSON object")
+    fit.add_argument("--plot", metavar="FILE", help="also draw the residuals (PNG or SVG)")
+
     report = commands.add_parser("report", help="run a deduction file into a report",
                                  description="Run a deduction file (TOML) and write the "
                                  "report as HTML and/or Markdown. 'lecture' names the shipped "
@@ -152,6 +165,8 @@ def _run(args) -> str:
         return table.to_csv() if args.csv else table.to_json() if args.json else table.text()
     if args.command == "report":
         return _report(args)
+    if args.command == "fit":
+        return _fit(args)
     if args.command == "plot":
         from pathlib import Path
 
@@ -209,6 +224,28 @@ def _imply(args) -> str:
     if args.plot:
         fmt = "svg" if args.plot.lower().endswith(".svg") else "png"
         write_atomically(args.plot, render(implied_tier_figure(implications), fmt))
+        if not args.json:
+            out += f"\nwrote {args.plot}"
+    return out
+
+
+def _fit(args) -> str:
+    from pathlib import Path
+
+    from chalk.applications.fit import fit
+
+    if args.plot and not Path(args.plot).parent.is_dir():
+        raise UsageProblem(f"cannot write {args.plot}: folder {Path(args.plot).parent} does "
+                           "not exist")
+    if args.outlier_z is not None and not 1 <= args.outlier_z <= 20:
+        raise UsageProblem("--outlier-z must be between 1 and 20")
+    result = fit(args.file, loss=args.loss, outlier_z=args.outlier_z)
+    out = result.to_json() if args.json else result.text()
+    if args.plot:
+        from chalk.applications.plots import render, write_atomically
+
+        fmt = "svg" if args.plot.lower().endswith(".svg") else "png"
+        write_atomically(args.plot, render(result.figure(), fmt))
         if not args.json:
             out += f"\nwrote {args.plot}"
     return out
