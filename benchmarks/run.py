@@ -516,12 +516,23 @@ def bench_fit(repeats: int = 7, subjects: int = 19) -> dict:
             "observations": count, "unknowns": unknowns}
 
 
+def bench_atlas(repeats: int = 3) -> dict:
+    """``chalk atlas`` as a command (target: under 5 s): every shipped price sheet fitted
+    at once, from a fresh process, knowledge base and fits included."""
+    command = [sys.executable, "-m", "chalk", "atlas"]
+    env = {**os.environ, "CHALK_NO_CACHE": "1"}
+    median = _median_wall(command, repeats, env)
+    print(f"chalk atlas: median {median:.2f} s over {repeats} runs; ratio to the 5 s target "
+          f"= {median / 5.0:.2f}")
+    return {"median_s": median, "ratio": median / 5.0}
+
+
 BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte_carlo,
               "sweep": bench_sweep, "planning": bench_planning,
               "completions": bench_completions, "range_through_max": bench_range_through_max,
               "versus_sympy": bench_versus_sympy,
               "llm_analysis": bench_llm_analysis, "round_trips": bench_round_trips,
-              "probe": bench_probe, "fit": bench_fit}
+              "probe": bench_probe, "fit": bench_fit, "atlas": bench_atlas}
 
 
 SLOW = {"round_trips", "probe"}  # run only when named

@@ -55,21 +55,24 @@ _EXPORTS = {
     "tier_table": ("chalk.applications.tiers", "tier_table"),
     "tier_costs": ("chalk.applications.tiers", "tier_costs"),
     "imply": ("chalk.applications.imply", "imply"),
+    "compare": ("chalk.applications.imply", "compare"),
     # joint inference from many noisy observations
     "fit": ("chalk.applications.fit", "fit"),
+    "atlas": ("chalk.applications.atlas", "atlas"),
 }
 
 __all__ = [
-    "ChalkError", "Explanation", "Q_", "Question", "Solution", "cheapest_batch",
-    "compute_optimal", "crossover", "explain", "fit", "imply", "lifetime_optimum", "model", "plot",
-    "solve", "sweep", "tier_costs", "tier_table", "ureg",
+    "ChalkError", "Explanation", "Q_", "Question", "Solution", "atlas", "cheapest_batch",
+    "compare", "compute_optimal", "crossover", "explain", "fit", "imply", "lifetime_optimum",
+    "model", "plot", "solve", "sweep", "tier_costs", "tier_table", "ureg",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from chalk.api import Explanation, Solution, explain, solve
+    from chalk.applications.atlas import atlas
     from chalk.applications.chinchilla import compute_optimal, lifetime_optimum
     from chalk.applications.fit import fit
-    from chalk.applications.imply import imply
+    from chalk.applications.imply import compare, imply
     from chalk.applications.optimize import cheapest_batch, crossover
     from chalk.applications.plots import plot
     from chalk.applications.sweep import sweep

@@ -501,7 +501,20 @@ def _cell(imp: Implication, key: str, target: str | None, column: str) -> str:
 
 
 def compare(sheets: Sequence[str | PriceSheet], given=(), presets=()) -> Comparison:
-    """:func:`imply` over several sheets, for a table across providers."""
+    """:func:`imply` over several sheets, for a table across providers.
+
+    Parameters
+    ----------
+    sheets : sequence of str or PriceSheet
+        Shipped sheet ids, YAML files or loaded sheets.
+    given, presets
+        As for :func:`imply`, used for every sheet.
+
+    Returns
+    -------
+    Comparison
+        ``.rows()`` (one dict per sheet), ``.text()``, ``.to_dict()``.
+    """
     return Comparison([imply(s, given, presets) for s in sheets])
 
 

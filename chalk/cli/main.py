@@ -48,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
     imply.add_argument("--plot", metavar="FILE", help="also draw the cache prices against the "
                        "tiers' holding costs (PNG or SVG)")
 
+    atlas = commands.add_parser("atlas", help="what every shipped price sheet implies, "
+                                "fitted at once", description="Fit every shipped price sheet "
+                                "at once: decode utilisation per provider, KV bytes per token "
+                                "from long-context steps, the memory tier cache prices point "
+                                "to, each with a 90% interval.")
+    atlas.add_argument("--json", action="store_true", help="print one JSON object")
+    atlas.add_argument("--plot", metavar="FILE", help="also draw cache prices against the "
+                       "tiers' holding costs (PNG or SVG)")
+
     sweep = commands.add_parser("sweep", help="a target against one pin over a grid",
                                 description="Evaluate TARGETs over a grid of one pin, with "
                                 "regime changes marked.")
@@ -188,9 +197,30 @@ def _run(args) -> str:
         return run_optimize(args)
     if args.command == "imply":
         return _imply(args)
+    if args.command == "atlas":
+        return _atlas(args)
     from chalk.listing import listing
 
     return listing(args.what, args.filter, args.json)
+
+
+def _atlas(args) -> str:
+    from pathlib import Path
+
+    from chalk.applications.atlas import atlas
+    from chalk.applications.plots import render, write_atomically
+
+    if args.plot and not Path(args.plot).parent.is_dir():
+        raise UsageProblem(f"cannot write {args.plot}: folder {Path(args.plot).parent} does "
+                           "not exist")
+    result = atlas()
+    out = json.dumps(result.to_dict(), indent=2) if args.json else result.text()
+    if args.plot:
+        fmt = "svg" if args.plot.lower().endswith(".svg") else "png"
+        write_atomically(args.plot, render(result.figure(), fmt))
+        if not args.json:
+            out += f"\nwrote {args.plot}"
+    return out
 
 
 def _imply(args) -> str:

@@ -103,7 +103,8 @@ BAD_INPUTS = [
      "chalk: error: cannot read '1e999 B/s': exponent 999 is out of range (at most ±300)"),
     (["frobnicate"],
      "chalk: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'solve', "
-     "'explain', 'imply', 'sweep', 'plot', 'fit', 'report', 'optimize', 'list'); see "
+     "'explain', 'imply', 'atlas', 'sweep', 'plot', 'fit', 'report', 'optimize', 'list'); "
+     "see "
      "'chalk --help'"),
 ]
 
