@@ -25,6 +25,8 @@
 
     [[sweeps]]                       # title, text, targets, over = "NAME=LOW..HIGH", steps, log
     [[plots]]                        # title, text, name, sheet (cost_vs_context), pins, presets
+    [[fits]]                         # title, text, and file = "my_fit.toml" (a chalk fit
+                                     # file, relative to this one; docs/FIT.md) or atlas = true
 
 Every key is checked; a mistake names the file, the entry and the key.
 """
@@ -42,14 +44,15 @@ from chalk.symbolic.presets import PresetValue
 from chalk.symbolic.symbols import NAME_PATTERN
 
 _TOP = {"title", "description", "presets", "pins", "samples", "seed", "questions", "sweeps",
-        "plots"}
+        "plots", "fits"}
 _ENTRY = {
     "questions": {"title", "text", "targets", "pins", "presets", "regime", "lecture"},
     "sweeps": {"title", "text", "targets", "over", "steps", "log", "pins", "presets"},
     "plots": {"title", "text", "name", "sheet", "pins", "presets"},
+    "fits": {"title", "text", "file", "atlas"},
 }
 _REQUIRED = {"questions": ("title", "targets"), "sweeps": ("title", "targets", "over"),
-             "plots": ("title", "name")}
+             "plots": ("title", "name"), "fits": ("title",)}
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,19 @@ class DeductionFile:
     samples: int
     seed: int
     entries: list[Entry]
+
+
+def _fit_source(options: dict, shown: str, label: str) -> None:
+    """A fit section names exactly one of a fit file or the shipped atlas."""
+    if "atlas" in options and not isinstance(options["atlas"], bool):
+        raise DataError(shown, label, "atlas", "expected true or false")
+    has_file = "file" in options
+    if has_file and (not isinstance(options["file"], str) or len(options["file"]) > MAX_TEXT
+                     or not options["file"].endswith(".toml")):
+        raise DataError(shown, label, "file", "expected the path of a fit file (.toml)")
+    if has_file == bool(options.get("atlas")):
+        raise DataError(shown, label, "file", "give either file = \"FIT.toml\" or atlas = "
+                                              "true")
 
 
 def _strings(value, path, entry, key) -> list[str]:
@@ -196,7 +212,7 @@ def load(name_or_path: str) -> DeductionFile:
     if not isinstance(seed, int):
         raise DataError(shown, "-", "seed", "expected a whole number")
     entries = []
-    for kind in ("questions", "sweeps", "plots"):
+    for kind in ("questions", "sweeps", "plots", "fits"):
         items = raw.get(kind, [])
         if not isinstance(items, list):
             raise DataError(shown, kind, "-", f"write each as [[{kind}]]")
@@ -226,6 +242,8 @@ def load(name_or_path: str) -> DeductionFile:
                                        or not 2 <= options["steps"] <= 1_000_000):
                 raise DataError(shown, label, "steps", "expected a whole number from 2 to "
                                                        "1000000")
+            if kind == "fits":
+                _fit_source(options, shown, label)
             if "log" in options and not isinstance(options["log"], bool):
                 raise DataError(shown, label, "log", "expected true or false")
             if options.get("regime") not in (None, "compute-bound", "memory-bound"):

@@ -73,7 +73,8 @@ def render(report: Report) -> str:
         if s.solution is not None:
             answer = f"<code>{_e(s.primary)}</code> = {_e(s.answer(s.primary))}"
         else:
-            answer = "table" if s.sweep is not None else "figure"
+            answer = ("table" if s.sweep is not None else "fit" if s.fit is not None
+                      else "figure")
         c = s.comparison
         lecture = (_e(f"{c.stated} ({c.at})" if c.at else c.stated) if c else "-")
         rows.append([f'<a href="#{s.anchor}">§{s.number}</a>', linked(s.entry.title),
@@ -97,6 +98,10 @@ def render(report: Report) -> str:
             parts.append(_table([_e(h) for h in header], [[_e(c) for c in row]
                                                            for row in cells]))
             parts.extend(f"<p>{_e(n)}.</p>" for n in notes)
+        elif section.fit is not None:
+            parts.append(f"<pre>{_e(section.fit.text())}</pre>")
+            parts.append(f"<figure>{_strip_xml_header(section.svg)}"
+                         f"<figcaption>{_e(section.entry.title)}</figcaption></figure>")
         else:
             parts.append(f"<figure>{_strip_xml_header(section.svg)}"
                          f"<figcaption>{_e(section.entry.title)}</figcaption></figure>")

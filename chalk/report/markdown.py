@@ -35,7 +35,8 @@ def summary_rows(report: Report) -> list[list[str]]:
         if s.solution is not None:
             answer = f"{s.primary} = {s.answer(s.primary)}"
         else:
-            answer = "table" if s.sweep is not None else "figure"
+            answer = ("table" if s.sweep is not None else "fit" if s.fit is not None
+                      else "figure")
         c = s.comparison
         lecture = f"{c.stated} ({c.at})" if c and c.at else c.stated if c else "-"
         rows.append([f"[§{s.number}](#{s.anchor})", linked(s.entry.title), answer,
@@ -69,6 +70,10 @@ def markdown(report: Report, asset_prefix: str = "") -> tuple[str, dict[str, byt
             if section.sweep is not None:
                 header, rows, notes = sweep_columns(section.sweep)
                 out += _table(header, rows) + [""] + [f"{n}." for n in notes]
+            elif section.fit is not None:
+                name = f"{asset_prefix}plot-{section.number}.png"
+                assets[name] = section.png
+                out += ["```", section.fit.text(), "```", "", f"![{entry.title}]({name})", ""]
             else:
                 name = f"{asset_prefix}plot-{section.number}.png"
                 assets[name] = section.png

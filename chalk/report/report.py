@@ -69,6 +69,7 @@ class Section:
     shown: Solution | None = None
     point: MedianPoint | None = None
     sweep: object | None = None
+    fit: object | None = None  # a FitResult or an Atlas, with .text() and .figure()
     svg: str = ""
     png: bytes = b""
     changes: dict[str, list[Change]] = field(default_factory=dict)
@@ -164,6 +165,22 @@ def _run(spec: DeductionFile, entry: Entry, number: int) -> Section:
         section.sweep = sweep(entry.options["targets"], name, low, high,
                               int(entry.options.get("steps", 21)),
                               bool(entry.options.get("log", False)), pins, presets)
+    elif entry.kind == "fits":
+        from pathlib import Path
+
+        from chalk.applications.plots import render
+
+        if entry.options.get("atlas"):
+            from chalk.applications.atlas import atlas
+
+            section.fit = atlas()
+        else:
+            from chalk.applications.fit import fit
+
+            section.fit = fit(Path(spec.path).parent / entry.options["file"])
+        figure = section.fit.figure()
+        section.svg = render(figure, "svg", close=False).decode("utf-8")
+        section.png = render(figure, "png")
     else:
         from chalk.applications.plots import plot, render
 
@@ -386,8 +403,11 @@ def range_note(section: Section) -> str:
 
 
 def inputs_line(report: Report, section: Section) -> str:
-    """What a sweep or plot was given: its presets and pins, as one sentence."""
+    """What a sweep, plot or fit was given: its presets and pins, as one sentence."""
     entry = section.entry
+    if entry.kind == "fits":
+        return ("Inputs: every shipped price sheet (chalk atlas)." if entry.options.get("atlas")
+                else f"Inputs: the fit file {entry.options['file']} (chalk fit).")
     presets = [*report.file.presets, *entry.presets]
     pins = {**report.file.pins, **entry.pins}
     parts = ([f"presets {', '.join(presets)}"] if presets else []) + \
