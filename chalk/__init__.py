@@ -55,7 +55,7 @@ _EXPORTS = {
     "tier_table": ("chalk.applications.tiers", "tier_table"),
     "tier_costs": ("chalk.applications.tiers", "tier_costs"),
     "imply": ("chalk.applications.imply", "imply"),
-    "compare": ("chalk.applications.imply", "compare"),
+    "compare": ("chalk.applications.comparison", "compare"),
     # joint inference from many noisy observations
     "fit": ("chalk.applications.fit", "fit"),
     "atlas": ("chalk.applications.atlas", "atlas"),
@@ -71,8 +71,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from chalk.api import Explanation, Solution, explain, solve
     from chalk.applications.atlas import atlas
     from chalk.applications.chinchilla import compute_optimal, lifetime_optimum
+    from chalk.applications.comparison import compare
     from chalk.applications.fit import fit
-    from chalk.applications.imply import compare, imply
+    from chalk.applications.imply import imply
     from chalk.applications.optimize import cheapest_batch, crossover
     from chalk.applications.plots import plot
     from chalk.applications.sweep import sweep

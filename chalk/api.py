@@ -19,6 +19,7 @@ from chalk.solvers.flags import reported
 from chalk.solvers.pinned import Pin
 from chalk.solvers.pins import ResolvedPins, resolve_pins
 from chalk.solvers.plan import Plan, make_plan
+from chalk.solvers.ranged_pins import judge_ranges, set_aside_ranges
 from chalk.solvers.solving import compute
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
@@ -27,7 +28,7 @@ from chalk.solvers.variants import for_pins
 from chalk.solvers.yielding import outranked, yield_defaults
 from chalk.solvers.zeros import following_pins, put_zeros, used_zeros, zero_pins
 from chalk.solvers.zeros import note as absent_note
-from chalk.symbolic.errors import ChalkError, RangeDisagrees, UsageError
+from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.model import Model
 from chalk.symbolic.presets import Preset
 from chalk.symbolic.printing.expressions import monomial_text
@@ -320,7 +321,8 @@ class Prepared:
         serving answer), planned with the targets when the pins determine them.
     range_checks : mapping of name to Pin
         Ranged or distributed pins that the other pins determine, set aside: the plan
-        derives them, and each range is judged against that (:func:`judge_ranges`).
+        derives them, and each range is judged against that
+        (:func:`chalk.solvers.ranged_pins.judge_ranges`).
     """
 
     model: Model
@@ -392,7 +394,7 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
         plan = make_plan(model, frozenset(pins), names)
     ranged = {}
     if plan.checks and plan.determined:
-        pins, ranged = _set_aside_ranges(model, pins, names, plan)
+        pins, ranged = set_aside_ranges(model, pins, names, _used_quantities(model, plan))
     extra = reported(model, plan, names) if plan.determined else ()
     if extra or ranged:
         plan = make_plan(model, frozenset(pins),
@@ -401,66 +403,6 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
             plan = _zeros_used(plan, original, zero_pins(pins))
     return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated,
                     extra, ranged)
-
-
-def _set_aside_ranges(model: Model, pins: Mapping[str, Pin], names: tuple[str, ...],
-                      plan: Plan) -> tuple[dict, dict]:
-    """Ranged pins the rest determine, taken out of the pins (a check would compare the
-    other pins' value with the range's midpoint, and call a value inside it a conflict).
-
-    Widest first (by the spread of the log), so of two ranges that each determine the
-    other the narrower, which says more, is kept and the wider is judged against it.
-    """
-    pins, aside = dict(pins), {}
-    used = _used_quantities(model, plan)
-    ranged = [n for n in used if n in pins and pins[n].spread is not None]
-    for name in sorted(ranged, key=lambda n: (-pins[n].spread.log_sd, n)):
-        rest = {k: v for k, v in pins.items() if k != name}
-        trial = make_plan(model, frozenset(rest), (*names, name), explain=False)
-        if trial.determined:
-            pins, aside[name] = rest, pins[name]
-    return pins, aside
-
-
-def judge_ranges(model: Model, q: Prepared, values: Mapping[str, float],
-                 propagation: Propagation | None, rtol: float) -> tuple[str, ...]:
-    """Judge each set-aside range by overlap with what the other pins give.
-
-    The rule: a range claims its whole width, a distribution its central 90%; the other
-    pins claim their value, or its 90% interval when they are uncertain too. The two
-    agree when these overlap, widened by ``rtol``; the derived value is the one used.
-
-    Raises
-    ------
-    RangeDisagrees
-        If a claimed range and the derived value or interval do not overlap.
-    """
-    notes = []
-    for name, pin in q.range_checks.items():
-        variable = model.variables[name]
-
-        def show(x, variable=variable):
-            return format_quantity(x / variable.to_base, variable.pint_unit)
-
-        low, high = pin.spread.interval()
-        claimed = (f"range {show(low)} to {show(high)}"
-                   if pin.spread.kind in ("uniform", "loguniform")
-                   else f"90% interval {show(low)} to {show(high)}")
-        summary = propagation.summaries.pop(name, None) if propagation else None
-        if summary is not None:
-            d_low, d_high = summary.low, summary.high
-            derived = f"{show(summary.median)} (90% interval {show(d_low)} to {show(d_high)})"
-        else:
-            d_low = d_high = values[name]
-            derived = show(values[name])
-        behind = tuple(q.plan.analysis.pins_behind(model, name))
-        if d_low > high * (1 + rtol) or d_high < low * (1 - rtol):
-            raise RangeDisagrees(name, claimed, derived, behind)
-        where = "overlaps" if summary is not None else "lies inside"
-        notes.append(f"{name}: {', '.join(behind)} give {derived}, which {where} your "
-                     f"{claimed}: the derived value is used, and your range is its "
-                     "cross-check")
-    return tuple(notes)
 
 
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
@@ -552,7 +494,8 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
         propagation = propagate(done.compiled, pins, q.targets + tuple(q.range_checks),
                                 samples, seed, regime)
     if q.range_checks:
-        notes += judge_ranges(q.model, q, done.values, propagation, rtol)
+        notes += judge_ranges(q.model, q.range_checks, q.plan, done.values, propagation,
+                              rtol)
     derivation = Derivation(q.model, q.conventions, q.pins, done.records, done.checks,
                             done.values, notes + done.notes, plan.unused_pins, rtol,
                             plan.placeholders, plan.provisional, q.targets, done.flags,

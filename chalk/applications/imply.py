@@ -11,7 +11,7 @@ them. Deductions the sheet cannot support are listed with the reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from chalk.api import Solution, load_presets, resolve, solve
@@ -129,7 +129,7 @@ def _base(unit: str) -> float:
     return base_factor(parse_unit_cached(unit))
 
 
-def _in(fact, unit: str) -> float:
+def in_unit(fact, unit: str) -> float:
     """A sheet fact's value in ``unit``."""
     return fact.value * _base(fact.unit) / _base(unit)
 
@@ -292,7 +292,7 @@ def _long_context(ctx: _Context) -> list[Deduction]:
         note = []
         long_out = sheet.long_context.get("output")
         if long_out is not None:
-            factor = _in(long_out, "USD/Mtoken") / _in(sheet.prices["output"], "USD/Mtoken")
+            factor = in_unit(long_out, "USD/Mtoken") / in_unit(sheet.prices["output"], "USD/Mtoken")
             note = [f"output price above the step: x{factor:.3g}"]
         out.append(ctx.run("premium", "Long-context premium", ["long_context_price_ratio"],
                            {"price_input": _price(sheet.prices["input"]),
@@ -333,7 +333,7 @@ def _cache(ctx: _Context, kv) -> list[Deduction]:
     title = "Prompt-cache prices and the memory tier they point to"
     storage = sheet.prices.get("cache_storage")
     read = sheet.prices.get("cache_read")
-    read_price = _in(read, "USD/Mtoken") if read is not None else None
+    read_price = in_unit(read, "USD/Mtoken") if read is not None else None
     holdings = []
     if storage is not None and storage.value > 0:
         holdings.append(("explicit storage", {"cache_storage_price": _price(storage)}, None))
@@ -342,7 +342,7 @@ def _cache(ctx: _Context, kv) -> list[Deduction]:
                          {"price_cache_write": _price(write.price),
                           "price_input": _price(sheet.prices["input"]),
                           "cache_hold_time": _price(write.hold_time)},
-                         _in(write.hold_time, "s")))
+                         in_unit(write.hold_time, "s")))
     if not holdings and (storage is None or read is None):
         return [Deduction("cache", title, ("cache_price_per_byte_hour",),
                           skipped="the sheet prices no cache storage, writes or reads")]
@@ -385,7 +385,7 @@ def _floor(ctx: _Context) -> Deduction:
     input_price = sheet.prices["input"]
 
     def explain(s):
-        ratio = _in(input_price, "USD/token") / s.value("cost_per_token_floor", "USD/token")
+        ratio = in_unit(input_price, "USD/token") / s.value("cost_per_token_floor", "USD/token")
         return [f"input price {input_price.text} is {ratio:.3g} times this floor (prefill at "
                 "full utilisation)"]
 
@@ -436,117 +436,3 @@ def _fast(ctx: _Context) -> list[Deduction]:
     d.details["optimiser"] = {"feasible": found.feasible, "batch": found.batch,
                               "batch_fast": found.batch_fast, "lines": found.lines}
     return [d]
-
-
-@dataclass
-class Comparison:
-    """Several sheets side by side: one row per sheet, one column per deduction."""
-
-    implications: list[Implication]
-
-    COLUMNS = (("output/input", "decode", "output_input_price_ratio"),
-               ("decode util.", "decode", "decode_mfu_ratio"),
-               ("KV byte/token", "kv", "kv_bytes_per_token"),
-               ("cache USD/GB/h", "cache", "cache_price_per_byte_hour"),
-               ("tier", "cache", None),
-               ("input/floor", "floor", None),
-               ("fast batch", "fast", "fast_batch_ratio"))
-
-    def rows(self) -> list[dict[str, str]]:
-        out = []
-        for imp in self.implications:
-            row = {"sheet": imp.sheet.id}
-            for column, key, target in self.COLUMNS:
-                row[column] = _cell(imp, key, target, column)
-            out.append(row)
-        return out
-
-    def text(self) -> str:
-        rows = self.rows()
-        headers = ["sheet", *[c for c, _, _ in self.COLUMNS]]
-        widths = {h: max(len(h), *(len(r[h]) for r in rows)) for h in headers}
-        lines = ["  ".join(h.ljust(widths[h]) for h in headers),
-                 "  ".join("-" * widths[h] for h in headers)]
-        for r in rows:
-            lines.append("  ".join(r[h].ljust(widths[h]) for h in headers))
-        lines.append("")
-        lines.append("- : not deduced from that sheet (chalk imply SHEET says why); tier: the "
-                     "memory tier the cache prices point to; input/floor: input price over the "
-                     "compute floor on the assumed chip")
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict:
-        return {"rows": self.rows(), "sheets": [imp.to_dict() for imp in self.implications]}
-
-
-def _cell(imp: Implication, key: str, target: str | None, column: str) -> str:
-    deductions = [d for d in imp.deductions if d.key == key and d.solution is not None]
-    if key == "cache":
-        deductions = [d for d in imp.deductions if d.key == "cache" and not d.skipped]
-    if not deductions:
-        return "-"
-    d = deductions[-1] if key == "cache" else deductions[0]
-    if column == "tier":
-        verdict = d.details.get("verdict", {})
-        return verdict.get("favoured") or "/".join(verdict.get("kinds", ())) or "-"
-    if column == "input/floor":
-        floor = d.solution.value("cost_per_token_floor", "USD/token")
-        price = _in(imp.sheet.prices["input"], "USD/token")
-        return f"{price / floor:.3g}"
-    if d.solution is None or target not in d.solution.derivation.values:
-        return "-"
-    if target == "cache_price_per_byte_hour":
-        return f"{d.solution.value(target, 'USD/GB/hour'):.3g}"
-    return format_number(d.solution.value(target), 4)
-
-
-def compare(sheets: Sequence[str | PriceSheet], given=(), presets=()) -> Comparison:
-    """:func:`imply` over several sheets, for a table across providers.
-
-    Parameters
-    ----------
-    sheets : sequence of str or PriceSheet
-        Shipped sheet ids, YAML files or loaded sheets.
-    given, presets
-        As for :func:`imply`, used for every sheet.
-
-    Returns
-    -------
-    Comparison
-        ``.rows()`` (one dict per sheet), ``.text()``, ``.to_dict()``.
-    """
-    return Comparison([imply(s, given, presets) for s in sheets])
-
-
-def implied_tier_figure(implications: Sequence[Implication]):
-    """A matplotlib figure: each sheet's cache price per GB-hour against the holding cost
-    of each tier kind (bands), on a log scale; sheets without one are left out."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from chalk.applications.tiers import tier_table
-
-    points = []
-    for imp in implications:
-        for d in imp.deductions:
-            if d.key == "cache" and d.solution is not None:
-                points.append((f"{imp.sheet.id}\n{d.title.rsplit('(', 1)[-1].rstrip(')')}",
-                               d.solution.value("cache_price_per_byte_hour", "USD/GB/hour")))
-    fig, ax = plt.subplots(figsize=(9, 1.5 + 0.45 * max(1, len(points))))
-    spans = kind_spans(tier_table(), 1.0)
-    colours = {"hbm": "tab:red", "dram": "tab:orange", "flash": "tab:green", "disk": "tab:blue"}
-    for kind, span in spans.items():
-        low, high = span.cost_per_gb_hour
-        ax.axvspan(low / 1.05, high * 1.05, color=colours[kind], alpha=0.25,
-                   label=f"{kind} holding cost")
-    for i, (_, value) in enumerate(points):
-        ax.plot([value], [i], "ko")
-    ax.set_yticks(range(len(points)), [p[0] for p in points], fontsize=7)
-    ax.set_xscale("log")
-    ax.set_xlabel("USD per GB of KV per hour")
-    ax.set_title("Cache storage price implied by each sheet, against tier holding costs")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    fig.tight_layout()
-    return fig

@@ -226,7 +226,8 @@ def _atlas(args) -> str:
 def _imply(args) -> str:
     from pathlib import Path
 
-    from chalk.applications.imply import compare, implied_tier_figure, imply
+    from chalk.applications.comparison import compare, implied_tier_figure
+    from chalk.applications.imply import imply
     from chalk.applications.plots import render, write_atomically
 
     if args.all and args.sheets:

@@ -174,7 +174,7 @@ def test_a_ranged_pin_prints_its_median_interval_and_driver():
 
 
 def test_comparison_table_rows_worked_by_hand():
-    from chalk.applications.imply import compare
+    from chalk.applications.comparison import compare
 
     rows = {r["sheet"]: r for r in compare(["gemini_2_5_pro", "deepseek_v3_chat"]).rows()}
     gemini, deepseek = rows["gemini_2_5_pro"], rows["deepseek_v3_chat"]

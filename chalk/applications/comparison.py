@@ -1,0 +1,127 @@
+"""Several price sheets side by side: :func:`compare` runs :func:`imply` on each and
+lays the answers out as one table across providers, and :func:`implied_tier_figure`
+draws their cache prices against the tiers' holding costs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from chalk.applications.cache_verdict import kind_spans
+from chalk.applications.imply import Implication, imply, in_unit
+from chalk.knowledge.price_sheets import PriceSheet
+from chalk.symbolic.printing.numbers import format_number
+
+
+@dataclass
+class Comparison:
+    """Several sheets side by side: one row per sheet, one column per deduction."""
+
+    implications: list[Implication]
+
+    COLUMNS = (("output/input", "decode", "output_input_price_ratio"),
+               ("decode util.", "decode", "decode_mfu_ratio"),
+               ("KV byte/token", "kv", "kv_bytes_per_token"),
+               ("cache USD/GB/h", "cache", "cache_price_per_byte_hour"),
+               ("tier", "cache", None),
+               ("input/floor", "floor", None),
+               ("fast batch", "fast", "fast_batch_ratio"))
+
+    def rows(self) -> list[dict[str, str]]:
+        out = []
+        for imp in self.implications:
+            row = {"sheet": imp.sheet.id}
+            for column, key, target in self.COLUMNS:
+                row[column] = _cell(imp, key, target, column)
+            out.append(row)
+        return out
+
+    def text(self) -> str:
+        rows = self.rows()
+        headers = ["sheet", *[c for c, _, _ in self.COLUMNS]]
+        widths = {h: max(len(h), *(len(r[h]) for r in rows)) for h in headers}
+        lines = ["  ".join(h.ljust(widths[h]) for h in headers),
+                 "  ".join("-" * widths[h] for h in headers)]
+        for r in rows:
+            lines.append("  ".join(r[h].ljust(widths[h]) for h in headers))
+        lines.append("")
+        lines.append("- : not deduced from that sheet (chalk imply SHEET says why); tier: the "
+                     "memory tier the cache prices point to; input/floor: input price over the "
+                     "compute floor on the assumed chip")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows(), "sheets": [imp.to_dict() for imp in self.implications]}
+
+
+def _cell(imp: Implication, key: str, target: str | None, column: str) -> str:
+    deductions = [d for d in imp.deductions if d.key == key and d.solution is not None]
+    if key == "cache":
+        deductions = [d for d in imp.deductions if d.key == "cache" and not d.skipped]
+    if not deductions:
+        return "-"
+    d = deductions[-1] if key == "cache" else deductions[0]
+    if column == "tier":
+        verdict = d.details.get("verdict", {})
+        return verdict.get("favoured") or "/".join(verdict.get("kinds", ())) or "-"
+    if column == "input/floor":
+        floor = d.solution.value("cost_per_token_floor", "USD/token")
+        price = in_unit(imp.sheet.prices["input"], "USD/token")
+        return f"{price / floor:.3g}"
+    if d.solution is None or target not in d.solution.derivation.values:
+        return "-"
+    if target == "cache_price_per_byte_hour":
+        return f"{d.solution.value(target, 'USD/GB/hour'):.3g}"
+    return format_number(d.solution.value(target), 4)
+
+
+def compare(sheets: Sequence[str | PriceSheet], given=(), presets=()) -> Comparison:
+    """:func:`imply` over several sheets, for a table across providers.
+
+    Parameters
+    ----------
+    sheets : sequence of str or PriceSheet
+        Shipped sheet ids, YAML files or loaded sheets.
+    given, presets
+        As for :func:`imply`, used for every sheet.
+
+    Returns
+    -------
+    Comparison
+        ``.rows()`` (one dict per sheet), ``.text()``, ``.to_dict()``.
+    """
+    return Comparison([imply(s, given, presets) for s in sheets])
+
+
+def implied_tier_figure(implications: Sequence[Implication]):
+    """A matplotlib figure: each sheet's cache price per GB-hour against the holding cost
+    of each tier kind (bands), on a log scale; sheets without one are left out."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from chalk.applications.tiers import tier_table
+
+    points = []
+    for imp in implications:
+        for d in imp.deductions:
+            if d.key == "cache" and d.solution is not None:
+                points.append((f"{imp.sheet.id}\n{d.title.rsplit('(', 1)[-1].rstrip(')')}",
+                               d.solution.value("cache_price_per_byte_hour", "USD/GB/hour")))
+    fig, ax = plt.subplots(figsize=(9, 1.5 + 0.45 * max(1, len(points))))
+    spans = kind_spans(tier_table(), 1.0)
+    colours = {"hbm": "tab:red", "dram": "tab:orange", "flash": "tab:green", "disk": "tab:blue"}
+    for kind, span in spans.items():
+        low, high = span.cost_per_gb_hour
+        ax.axvspan(low / 1.05, high * 1.05, color=colours[kind], alpha=0.25,
+                   label=f"{kind} holding cost")
+    for i, (_, value) in enumerate(points):
+        ax.plot([value], [i], "ko")
+    ax.set_yticks(range(len(points)), [p[0] for p in points], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("USD per GB of KV per hour")
+    ax.set_title("Cache storage price implied by each sheet, against tier holding costs")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    fig.tight_layout()
+    return fig

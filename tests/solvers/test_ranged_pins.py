@@ -1,0 +1,60 @@
+"""Ranged pins the other pins determine are judged by overlap (solvers.ranged_pins)."""
+
+import pytest
+
+from chalk import solve
+
+# Issue 13: a ranged pin that the other pins determine is judged by overlap, not by its
+# midpoint. H100: 989e12 FLOP/s / 3.35e12 byte/s = 295.22 FLOP/byte.
+H100_INTENSITY = 989e12 / 3.35e12
+
+
+def test_a_range_containing_the_derived_value_is_no_conflict():
+    s = solve("critical_batch_size", presets=["lecture", "h100"],
+              given={"hardware_intensity": "200..600 FLOP/byte", "sparsity_factor": 8})
+    # the derived intensity is used: 1 byte/param x 295.22 FLOP/byte x 8 / 1 FLOP/param
+    assert s.value("critical_batch_size", "sequence") == pytest.approx(8 * H100_INTENSITY,
+                                                                        rel=1e-9)
+    note = next(n for n in s.derivation.notes if n.startswith("hardware_intensity:"))
+    assert "lies inside your range 200 FLOP/byte to 600 FLOP/byte" in note
+    assert "295.2 FLOP/byte" in note
+
+
+def test_a_range_the_derived_value_misses_names_both():
+    from chalk.symbolic.errors import RangeDisagrees
+
+    with pytest.raises(RangeDisagrees) as caught:
+        solve("critical_batch_size", presets=["lecture", "h100"],
+              given={"hardware_intensity": "400..600 FLOP/byte", "sparsity_factor": 8})
+    assert caught.value.name == "hardware_intensity"
+    assert set(caught.value.pins) == {"chip_flops", "hbm_bandwidth"}
+    assert "295.2 FLOP/byte" in caught.value.message
+
+
+def test_a_distribution_claims_its_central_ninety_percent():
+    from chalk.symbolic.errors import RangeDisagrees
+
+    # normal(250, 20): 90% interval 250 +- 1.645 x 20 = 217.1..282.9, which misses 295.2
+    with pytest.raises(RangeDisagrees):
+        solve("critical_batch_size", presets=["lecture", "h100"],
+              given={"hardware_intensity": "normal(250 FLOP/byte, 20 FLOP/byte)",
+                     "sparsity_factor": 8})
+    # normal(270, 20): 237.1..302.9 contains it
+    s = solve("critical_batch_size", presets=["lecture", "h100"],
+              given={"hardware_intensity": "normal(270 FLOP/byte, 20 FLOP/byte)",
+                     "sparsity_factor": 8})
+    assert s.value("critical_batch_size", "sequence") == pytest.approx(8 * H100_INTENSITY)
+
+
+def test_of_two_ranges_that_fix_each_other_the_wider_is_judged():
+    # chip_flops 900..1100 TFLOP/s (ln width 0.20) against intensity 250..300 (ln width 0.18):
+    # chip_flops is set aside and derived as intensity x 3.35 TB/s, 837.5..1005 TFLOP/s
+    s = solve("critical_batch_size", presets="lecture", samples=20_000,
+              given={"chip_flops": "900..1100 TFLOP/s", "hbm_bandwidth": "3.35 TB/s",
+                     "hardware_intensity": "250..300 FLOP/byte", "sparsity_factor": 8})
+    low, high = (q.to("sequence").magnitude for q in s.interval("critical_batch_size"))
+    # critical batch = 8 x intensity; log-uniform 250..300: 5th/95th percentiles
+    a, b = 250.0, 300.0
+    assert low == pytest.approx(8 * a * (b / a) ** 0.05, rel=5e-3)
+    assert high == pytest.approx(8 * a * (b / a) ** 0.95, rel=5e-3)
+    assert any(n.startswith("chip_flops:") and "overlaps" in n for n in s.derivation.notes)
