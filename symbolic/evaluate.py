@@ -23,6 +23,17 @@ _UNARY = {
 }
 
 
+def _divide(top, bottom):
+    """``top / bottom`` with numpy's meaning for a zero divisor (inf, or nan for 0/0),
+    for plain Python floats too: a closed form evaluated where a term vanishes gives a
+    non-physical value that the caller rejects, not a ZeroDivisionError."""
+    try:
+        return top / bottom
+    except ZeroDivisionError:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.float64(top) / np.float64(bottom)
+
+
 def compile_expr(expr: sympy.Expr, constants: Mapping[str, float] | None = None) -> Evaluator:
     """Compile ``expr`` to ``f(values) -> number``.
 
@@ -77,7 +88,7 @@ def _compile(expr, constants) -> Evaluator:
         if not den:
             return top
         bottom = _product(den)
-        return lambda env: top(env) / bottom(env)
+        return lambda env: _divide(top(env), bottom(env))
     if expr.is_Pow:
         base = _compile(expr.base, constants)
         exponent = expr.exp
@@ -86,7 +97,7 @@ def _compile(expr, constants) -> Evaluator:
             if e == 1:
                 return base
             if e == -1:
-                return lambda env: 1.0 / base(env)
+                return lambda env: _divide(1.0, base(env))
             if e == 2:
                 return lambda env: base(env) * base(env)
             if e == 0.5:

@@ -106,7 +106,8 @@ def test_markdown_links_its_plots(lecture_report):
     folder, _, md = lecture_report
     images = [line.rsplit("](", 1)[1].rstrip(")") for line in md.splitlines()
               if line.startswith("![")]
-    assert len(images) == 5
+    # one PNG per [[plots]] section (5) and per [[fits]] section (the atlas, 1)
+    assert len(images) == 6
     for name in images:
         assert (folder / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 

@@ -29,3 +29,15 @@ def test_piecewise_selects_branch():
     f = compile_expr(sympy.Piecewise((a, a > b), (b, True)))
     assert f({"a": 1.0, "b": 2.0}) == 2.0
     assert list(f({"a": np.array([3.0, 1.0]), "b": np.array([2.0, 2.0])})) == [3.0, 2.0]
+
+
+def test_a_zero_divisor_gives_inf_or_nan_not_an_exception():
+    # regression (1,000-probe benchmark): a closed form evaluated on plain floats where a
+    # divisor vanished raised ZeroDivisionError out of chalk.solve instead of being
+    # rejected as non-physical, as numpy arrays already were
+    x, y = sympy.symbols("x y", positive=True)
+    ratio = compile_expr(x / y)
+    assert ratio({"x": 2.0, "y": 0.0}) == math.inf
+    assert math.isnan(ratio({"x": 0.0, "y": 0.0}))
+    assert compile_expr(1 / y)({"y": 0.0}) == math.inf
+    assert ratio({"x": 3.0, "y": 2.0}) == 1.5
