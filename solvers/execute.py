@@ -168,13 +168,21 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
     if not compiled.plan.placeholders:
         return _run(compiled, pins, regime)
     first = None
-    for factor in PLACEHOLDER_FACTORS:
+    for index, factor in enumerate(PLACEHOLDER_FACTORS):
         trial = dict(pins)
         trial.update(placeholder_values(compiled, factor))
         try:
-            return _run(compiled, trial, regime)
+            done = _run(compiled, trial, regime)
+        except AmbiguousSolution:
+            # several solutions at one placeholder value: another value may leave only one
+            # of them physical, which would then look unique (and may not be the one meant)
+            raise
         except ChalkError as exc:
             first = first or exc
+            continue
+        _same_at_other_placeholders(compiled, pins, regime, done[0],
+                                    PLACEHOLDER_FACTORS[index + 1:])
+        return done
     if isinstance(first, NoSolution) and not isinstance(first, SearchFailed):
         # "No solution" was found only at arbitrary values of quantities that cancel; that
         # proves nothing about the question itself.
@@ -185,6 +193,42 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
 
 
 PLACEHOLDER_FACTORS = STEPS.placeholder_factors  # multiples of typical tried in turn
+
+
+def _same_at_other_placeholders(compiled: CompiledPlan, pins, regime, values,
+                                factors) -> None:
+    """Check that the targets do not move with the placeholders.
+
+    The rank analysis decides that a quantity cancels from a generic mixture of each
+    max()'s regimes; when which regime holds depends on the placeholder itself, each
+    regime may fix the target to a different value. The targets are therefore computed
+    again at the next placeholder values that have a solution, and must agree.
+
+    Raises
+    ------
+    AmbiguousSolution
+        If they differ: the answer depends on the quantities held as placeholders.
+    """
+    targets = [t for t in compiled.plan.targets if t in values]
+    for factor in factors:
+        trial = dict(pins)
+        trial.update(placeholder_values(compiled, factor))
+        try:
+            other = _run(compiled, trial, regime)[0]
+        except ChalkError:
+            continue
+        moved = [t for t in targets if abs(other[t] - values[t])
+                 > STEPS.placeholder_rtol * max(abs(other[t]), abs(values[t]))]
+        if moved:
+            held = ", ".join(compiled.plan.placeholders)
+            model = compiled.model
+            options = [", ".join(f"{t} = {show(model, t, v[t])}" for t in moved)
+                       for v in (values, other)]
+            raise AmbiguousSolution(", ".join(moved), options,
+                                    f"the value depends on {held}, which the pins leave "
+                                    "free (which max() regime holds turns on them); pin "
+                                    "one of them")
+        return
 
 
 def _run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None):

@@ -204,6 +204,8 @@ class StepOptions:
     distinct_rtol : roots of one relation closer than this (relative) are one.
     bound_rtol : a value may pass a declared bound by this much (relative) and still be
         physical.
+    placeholder_rtol : how far the targets may move between two placeholder values before
+        the answer is declared to depend on them (rounding only).
     placeholder_factors : multiples of the typical value tried in turn for quantities
         that cancel (any feasible value gives the same answers).
     polish_steps : Newton steps on the relation as written that a closed-form root with
@@ -215,6 +217,7 @@ class StepOptions:
     distinct_rtol: float = 1e-9
     bound_rtol: float = 1e-9
     placeholder_factors: tuple[float, ...] = (1.0, 1e-3, 1e3, 1e-6, 1e6)
+    placeholder_rtol: float = 1e-6
     polish_steps: int = 3
     polish_log_step: float = 1e-6
 
