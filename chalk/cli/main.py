@@ -204,39 +204,43 @@ def _run(args) -> str:
     return listing(args.what, args.filter, args.json)
 
 
-def _atlas(args) -> str:
+def _plot_folder(path: str | None) -> None:
+    """Say a --plot destination cannot be written before any work, not after."""
     from pathlib import Path
 
-    from chalk.applications.atlas import atlas
+    if path and not Path(path).parent.is_dir():
+        raise UsageProblem(f"cannot write {path}: folder {Path(path).parent} does not exist")
+
+
+def _with_plot(out: str, args, figure) -> str:
+    """Write ``figure()`` to ``--plot`` (PNG, or SVG by the name) if asked, and say so."""
+    if not args.plot:
+        return out
     from chalk.applications.plots import render, write_atomically
 
-    if args.plot and not Path(args.plot).parent.is_dir():
-        raise UsageProblem(f"cannot write {args.plot}: folder {Path(args.plot).parent} does "
-                           "not exist")
+    fmt = "svg" if args.plot.lower().endswith(".svg") else "png"
+    write_atomically(args.plot, render(figure(), fmt))
+    return out if args.json else f"{out}\nwrote {args.plot}"
+
+
+def _atlas(args) -> str:
+    from chalk.applications.atlas import atlas
+
+    _plot_folder(args.plot)
     result = atlas()
     out = json.dumps(result.to_dict(), indent=2) if args.json else result.text()
-    if args.plot:
-        fmt = "svg" if args.plot.lower().endswith(".svg") else "png"
-        write_atomically(args.plot, render(result.figure(), fmt))
-        if not args.json:
-            out += f"\nwrote {args.plot}"
-    return out
+    return _with_plot(out, args, result.figure)
 
 
 def _imply(args) -> str:
-    from pathlib import Path
-
     from chalk.applications.comparison import compare, implied_tier_figure
     from chalk.applications.imply import imply
-    from chalk.applications.plots import render, write_atomically
 
     if args.all and args.sheets:
         raise UsageProblem("give sheet ids or --all, not both")
     if not args.all and not args.sheets:
         raise UsageProblem("name a price sheet (chalk list sheets) or pass --all")
-    if args.plot and not Path(args.plot).parent.is_dir():
-        raise UsageProblem(f"cannot write {args.plot}: folder {Path(args.plot).parent} does "
-                           "not exist")
+    _plot_folder(args.plot)
     if args.all:
         from chalk.knowledge.price_sheets import shipped_sheets
 
@@ -252,34 +256,18 @@ def _imply(args) -> str:
         result = compare(names, args.given, args.preset)
         implications = result.implications
         out = json.dumps(result.to_dict(), indent=2) if args.json else result.text()
-    if args.plot:
-        fmt = "svg" if args.plot.lower().endswith(".svg") else "png"
-        write_atomically(args.plot, render(implied_tier_figure(implications), fmt))
-        if not args.json:
-            out += f"\nwrote {args.plot}"
-    return out
+    return _with_plot(out, args, lambda: implied_tier_figure(implications))
 
 
 def _fit(args) -> str:
-    from pathlib import Path
-
     from chalk.applications.fit import fit
 
-    if args.plot and not Path(args.plot).parent.is_dir():
-        raise UsageProblem(f"cannot write {args.plot}: folder {Path(args.plot).parent} does "
-                           "not exist")
+    _plot_folder(args.plot)
     if args.outlier_z is not None and not 1 <= args.outlier_z <= 20:
         raise UsageProblem("--outlier-z must be between 1 and 20")
     result = fit(args.file, loss=args.loss, outlier_z=args.outlier_z)
     out = result.to_json() if args.json else result.text()
-    if args.plot:
-        from chalk.applications.plots import render, write_atomically
-
-        fmt = "svg" if args.plot.lower().endswith(".svg") else "png"
-        write_atomically(args.plot, render(result.figure(), fmt))
-        if not args.json:
-            out += f"\nwrote {args.plot}"
-    return out
+    return _with_plot(out, args, result.figure)
 
 
 def _report(args) -> str:
