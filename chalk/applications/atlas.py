@@ -127,16 +127,11 @@ class Atlas:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from chalk.applications.cache_verdict import kind_spans
-        from chalk.applications.tiers import tier_table
+        from chalk.applications.comparison import tier_bands
 
         priced = [r for r in self.rows if r.storage]
         fig, ax = plt.subplots(figsize=(9, 1.6 + 0.45 * max(1, len(priced))))
-        colours = {"hbm": "tab:red", "dram": "tab:orange", "flash": "tab:green",
-                   "disk": "tab:blue"}
-        for kind, span in kind_spans(tier_table(), 1.0).items():
-            ax.axvspan(span.cost_per_gb_hour[0] / 1.05, span.cost_per_gb_hour[1] * 1.05,
-                       color=colours[kind], alpha=0.25, label=f"{kind} holding cost")
+        tier_bands(ax)
         for i, r in enumerate(priced):
             value, low, high = r.storage
             ax.errorbar([value], [i], xerr=[[value - low], [high - value]], fmt="ko",

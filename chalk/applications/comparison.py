@@ -101,7 +101,6 @@ def implied_tier_figure(implications: Sequence[Implication]):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from chalk.applications.tiers import tier_table
 
     points = []
     for imp in implications:
@@ -110,12 +109,7 @@ def implied_tier_figure(implications: Sequence[Implication]):
                 points.append((f"{imp.sheet.id}\n{d.title.rsplit('(', 1)[-1].rstrip(')')}",
                                d.solution.value("cache_price_per_byte_hour", "USD/GB/hour")))
     fig, ax = plt.subplots(figsize=(9, 1.5 + 0.45 * max(1, len(points))))
-    spans = kind_spans(tier_table(), 1.0)
-    colours = {"hbm": "tab:red", "dram": "tab:orange", "flash": "tab:green", "disk": "tab:blue"}
-    for kind, span in spans.items():
-        low, high = span.cost_per_gb_hour
-        ax.axvspan(low / 1.05, high * 1.05, color=colours[kind], alpha=0.25,
-                   label=f"{kind} holding cost")
+    tier_bands(ax)
     for i, (_, value) in enumerate(points):
         ax.plot([value], [i], "ko")
     ax.set_yticks(range(len(points)), [p[0] for p in points], fontsize=7)
@@ -125,3 +119,14 @@ def implied_tier_figure(implications: Sequence[Implication]):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def tier_bands(ax) -> None:
+    """Shade each tier kind's span of holding cost (USD per GB-hour) on ``ax``."""
+    from chalk.applications.tiers import tier_table
+
+    colours = {"hbm": "tab:red", "dram": "tab:orange", "flash": "tab:green", "disk": "tab:blue"}
+    for kind, span in kind_spans(tier_table(), 1.0).items():
+        low, high = span.cost_per_gb_hour
+        ax.axvspan(low / 1.05, high * 1.05, color=colours[kind], alpha=0.25,
+                   label=f"{kind} holding cost")
