@@ -36,47 +36,78 @@ def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iter
     open_targets = [t for t in targets if not analysis.is_determined(t)]
     if not open_targets:
         return ()
-    components = _components(analysis)
-    wanted_free = set()
-    for t in open_targets:
-        wanted_free |= components.get(t, set())
-    free = sorted(wanted_free)
-    if not free:
-        return ()
-    position = {f: i for i, f in enumerate(free)}
+    space = _NullSpace(analysis)
+    pool_names = sorted(n for n in set(candidates) - set(targets)
+                        if not analysis.is_determined(n))
+    order = key or (lambda c: c)
+    found = _smallest(space, open_targets, pool_names, order, max_size)
+    if not found and len(open_targets) > 1:
+        # Several targets and no set of as many pins as targets: offer the smallest unions
+        # of each target's own smallest completions (each exact; a smaller joint set may
+        # exist, which this does not search for).
+        each = [sorted(set(_smallest(space, [t], pool_names, order, max_size)), key=order)
+                [:RANK.max_completions] for t in open_targets]
+        if all(each):
+            unions = {tuple(sorted(set().union(*combo))) for combo in itertools.product(*each)}
+            smallest = min(len(u) for u in unions)
+            found = [u for u in unions if len(u) == smallest and len(u) <= max_size]
+    unique = sorted(set(found), key=order)
+    return tuple(unique[:RANK.max_completions])
 
-    def vector(name):
-        out = np.zeros(len(free))
-        for c, v in analysis.null_vector(name).items():
-            if c in position:
-                out[position[c]] = float(v)
+
+class _NullSpace:
+    """Null-space vectors of one analysis, each computed once (coordinates: the free
+    quantities of the components asked about)."""
+
+    def __init__(self, analysis: RankAnalysis):
+        self.analysis = analysis
+        self.components = _components(analysis)
+        self._null: dict[str, dict[str, Number]] = {}
+
+    def null(self, name: str) -> dict[str, Number]:
+        if name not in self._null:
+            self._null[name] = self.analysis.null_vector(name)
+        return self._null[name]
+
+    def vectors(self, names: Sequence[str], free: Sequence[str]) -> np.ndarray:
+        position = {f: i for i, f in enumerate(free)}
+        out = np.zeros((len(names), len(free)))
+        for row, name in enumerate(names):
+            for c, v in self.null(name).items():
+                if c in position:
+                    out[row, position[c]] = float(v)
         return out
 
-    target_matrix = np.array([vector(t) for t in open_targets])
-    pool = []
-    for name in sorted(set(candidates) - set(targets)):
-        if analysis.is_determined(name):
-            continue
-        v = vector(name)
-        if np.any(v != 0):
-            pool.append((name, v))
-    if not pool:
-        return ()
-    order = key or (lambda c: c)
+
+def _smallest(space: _NullSpace, open_targets: list[str], pool_names: list[str],
+              order: Callable, max_size: int) -> list[tuple[str, ...]]:
+    """The smallest completions of as many pins as needed (no unions of targets')."""
+    wanted_free = set()
+    for t in open_targets:
+        wanted_free |= space.components.get(t, set())
+    free = sorted(wanted_free)
+    if not free:
+        return []
+    target_matrix = space.vectors(open_targets, free)
+    every = space.vectors(pool_names, free)
+    moving = np.flatnonzero(np.any(every != 0, axis=1))
+    if not moving.size:
+        return []
     # Larger sets grow from the first candidates of the pool: put first those that move a
     # direction the targets move along, so that a large component (one coupled through
     # sums) does not crowd them out with quantities that could only cancel each other.
     support = np.any(target_matrix != 0, axis=0)
-    pool.sort(key=lambda item: (not np.any(item[1][support] != 0), order((item[0],))))
-    names = [n for n, _ in pool]
-    vectors = np.array([v for _, v in pool])
+    along = np.any(every[:, support] != 0, axis=1)
+    ranked = sorted(moving, key=lambda i: (not along[i], order((pool_names[i],))))
+    names = [pool_names[i] for i in ranked]
+    vectors = every[ranked]
     needed = int(np.linalg.matrix_rank(target_matrix, tol=1e-9))
     found: list[tuple[str, ...]] = []
     for size in range(max(needed, 1), max_size + 1):
         if needed == 1 and size <= 2:
             found.extend(_through_quotient(vectors, target_matrix, names, size))
         elif needed > 1 and size > needed:
-            break  # several targets: beyond the fewest pins, unions of each one's (below)
+            break  # several targets: beyond the fewest pins, unions of each one's
         else:
             bases = itertools.combinations(range(min(len(names), RANK.completion_pool)),
                                            size - 1)
@@ -84,17 +115,7 @@ def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iter
                 found.extend(_completing(vectors, target_matrix, base, names))
         if found:
             break
-    if not found and len(open_targets) > 1:
-        # Several targets and no set of as many pins as targets: offer the smallest unions
-        # of each target's own smallest completions (each exact; a smaller joint set may
-        # exist, which this does not search for).
-        each = [completions(analysis, [t], candidates, key, max_size) for t in open_targets]
-        if all(each):
-            unions = {tuple(sorted(set().union(*combo))) for combo in itertools.product(*each)}
-            smallest = min(len(u) for u in unions)
-            found = [u for u in unions if len(u) == smallest and len(u) <= max_size]
-    unique = sorted(set(found), key=key or (lambda c: c))
-    return tuple(unique[:RANK.max_completions])
+    return found
 
 
 def combination(analysis: RankAnalysis, target: str, extra: Sequence[str]
@@ -176,22 +197,55 @@ def _through_quotient(vectors, targets, names, size) -> list[tuple[str, ...]]:
     found = []
     units = off / np.where(along, 1.0, norms)[:, None]
     candidates = np.flatnonzero(~along)
-    for position, i in enumerate(candidates):
-        rest = candidates[position + 1:]
-        if not rest.size:
-            break
-        # parallel when what is left of each after taking out the other's direction is
+    for i, j in _near_parallel(units[candidates]):
+        i, j = candidates[i], candidates[j]
+        # parallel when what is left of one after taking out the other's direction is
         # nil: a residual is linear in the angle, where 1 - |cos| is quadratic and let
         # through pairs 1e-5 apart (a saturated curve's tiny sensitivities)
-        cosines = units[rest] @ units[i]
-        residual = np.linalg.norm(units[rest] - np.outer(cosines, units[i]), axis=1)
-        parallel = residual <= 1e-9
-        for j in rest[parallel]:
-            # the two must not be parallel themselves (then neither reaches the target)
-            pair = vectors[[i, j]]
-            if np.linalg.matrix_rank(pair, tol=1e-9 * float(np.max(np.abs(pair)))) == 2:
-                found.append(tuple(sorted((names[i], names[j]))))
+        cosine = units[j] @ units[i]
+        if np.linalg.norm(units[j] - cosine * units[i]) > 1e-9:
+            continue
+        # the two must not be parallel themselves (then neither reaches the target)
+        pair = vectors[[i, j]]
+        if np.linalg.matrix_rank(pair, tol=1e-9 * float(np.max(np.abs(pair)))) == 2:
+            found.append(tuple(sorted((names[i], names[j]))))
     return found
+
+
+def _near_parallel(units: np.ndarray, window: float = 1e-8) -> set[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``, of unit rows that may be parallel (either sign).
+
+    Each row is given the sign that makes its product with a fixed generic vector
+    positive (both signs when that product is near zero), then projected on a second
+    generic vector: rows equal to within ``window`` project within ``window`` of each
+    other, so after one sort only neighbours need comparing, in O(n log n) rather than
+    over all n^2 pairs.
+    """
+    count, width = units.shape
+    if count < 2:
+        return set()
+    steps = np.arange(1, width + 1)
+    signer, direction = np.cos(steps * 1.2345), np.cos(steps * 2.7183 + 0.5)
+    direction /= np.linalg.norm(direction)
+    lean = units @ signer
+    rows, owners = [], []
+    for sign in (1.0, -1.0):
+        keep = (sign * lean > 0) | (np.abs(lean) <= 1e-6)
+        rows.append(sign * units[keep])
+        owners.append(np.flatnonzero(keep))
+    owner = np.concatenate(owners)
+    projected = np.concatenate(rows) @ direction
+    order = np.argsort(projected, kind="stable")
+    ranked = projected[order]
+    pairs = set()
+    for a in range(len(order) - 1):
+        b = a + 1
+        while b < len(order) and ranked[b] - ranked[a] <= window:
+            i, j = owner[order[a]], owner[order[b]]
+            if i != j:
+                pairs.add((min(i, j), max(i, j)))
+            b += 1
+    return pairs
 
 
 def _completing(vectors, targets, base, names) -> list[tuple[str, ...]]:

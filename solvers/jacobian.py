@@ -9,10 +9,11 @@ Jacobian of chosen relations comes from :func:`log_jacobian_at`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 from chalk.symbolic.logspace import compile_log_gradient, log_row, monomial_row
@@ -32,6 +33,13 @@ class LogRow:
     relation: str
     entries: Mapping[str, Number]
     exact: bool
+
+    @cached_property
+    def integers(self) -> tuple[dict[str, int], int]:
+        """An exact row as integers over their least common denominator, ``(n, den)``
+        with ``entries[c] == n[c] / den`` (for elimination in integer arithmetic)."""
+        den = math.lcm(*(Fraction(v).denominator for v in self.entries.values()))
+        return {c: int(Fraction(v) * den) for c, v in self.entries.items()}, den
 
 
 @lru_cache(maxsize=16)

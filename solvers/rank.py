@@ -28,6 +28,7 @@ about as much as its number of entries.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -38,40 +39,107 @@ from chalk.solvers.tolerances import RANK
 from chalk.symbolic.model import Model
 
 
-@dataclass
 class _Row:
-    entries: dict[str, Number]
-    exact: bool
-    scale: float  # largest magnitude that went into the row (for the zero test)
+    """A row being reduced: exact as integers over one denominator, else floats.
 
+    An exact row's value in column ``c`` is ``entries[c] / den`` (kept in lowest
+    terms), so elimination is integer arithmetic with one gcd per row operation
+    rather than a fraction per entry; ``scale`` is the largest magnitude that went
+    into a floating-point row (for its zero test).
+    """
 
-def _is_zero(value: Number, row: _Row) -> bool:
-    if row.exact:
-        return value == 0
-    return abs(value) <= RANK.rtol * row.scale
+    __slots__ = ("entries", "den", "exact", "scale")
 
+    def __init__(self, entries: dict, den: int, exact: bool, scale: float):
+        self.entries, self.den, self.exact, self.scale = entries, den, exact, scale
 
-def _subtract(target: _Row, factor: Number, source: _Row, skip: str | None = None) -> list[str]:
-    """``target -= factor * source`` in place; returns the columns that became zero."""
-    exact = target.exact and source.exact and isinstance(factor, Fraction)
-    if not exact and target.exact:
-        target.entries = {k: float(v) for k, v in target.entries.items()}
-    target.exact = exact
-    if not exact:
-        factor = float(factor)
-    target.scale = max(target.scale, abs(float(factor)) * source.scale)
-    vanished = []
-    for column, value in source.entries.items():
-        if column == skip:
-            continue
-        delta = factor * (value if exact else float(value))
-        new = target.entries.get(column, 0) - delta
-        if _is_zero(new, target):
-            target.entries.pop(column, None)
-            vanished.append(column)
+    @classmethod
+    def of(cls, row: LogRow) -> _Row:
+        if row.exact:
+            entries, den = row.integers
+            return cls(dict(entries), den, True, 0.0)
+        entries = {c: float(v) for c, v in row.entries.items()}
+        return cls(entries, 1, False, max(abs(v) for v in entries.values()))
+
+    def value(self, column: str) -> Number:
+        return Fraction(self.entries[column], self.den) if self.exact else self.entries[column]
+
+    def values(self) -> dict[str, Number]:
+        """The row as ``{column: Fraction or float}``."""
+        return {c: self.value(c) for c in self.entries}
+
+    def to_float(self) -> None:
+        if self.exact:
+            den = self.den
+            self.entries = {c: v / den for c, v in self.entries.items()}
+            self.scale = max(abs(v) for v in self.entries.values())
+            self.exact, self.den = False, 1
+
+    def normalise(self, pivot: str) -> None:
+        """Scale the row so that its ``pivot`` entry is one."""
+        if self.exact:
+            self.den = self.entries[pivot]
+            if self.den < 0:
+                self.den = -self.den
+                self.entries = {c: -v for c, v in self.entries.items()}
+            return
+        inverse = 1.0 / self.entries[pivot]
+        self.entries = {c: v * inverse for c, v in self.entries.items()}
+        self.entries[pivot] = 1.0
+        self.scale *= abs(inverse)
+        # what rounding left behind stays below the row's scale
+        limit = RANK.rtol * self.scale
+        self.entries = {c: v for c, v in self.entries.items() if c == pivot or abs(v) > limit}
+
+    def eliminate(self, column: str, source: _Row) -> list[str]:
+        """Remove ``column`` from this row with ``source`` (normalised on ``column``);
+        returns the other columns that became zero. ``column`` itself is dropped."""
+        if self.exact and source.exact:
+            return self._eliminate_exact(column, source)
+        self.to_float()
+        factor = self.entries.pop(column)
+        if source.exact:
+            inverse = 1.0 / source.den
+            source_scale = max(abs(v) for v in source.entries.values()) * inverse
         else:
-            target.entries[column] = new
-    return vanished
+            inverse, source_scale = 1.0, source.scale
+        self.scale = max(self.scale, abs(factor) * source_scale)
+        limit = RANK.rtol * self.scale
+        vanished = []
+        for c, v in source.entries.items():
+            if c == column:
+                continue
+            new = self.entries.get(c, 0.0) - factor * (v * inverse)
+            if abs(new) <= limit:
+                self.entries.pop(c, None)
+                vanished.append(c)
+            else:
+                self.entries[c] = new
+        return vanished
+
+    def _eliminate_exact(self, column: str, source: _Row) -> list[str]:
+        # self/d - (t/d)(s/e) = (self*e - t*s) / (d*e), with the source's pivot s_c = e
+        t, e = self.entries.pop(column), source.den
+        mine = self.entries
+        if e != 1:
+            mine = {c: v * e for c, v in mine.items()}
+        vanished = []
+        for c, v in source.entries.items():
+            if c == column:
+                continue
+            new = mine.get(c, 0) - t * v
+            if new:
+                mine[c] = new
+            else:
+                mine.pop(c, None)
+                vanished.append(c)
+        den = self.den * e
+        g = math.gcd(den, *mine.values())
+        if g > 1:
+            mine = {c: v // g for c, v in mine.items()}
+            den //= g
+        self.entries, self.den = mine, den
+        return vanished
 
 
 @dataclass(frozen=True)
@@ -297,38 +365,25 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
         seen_unknowns.update(model.variables_in(relation) - fixed)
         if not source.entries:
             continue
-        row = _Row(dict(source.entries), source.exact,
-                   max(abs(float(v)) for v in source.entries.values()))
+        row = _Row.of(source)
         for column in [c for c in row.entries if c in pivots]:
-            factor = row.entries.get(column)
-            if factor is None:
-                continue
-            _subtract(row, factor, pivots[column])
-            row.entries.pop(column, None)
-        candidates = [(c, v) for c, v in row.entries.items() if c not in fixed]
+            if column in row.entries:
+                row.eliminate(column, pivots[column])
+        candidates = [c for c in row.entries if c not in fixed]
         if not candidates:
-            dependent.append((relation, dict(row.entries)))
+            dependent.append((relation, row.values()))
             continue
         if not row.exact:
-            largest = max(abs(float(v)) for _, v in candidates)
-            candidates = [(c, v) for c, v in candidates
-                          if abs(float(v)) >= RANK.pivot_threshold * largest]
+            largest = max(abs(row.entries[c]) for c in candidates)
+            candidates = [c for c in candidates
+                          if abs(row.entries[c]) >= RANK.pivot_threshold * largest]
         wanted = preferred.get(relation)
-        pivot = min((c for c, _ in candidates),
-                    key=lambda c: (c != wanted, preference(c)))
-        value = row.entries[pivot]
-        inverse = (Fraction(1) / value) if row.exact else 1.0 / float(value)
-        row.entries = {c: v * inverse for c, v in row.entries.items()}
-        row.entries[pivot] = Fraction(1) if row.exact else 1.0
-        row.scale = row.scale * abs(float(inverse))
-        if not row.exact:  # what rounding left behind stays below the row's scale
-            row.entries = {c: v for c, v in row.entries.items()
-                           if c == pivot or not _is_zero(v, row)}
+        pivot = min(candidates, key=lambda c: (c != wanted, preference(c)))
+        row.normalise(pivot)
         # keep the echelon form reduced: remove the new pivot from every earlier row
         for other in sorted(occurs.pop(pivot, ())):
             target = pivots[other]
-            factor = target.entries.pop(pivot)
-            vanished = _subtract(target, factor, row, skip=pivot)
+            vanished = target.eliminate(pivot, row)
             for column in vanished:
                 holders = occurs.get(column)
                 if holders is not None:
@@ -344,7 +399,7 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
 
     free = tuple(sorted(c for c in seen_unknowns if c not in pivots))
     return _Reduced(
-        rows={p: dict(r.entries) for p, r in pivots.items()},
+        rows={p: r.values() for p, r in pivots.items()},
         solved_by=solved_by,
         dependent=tuple((r, {c: v for c, v in left.items() if c in fixed})
                         for r, left in dependent),
