@@ -145,8 +145,11 @@ VARIABLES: tuple[Variable, ...] = (
     _v("long_context_price_ratio", "1", "price above the threshold / price below", PRICES,
        lower=1, typical=1.5),
     _v("price_cache_read", "USD/token", "price of a cached input token", PRICES, typical=2e-7),
+    # typical: a one-hour write, twice the typical input price (Anthropic's multiplier,
+    # shared/reference). Near 1x the write premium, and the storage price it pays, almost
+    # vanish, and the model's reference point would sit on that edge (it did, at 1x).
     _v("price_cache_write", "USD/token", "price of writing a token to the prompt cache", PRICES,
-       typical=2e-6),
+       typical=4e-6),
     _v("cache_hold_time", "s", "how long a cache write is kept (5 min, 1 h)", PRICES,
        typical=300),
     _v("decode_mfu_ratio", "1", "decode FLOP utilisation relative to prefill", PRICES, upper=1,

@@ -44,22 +44,25 @@ class _Row:
 
     An exact row's value in column ``c`` is ``entries[c] / den`` (kept in lowest
     terms), so elimination is integer arithmetic with one gcd per row operation
-    rather than a fraction per entry; ``scale`` is the largest magnitude that went
-    into a floating-point row (for its zero test).
+    rather than a fraction per entry. A floating-point row keeps, per entry, the
+    largest magnitude that went into it (``sizes``): a difference counts as zero when
+    it is below ``RANK.rtol`` times that, so cancellation is told from rounding entry
+    by entry, and an entry that is merely small beside the rest of its row (a sum
+    whose terms nearly balance at the reference point) is kept.
     """
 
-    __slots__ = ("entries", "den", "exact", "scale")
+    __slots__ = ("entries", "den", "exact", "sizes")
 
-    def __init__(self, entries: dict, den: int, exact: bool, scale: float):
-        self.entries, self.den, self.exact, self.scale = entries, den, exact, scale
+    def __init__(self, entries: dict, den: int, exact: bool, sizes: dict | None = None):
+        self.entries, self.den, self.exact, self.sizes = entries, den, exact, sizes
 
     @classmethod
     def of(cls, row: LogRow) -> _Row:
         if row.exact:
             entries, den = row.integers
-            return cls(dict(entries), den, True, 0.0)
+            return cls(dict(entries), den, True)
         entries = {c: float(v) for c, v in row.entries.items()}
-        return cls(entries, 1, False, max(abs(v) for v in entries.values()))
+        return cls(entries, 1, False, {c: abs(v) for c, v in entries.items()})
 
     def value(self, column: str) -> Number:
         return Fraction(self.entries[column], self.den) if self.exact else self.entries[column]
@@ -72,7 +75,7 @@ class _Row:
         if self.exact:
             den = self.den
             self.entries = {c: v / den for c, v in self.entries.items()}
-            self.scale = max(abs(v) for v in self.entries.values())
+            self.sizes = {c: abs(v) for c, v in self.entries.items()}
             self.exact, self.den = False, 1
 
     def normalise(self, pivot: str) -> None:
@@ -86,10 +89,8 @@ class _Row:
         inverse = 1.0 / self.entries[pivot]
         self.entries = {c: v * inverse for c, v in self.entries.items()}
         self.entries[pivot] = 1.0
-        self.scale *= abs(inverse)
-        # what rounding left behind stays below the row's scale
-        limit = RANK.rtol * self.scale
-        self.entries = {c: v for c, v in self.entries.items() if c == pivot or abs(v) > limit}
+        factor = abs(inverse)
+        self.sizes = {c: v * factor for c, v in self.sizes.items()}
 
     def eliminate(self, column: str, source: _Row) -> list[str]:
         """Remove ``column`` from this row with ``source`` (normalised on ``column``);
@@ -98,23 +99,28 @@ class _Row:
             return self._eliminate_exact(column, source)
         self.to_float()
         factor = self.entries.pop(column)
+        self.sizes.pop(column, None)
+        entries, sizes, rtol = self.entries, self.sizes, RANK.rtol
         if source.exact:
             inverse = 1.0 / source.den
-            source_scale = max(abs(v) for v in source.entries.values()) * inverse
+            source_sizes = None
         else:
-            inverse, source_scale = 1.0, source.scale
-        self.scale = max(self.scale, abs(factor) * source_scale)
-        limit = RANK.rtol * self.scale
+            inverse, source_sizes = 1.0, source.sizes
         vanished = []
         for c, v in source.entries.items():
             if c == column:
                 continue
-            new = self.entries.get(c, 0.0) - factor * (v * inverse)
-            if abs(new) <= limit:
-                self.entries.pop(c, None)
+            delta = factor * (v * inverse)
+            size = max(sizes.get(c, 0.0), abs(delta) if source_sizes is None
+                       else abs(factor) * source_sizes[c])
+            new = entries.get(c, 0.0) - delta
+            if abs(new) <= rtol * size:
+                entries.pop(c, None)
+                sizes.pop(c, None)
                 vanished.append(c)
             else:
-                self.entries[c] = new
+                entries[c] = new
+                sizes[c] = size
         return vanished
 
     def _eliminate_exact(self, column: str, source: _Row) -> list[str]:
@@ -310,20 +316,26 @@ def analyse(model: Model, pinned: Iterable[str], blocks: Sequence[tuple] = (),
 
 
 def _nonsingular(block_rows: list[LogRow], quantities) -> bool:
-    """Whether a square block's own matrix (its rows over its quantities) is regular."""
+    """Whether a square block's own matrix (its rows over its quantities) is regular.
+
+    A row straight from a relation has no cancellation in it: one quantity's entry is
+    regular exactly when it is not zero, however small beside the others. A larger
+    floating-point block is equilibrated (each row, then each column, scaled to a
+    largest entry of one) before its rank is taken at ``RANK.rtol``, so that a small
+    but genuine coefficient is not mistaken for rounding.
+    """
     if len(quantities) == 1:
-        row = block_rows[0]
-        value = row.entries.get(quantities[0], 0)
-        if row.exact:
-            return value != 0
-        largest = max(abs(float(v)) for v in row.entries.values())
-        return abs(float(value)) > RANK.rtol * largest
+        return block_rows[0].entries.get(quantities[0], 0) != 0
     if all(r.exact for r in block_rows) and len(quantities) <= RANK.exact_block_limit:
         matrix = [[Fraction(r.entries.get(q, 0)) for q in quantities] for r in block_rows]
         return _exact_rank(matrix) == len(quantities)
     matrix = np.array([[float(r.entries.get(q, 0)) for q in quantities] for r in block_rows])
-    scale = max(1.0, float(np.max(np.abs(matrix))))
-    return np.linalg.matrix_rank(matrix, tol=RANK.rtol * scale) == len(quantities)
+    for axis in (1, 0):
+        largest = np.max(np.abs(matrix), axis=axis, keepdims=True)
+        if not np.all(largest > 0):
+            return False  # a row or column of zeros
+        matrix = matrix / largest
+    return np.linalg.matrix_rank(matrix, tol=RANK.rtol) == len(quantities)
 
 
 def _exact_rank(matrix: list[list[Fraction]]) -> int:

@@ -118,6 +118,53 @@ def test_rows_of_a_regime_are_the_regime_s_argument():
     assert analysis.free  # the whole knowledge base leaves inputs open
 
 
+def test_a_small_coefficient_beside_a_nearly_balanced_sum_is_kept():
+    # x h = w - i linearised where w and i nearly balance: d ln x + d ln h =
+    # (w/(w-i)) d ln w - (i/(w-i)) d ln i, with w/(w-i) ~ 1e10. Pivoting on i, x's
+    # coefficient becomes ~1e-10 of the row: small, but no cancellation made it, and it
+    # carries x's link to the pins (i = p/r, r = u/v). Regression: the 1,000-probe
+    # benchmark's seed 1778 (cache_storage_price through the write premium) was refused.
+    from chalk.solvers.jacobian import LogRow
+
+    model = _model(["x", "h", "w", "i", "p", "r", "u", "v", "y", "z"], [
+        ("premium", lambda s: s["x"] * s["h"], lambda s: s["w"] - s["i"]),
+        ("input", lambda s: s["i"] * s["r"], lambda s: s["p"]),
+        ("ratio", lambda s: s["r"], lambda s: s["u"] / s["v"]),
+        ("split", lambda s: s["x"], lambda s: s["y"] * s["z"]),
+    ])
+    balanced = {"premium": LogRow("premium", {"x": 1.0, "h": 1.0, "w": -(1e10 + 1.0),
+                                              "i": 1e10}, False)}
+    pins = {"h", "w", "p", "u", "v"}
+    analysis = analyse(model, pins, order=["premium", "input", "ratio", "split"],
+                       preferred={"premium": "i", "input": "r", "ratio": "u"},
+                       regime=balanced)
+    assert analysis.is_determined("x")
+    assert analysis.is_determined("i") and analysis.is_determined("r")
+    assert not analysis.is_determined("y")  # only y z is fixed
+
+
+def test_the_knowledge_base_has_a_consistent_reference_point():
+    # Rows of sums are taken there; with the cache write typically priced like an input,
+    # the search ended on the edge where the write premium vanishes (residual 8e-7).
+    from chalk.solvers.reference import reference_point
+    from chalk.solvers.tolerances import REFERENCE
+
+    point = reference_point(load_model())
+    assert point.converged and point.residual <= REFERENCE.atol
+
+
+def test_cache_storage_price_through_the_price_ratio_the_speeds_imply():
+    # prefill 10,000 tokens in 0.5 s = 20,000 token/s against 4,000 token/s of decode:
+    # output/input = 5, so input = 15/5 = 3 USD/Mtoken, and the hour's hold costs the write
+    # premium 6 - 3 = 3 USD/Mtoken. Regression: refused at 1x the typical write price.
+    s = solve("cache_storage_price",
+              {"cache_hold_time": "1 h", "price_cache_write": "6 USD/Mtoken",
+               "price_output": "15 USD/Mtoken", "prompt_tokens": "10000 token",
+               "time_to_first_token": "0.5 s", "tokens_per_second": "4000 token/s"},
+              ["none"])
+    assert s.value("cache_storage_price", "USD/Mtoken/hour") == pytest.approx(3, rel=1e-9)
+
+
 # --- issue 10's examples, on the knowledge base ----------------------------------------------
 
 def test_weight_read_needs_no_flops():
