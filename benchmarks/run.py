@@ -463,6 +463,13 @@ def bench_probe(probes: int = 1000) -> dict:
         for example in examples[verdict][:5]:
             print(f"    {example}")
     print(f"{total:,} probes over {seed:,} drawn states in {elapsed:.0f} s")
+    # verified two-solution draws do not determine their target: the acceptance share is
+    # of the others
+    determined = total - counts["two solutions"]
+    if determined:
+        print(f"answered {counts['answered']:,} of the {determined:,} that determine their "
+              f"target: {100 * counts['answered'] / determined:.1f}% (target >= 95%); "
+              f"of all draws {100 * counts['answered'] / total:.1f}%")
     return {"counts": dict(counts), "seconds": elapsed}
 
 

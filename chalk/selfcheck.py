@@ -256,7 +256,10 @@ class ProbeResult:
 
     target: str
     pins: list[str]
-    verdict: str  # "answered", "another solution", "wrong", "genuine refusal", "refused"
+    # "answered", "two solutions" (verified: the pins do not fix the target), "genuine
+    # refusal" (several values listed, not followed to the end), "another solution",
+    # "wrong", "refused"
+    verdict: str
     detail: str = ""
 
 
@@ -305,6 +308,12 @@ def probe(state: dict[str, float], seed: int, model=None) -> ProbeResult:
         s = solve(target, given, ["none"], model=model)
     except AmbiguousSolution as exc:
         shown = show_value(model, target, state[target])
+        if _verified_solutions(model, target, exc.solutions):
+            drawn = any(abs(v[target] / model.variables[target].to_base - state[target])
+                        <= 1e-6 * abs(state[target]) for v in exc.solutions)
+            return ProbeResult(target, chosen, "two solutions",
+                               f"{exc.message} (drawn {shown}"
+                               f"{', among them' if drawn else ', not among them'})")
         # the option texts name the ambiguous quantity only if it is asked for alone
         options = [o if " = " in o else f"{exc.name} = {o.split(': ', 1)[-1]}"
                    for o in exc.options]
@@ -328,6 +337,15 @@ def probe(state: dict[str, float], seed: int, model=None) -> ProbeResult:
         # another solution, which the derivation says may not be the only one
         return ProbeResult(target, chosen, "another solution", detail)
     return ProbeResult(target, chosen, "wrong", detail)
+
+
+def _verified_solutions(model, target: str, solutions) -> bool:
+    """Whether ``solutions`` (base units) are at least two complete solutions that every
+    relation holds at (to 1e-8, evaluated here) with different values of ``target``: then
+    the pins do not determine it, whatever each regime's rank says."""
+    good = [v for v in solutions if target in v and _max_residual(model, v) < 1e-8]
+    values = sorted(v[target] for v in good)
+    return len(values) > 1 and values[-1] - values[0] > 1e-6 * abs(values[-1])
 
 
 def show_value(model, name: str, declared: float) -> str:

@@ -22,13 +22,15 @@ MULTI_START = "numeric block (multi-start)"  # a block whose answer is not prove
 COMPLETE = "numeric block"  # a block whose every search was complete
 
 
-def run_block(model: Model, cstep, env, regime) -> StepRecord:
+def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> StepRecord:
     """Solve one compiled block on ``env`` (base units), adding its values to ``env``.
 
     A block whose equations are flat along some direction at the solution (the pins
     fix only a combination of some of its quantities) keeps one solution of that
     family and says so; whether a target depends on the flat direction is decided at
-    the solution by the caller (solvers.rank.open_at), not here.
+    the solution by the caller (solvers.rank.open_at), not here. Several distinct
+    solutions raise :class:`AmbiguousSolution` with their count, unless ``pick`` says
+    which one to keep (in the order they are listed).
     """
     names = list(cstep.step.variables)
     guesses = {n: (model.variables[n].typical or 1.0) * model.variables[n].to_base
@@ -81,14 +83,17 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
                    else " with each torn quantity in its plausible range" if tears else "")
         raise NoSolution(", ".join(names), f"the simultaneous relations {relations} have "
                          f"no physical solution{scanned}{_why_none(model, cstep, env, regime)}")
-    if len(distinct) > 1:
-        options = [", ".join(f"{n} = {show(model, n, s[n])}" for n in names)
-                   + (f" ({', '.join(b.labels)})" if b.labels else "") for s, b, _ in distinct[:3]]
-        if len(distinct) > 3:
-            options.append(f"and {len(distinct) - 3} more")
-        raise AmbiguousSolution(", ".join(names), options,
-                                "pin another quantity or choose a --regime")
-    solution, branch, search = distinct[0]
+    options = [", ".join(f"{n} = {show(model, n, s[n])}" for n in names)
+               + (f" ({', '.join(b.labels)})" if b.labels else "") for s, b, _ in distinct]
+    if len(distinct) > 1 and pick is None:
+        shown = options[:3] + ([f"and {len(distinct) - 3} more"] if len(distinct) > 3 else [])
+        raise AmbiguousSolution(", ".join(names), shown,
+                                "pin another quantity or choose a --regime",
+                                count=len(distinct))
+    if pick is not None and pick >= len(distinct):
+        raise SearchFailed(", ".join(names), f"the path followed needs solution {pick + 1} of "
+                           f"the simultaneous relations, and {len(distinct)} were found here")
+    solution, branch, search = distinct[pick or 0]
     env.update(solution)
     if branch.tears:
         note = (f"solved together, guessing {', '.join(sorted(branch.tears))} and solving the "
@@ -98,6 +103,9 @@ def run_block(model: Model, cstep, env, regime) -> StepRecord:
     if search.complete and not complete:
         note += ("; other regimes were searched by scipy.optimize.root from several starts, "
                  "so other solutions may exist")
+    if len(distinct) > 1:
+        others = "; ".join(o for i, o in enumerate(options) if i != pick)
+        note += f"; one of {len(distinct)} solutions (also: {others})"
     if flat:
         note += (f"; the relations leave {', '.join(sorted(flat))} free along one direction "
                  "here, so one point of that family was kept")

@@ -150,13 +150,17 @@ def placeholder_values(compiled: CompiledPlan, factor: float = 1.0) -> dict[str,
     return out
 
 
-def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = None):
+def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = None,
+        choices: Mapping[int, int] | None = None):
     """Evaluate a compiled plan on pin values (base units).
 
     Quantities that cancel are held at placeholder values; if the steps have no
     physical solution at one placeholder value (a sum whose parts must fit inside a
     pinned total, say), other values are tried, since any feasible one gives the same
-    answers.
+    answers. A step with several discrete solutions raises
+    :class:`AmbiguousSolution` with its index and their count, unless ``choices``
+    (step index to solution index, in the order the step lists them) says which to
+    follow.
 
     Returns
     -------
@@ -165,14 +169,15 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
     records : list of StepRecord
     checks : list of CheckRecord
     """
+    choices = choices or {}
     if not compiled.plan.placeholders:
-        return _run(compiled, pins, regime)
+        return _run(compiled, pins, regime, choices)
     first = None
     for index, factor in enumerate(PLACEHOLDER_FACTORS):
         trial = dict(pins)
         trial.update(placeholder_values(compiled, factor))
         try:
-            done = _run(compiled, trial, regime)
+            done = _run(compiled, trial, regime, choices)
         except AmbiguousSolution:
             # several solutions at one placeholder value: another value may leave only one
             # of them physical, which would then look unique (and may not be the one meant)
@@ -181,7 +186,7 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
             first = first or exc
             continue
         _same_at_other_placeholders(compiled, pins, regime, done[0],
-                                    PLACEHOLDER_FACTORS[index + 1:])
+                                    PLACEHOLDER_FACTORS[index + 1:], choices)
         return done
     if isinstance(first, NoSolution) and not isinstance(first, SearchFailed):
         # "No solution" was found only at arbitrary values of quantities that cancel; that
@@ -196,7 +201,7 @@ PLACEHOLDER_FACTORS = STEPS.placeholder_factors  # multiples of typical tried in
 
 
 def _same_at_other_placeholders(compiled: CompiledPlan, pins, regime, values,
-                                factors) -> None:
+                                factors, choices) -> None:
     """Check that the targets do not move with the placeholders.
 
     The rank analysis decides that a quantity cancels from a generic mixture of each
@@ -213,17 +218,28 @@ def _same_at_other_placeholders(compiled: CompiledPlan, pins, regime, values,
     for factor in factors:
         trial = dict(pins)
         trial.update(placeholder_values(compiled, factor))
-        try:
-            other = _run(compiled, trial, regime)[0]
-        except ChalkError:
+        if choices:
+            # one path through steps with several solutions: at another placeholder value
+            # they may be listed in another order, so it must match one of that value's
+            others = _every_path(compiled, trial, regime)
+        else:
+            try:
+                others = [_run(compiled, trial, regime, choices)[0]]
+            except ChalkError:
+                continue
+        if not others:
             continue
-        moved = [t for t in targets if abs(other[t] - values[t])
-                 > STEPS.placeholder_rtol * max(abs(other[t]), abs(values[t]))]
+        moved = []
+        for other in others:
+            moved = [t for t in targets if abs(other[t] - values[t])
+                     > STEPS.placeholder_rtol * max(abs(other[t]), abs(values[t]))]
+            if not moved:
+                break
         if moved:
             held = ", ".join(compiled.plan.placeholders)
             model = compiled.model
             options = [", ".join(f"{t} = {show(model, t, v[t])}" for t in moved)
-                       for v in (values, other)]
+                       for v in (values, others[0])]
             raise AmbiguousSolution(", ".join(moved), options,
                                     f"the value depends on {held}, which the pins leave "
                                     "free (which max() regime holds turns on them); pin "
@@ -231,18 +247,43 @@ def _same_at_other_placeholders(compiled: CompiledPlan, pins, regime, values,
         return
 
 
-def _run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None):
+def _every_path(compiled: CompiledPlan, pins, regime) -> list[dict[str, float]]:
+    """The values of every path through steps with several solutions (up to
+    ``STEPS.max_branches`` paths); paths that end in an error are left out."""
+    pending: list[dict[int, int]] = [{}]
+    out, tried = [], 0
+    while pending and tried < STEPS.max_branches:
+        choices = pending.pop(0)
+        tried += 1
+        try:
+            out.append(_run(compiled, pins, regime, choices)[0])
+        except AmbiguousSolution as exc:
+            if exc.step is not None and exc.count and exc.step not in choices:
+                pending.extend({**choices, exc.step: k} for k in range(exc.count))
+        except ChalkError:
+            continue
+    return out
+
+
+def _run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None,
+         choices: Mapping[int, int]):
     model = compiled.model
     env: dict[str, float] = dict(compiled.constants)
     env.update(pins)
     records = []
-    for cstep in compiled.steps:
-        if cstep.kind == "block":
-            records.append(run_block(model, cstep, env, regime))
-        elif cstep.kind == "numeric":
-            records.append(run_numeric(model, cstep, env))
-        else:
-            records.append(_run_explicit(model, cstep, env, regime))
+    for index, cstep in enumerate(compiled.steps):
+        pick = choices.get(index)
+        try:
+            if cstep.kind == "block":
+                records.append(run_block(model, cstep, env, regime, pick))
+            elif cstep.kind == "numeric":
+                records.append(run_numeric(model, cstep, env, pick))
+            else:
+                records.append(_run_explicit(model, cstep, env, regime, pick))
+        except AmbiguousSolution as exc:
+            if exc.count and exc.step is None:
+                exc.step = index
+            raise
     checks = []
     for relation, lhs, rhs in compiled.checks:
         with np.errstate(all="ignore"):
@@ -254,7 +295,7 @@ def _run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None):
     return values, records, checks
 
 
-def _run_explicit(model: Model, cstep: CompiledStep, env, regime) -> StepRecord:
+def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> StepRecord:
     relation = cstep.relations[0]
     name = cstep.step.variables[0]
     survivors = []
@@ -320,15 +361,20 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime) -> StepRecord:
     if not survivors:
         why = "; ".join(rejected) or "no closed form applies"
         raise NoSolution(name, f"relation {relation.name}: {why}")
-    if len(survivors) > 1:
-        options = [f"{c.regime or plain(c.expr)}: {show(model, name, v)}" for v, c in survivors]
+    options = [f"{c.regime or plain(c.expr)}: {show(model, name, v)}" for v, c in survivors]
+    if len(survivors) > 1 and pick is None:
         hint = ("choose one with --regime " + " or --regime ".join(
             c.regime for _, c in survivors)) if all(c.regime for _, c in survivors) \
             else "pin another quantity to tell them apart"
-        raise AmbiguousSolution(name, options, hint)
-    value, candidate = survivors[0]
+        raise AmbiguousSolution(name, options, hint, count=len(survivors))
+    if pick is not None and pick >= len(survivors):
+        raise NoSolution(name, f"relation {relation.name}: the path followed needs root "
+                         f"{pick + 1}, and {len(survivors)} are physical here")
+    value, candidate = survivors[pick or 0]
     env[name] = value
     note_parts = [cstep.note] if cstep.note else []
+    if len(survivors) > 1:
+        note_parts.append(_followed(options, pick))
     if conditioning:
         note_parts.append(conditioning)
     if rejected:
@@ -376,7 +422,13 @@ def _dedupe(survivors):
     return out
 
 
-def run_numeric(model: Model, cstep: CompiledStep, env) -> StepRecord:
+def _followed(options, pick: int) -> str:
+    """The derivation's note for a step solved on one of several solutions."""
+    others = "; ".join(o for i, o in enumerate(options) if i != pick)
+    return f"one of {len(options)} physical solutions, {options[pick]} (also: {others})"
+
+
+def run_numeric(model: Model, cstep: CompiledStep, env, pick=None) -> StepRecord:
     """Solve a one-relation step with no closed form by a root scan over the plausible
     range of its unknown; ``env`` holds the values known so far (base units)."""
     relation = cstep.relations[0]
@@ -388,11 +440,17 @@ def run_numeric(model: Model, cstep: CompiledStep, env) -> StepRecord:
         raise NoSolution(name, f"relation {relation.name} has no positive root in the "
                          f"plausible range of {name} ({show(model, name, low)} to "
                          f"{show(model, name, high)})")
-    if len(roots) > 1:
-        raise AmbiguousSolution(name, [show(model, name, r) for r in roots],
-                                "pin another quantity to tell them apart")
-    env[name] = roots[0]
+    options = [show(model, name, r) for r in roots]
+    if pick is not None and pick >= len(roots):
+        raise NoSolution(name, f"relation {relation.name}: the path followed needs root "
+                         f"{pick + 1}, and {len(roots)} are physical here")
+    if len(roots) > 1 and pick is None:
+        raise AmbiguousSolution(name, options, "pin another quantity to tell them apart",
+                                count=len(roots))
+    env[name] = roots[pick or 0]
     note = (cstep.note + "; " if cstep.note else "") + (
         "solved numerically (every sign change over its plausible range bracketed, brentq)")
+    if len(roots) > 1:
+        note += "; " + _followed(options, pick)
     return StepRecord((relation.name,), (name,), None, "numeric (brentq)",
                       inputs_of(cstep.relations, (name,), model), None, note)

@@ -143,6 +143,17 @@ def regime_plans(model: Model, pinned: frozenset[str], targets: tuple[str, ...]
     return tuple(out)
 
 
+def determined_in_every_regime(model: Model, pinned: frozenset[str],
+                               targets: tuple[str, ...]) -> bool:
+    """Whether every combination of max()/min() regimes fixes every target (so that no
+    regime can hold with a target left free)."""
+    for labels, _ in regime_rows(model):
+        analysis, _ = _analysis(model, frozenset(pinned), tuple(targets), "near", labels)
+        if not all(analysis.is_determined(t) for t in targets):
+            return False
+    return True
+
+
 def regime_mapping(labels: tuple[str, ...]) -> dict[str, str]:
     """``("step_time: memory-bound", ...)`` as ``{"step_time": "memory-bound", ...}``."""
     return dict(label.split(": ", 1) for label in labels if ": " in label)

@@ -17,12 +17,25 @@ from chalk.solvers.conflicts import inconsistency
 from chalk.solvers.execute import CompiledPlan, compile_plan, run
 from chalk.solvers.flags import flags
 from chalk.solvers.pinned import Pin
-from chalk.solvers.plan import Plan, make_plan, regime_mapping, regime_plans
+from chalk.solvers.plan import (
+    Plan,
+    determined_in_every_regime,
+    make_plan,
+    regime_mapping,
+    regime_plans,
+)
 from chalk.solvers.rank import open_at
 from chalk.solvers.steps import CheckRecord, StepRecord
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import BLOCK, PINS, RANK, STEPS
-from chalk.symbolic.errors import AmbiguousSolution, ChalkError, SearchFailed
+from chalk.symbolic.errors import (
+    AmbiguousSolution,
+    ChalkError,
+    IllConditioned,
+    InconsistentPins,
+    NoSolution,
+    SearchFailed,
+)
 from chalk.symbolic.evaluate import compile_expr
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.quantities import format_quantity
@@ -94,7 +107,18 @@ def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | Non
         done = solve_by_regimes(model, plan, base, pins, regime, rtol, timeout, exc)
         notes = (f"solved in each combination of max() regimes: only {done.notes[0]} holds "
                  "at the solution",)
+    except AmbiguousSolution as exc:
+        if exc.solutions or exc.count or not determined_in_every_regime(
+                model, plan.pinned, plan.targets):
+            raise  # (a regime in which a target is free may hold: it stays open)
+        # A regime left open (a max() whose losing argument may take any value, or a
+        # target that turns on which regime holds): planned regime by regime, the other
+        # relations may fix it, or rule all but one regime out.
+        done = solve_by_regimes(model, plan, base, pins, regime, rtol, timeout, exc)
+        notes = (f"solved in each combination of max() regimes: only {done.notes[0]} holds "
+                 "at the solution",)
     else:
+        notes = done.notes  # how steps with several solutions were settled
         if any(r.method == MULTI_START for r in done.records):
             # not proven unique: each regime on its own may settle it with complete searches
             try:  # two regimes each with a solution prove the answer ambiguous: say so
@@ -120,22 +144,105 @@ def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | Non
 
 def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
                 pins: Mapping[str, Pin], regime, rtol: float, timeout: float) -> Computed:
-    """Run a plan once; raise on a failed cross-check or a target left open at the
-    solution. ``regime`` is a regime name or a mapping of relation to regime label."""
+    """Run a plan; raise on a failed cross-check or a target left open at the solution.
+    ``regime`` is a regime name or a mapping of relation to regime label.
+
+    A step with several discrete solutions (two roots, a block's two solutions) is not
+    yet an ambiguity: each is followed through the rest of the plan, and one that a
+    later step, a cross-check or the rank test at the solution rules out is set aside
+    (the derivation says why). Only solutions that survive everything and differ in a
+    target are an ambiguity; when they all give the same targets, the first is kept.
+    """
     compiled = compile_plan(model, plan, timeout)
-    values, records, checks = run(compiled, base, regime)
+    pending: list[dict[int, int]] = [{}]
+    survivors: list[Computed] = []
+    failures: list[tuple[dict[int, int], ChalkError]] = []
+    forks: dict[int, AmbiguousSolution] = {}  # step index -> the ambiguity it raised
+    while pending:
+        choices = pending.pop(0)
+        try:
+            survivors.append(_run_once(model, plan, compiled, base, pins, regime, rtol,
+                                       choices))
+        except AmbiguousSolution as exc:
+            if exc.step is None or exc.step in choices or not exc.count or (
+                    len(failures) + len(survivors) + len(pending) + exc.count
+                    > STEPS.max_branches):
+                if not choices:
+                    raise
+                failures.append((choices, exc))
+                continue
+            forks.setdefault(exc.step, exc)
+            pending.extend({**choices, exc.step: k} for k in range(exc.count))
+        except ChalkError as exc:
+            if not choices:
+                raise
+            failures.append((choices, exc))
+    unsettled = [exc for _, exc in failures if not _rules_out(exc)]
+    if unsettled:
+        # a path that is itself ambiguous, or whose search failed without proving that
+        # it has no solution, cannot be set aside: the first ambiguity stands
+        raise next((e for e in unsettled if isinstance(e, AmbiguousSolution)), forks[min(forks)])
+    if not survivors:
+        raise failures[0][1]
+    distinct: list[Computed] = []
+    for entry in survivors:
+        if not any(_same_targets(plan.targets, entry.values, other.values) for other in distinct):
+            distinct.append(entry)
+    if len(distinct) > 1:
+        options = [", ".join(f"{t} = {show_value(model, t, e.values[t])}" for t in plan.targets)
+                   for e in distinct]
+        hints = dict.fromkeys(exc.hint for exc in forks.values())
+        raise AmbiguousSolution(", ".join(plan.targets), options,
+                                "every relation holds with each; " + "; ".join(hints),
+                                solutions=tuple(dict(e.values) for e in distinct))
+    kept = distinct[0]
+    if not forks:
+        return kept
+    notes = []
+    for step, exc in sorted(forks.items()):
+        why = [f"with {exc.options[c[step]] if c[step] < len(exc.options) else 'another'}, "
+               f"{err.message}" for c, err in failures if step in c]
+        said = f"step {step + 1} ({exc.name}) has {exc.count} physical solutions"
+        if len(survivors) > 1:
+            notes.append(f"{said}; the targets are the same with each")
+        else:
+            notes.append(f"{said}; only one carries through the rest"
+                         + (" (set aside: " + "; ".join(why) + ")" if why else ""))
+    return replace(kept, notes=tuple(notes))
+
+
+def _run_once(model, plan, compiled, base, pins, regime, rtol, choices) -> Computed:
+    values, records, checks = run(compiled, base, regime, choices)
     for i, check in enumerate(checks):
         if not check.ok(rtol):
             check = checks[i] = replace(check, gain=check_gain(compiled, base, regime, i,
-                                                                check))
+                                                                check, choices))
         if not check.ok(rtol):
             raise inconsistency(model, check, pins, plan)
     check_fixed_at_solution(model, plan, values, records, regime)
     return Computed(plan, compiled, values, tuple(records), tuple(checks))
 
 
+def _rules_out(exc: ChalkError) -> bool:
+    """Whether an error on one path proves that path has no solution: no physical value
+    (found by a complete search) or pins its values contradict."""
+    if isinstance(exc, (SearchFailed, IllConditioned)):
+        return False
+    return isinstance(exc, (NoSolution, InconsistentPins))
+
+
+def _same_targets(targets, a: Mapping[str, float], b: Mapping[str, float]) -> bool:
+    return all(abs(a[t] - b[t]) <= STEPS.distinct_rtol * max(abs(a[t]), abs(b[t]))
+               for t in targets)
+
+
+def show_value(model: Model, name: str, value: float) -> str:
+    variable = model.variables[name]
+    return format_quantity(value / variable.to_base, variable.pint_unit)
+
+
 def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index: int,
-               check: CheckRecord) -> float:
+               check: CheckRecord, choices: Mapping[int, int] | None = None) -> float:
     """How far the ``index``-th cross-check (``check``, at ``base``) moves its relative
     difference when one pin moves: the largest ``|d difference / d ln pin|`` over the
     pins, by one-sided differences through the whole plan.
@@ -157,7 +264,7 @@ def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index:
         moved = dict(base)
         moved[name] = value * math.exp(step)
         try:
-            _, _, trial = run(compiled, moved, regime)
+            _, _, trial = run(compiled, moved, regime, choices)
         except ChalkError:
             continue
         gain = max(gain, abs(signed(trial[index]) - start) / step)

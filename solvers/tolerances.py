@@ -211,6 +211,9 @@ class StepOptions:
     polish_steps : Newton steps on the relation as written that a closed-form root with
         sums may take (each kept only if it lowers the residual).
     polish_log_step : the step in ln x of the difference that estimates their slope.
+    max_branches : a plan whose steps have several solutions follows each through the
+        rest of the plan, up to this many paths in all (beyond, the ambiguity is
+        reported as it stands).
     """
 
     guard_rtol: float = 1e-9
@@ -220,6 +223,7 @@ class StepOptions:
     placeholder_rtol: float = 1e-6
     polish_steps: int = 3
     polish_log_step: float = 1e-6
+    max_branches: int = 16
 
 
 @dataclass(frozen=True)

@@ -287,11 +287,20 @@ class IllConditioned(NoSolution):
 
 @dataclass(eq=False)
 class AmbiguousSolution(ChalkError, ValueError):
-    """Several physical values fit; the user must say which regime or root is meant."""
+    """Several physical values fit; the user must say which regime or root is meant.
+
+    ``step`` and ``count`` are set when one step of a plan has ``count`` discrete
+    solutions (roots, a block's solutions), so that each can be followed through the
+    rest of the plan; ``solutions`` holds, for an ambiguity that survived the whole
+    plan, every complete solution (base units) with the pins.
+    """
 
     name: str
     options: tuple[str, ...]
     hint: str
+    step: int | None = None
+    count: int = 0
+    solutions: tuple = ()
 
     def __post_init__(self):
         self.options = tuple(self.options)

@@ -1,0 +1,62 @@
+"""Steps with several solutions are followed through the rest of the plan: on synthetic
+models whose roots are worked by hand in each test."""
+
+from __future__ import annotations
+
+import pytest
+from chalk.symbolic.errors import AmbiguousSolution
+from chalk.symbolic.model import build_model
+from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.variables import Variable
+
+from chalk import solve
+
+
+def _model(names, relations):
+    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in names]
+    s = {v.name: v.symbol for v in variables}
+    return build_model(variables, [Relation(r, lhs(s), rhs(s), "synthetic", definition())
+                                   for r, lhs, rhs in relations])
+
+
+def _quadratic(*more):
+    # x^2 + c = b x with b = 5, c = 6: x = 2 or x = 3
+    return _model(["x", "b", "c", "w", "y", "z"], [
+        ("quadratic", lambda s: s["x"] ** 2 + s["c"], lambda s: s["b"] * s["x"]), *more])
+
+
+PINS = {"b": 5, "c": 6}
+
+
+def test_two_roots_of_the_target_are_an_ambiguity_with_both_solutions():
+    with pytest.raises(AmbiguousSolution) as info:
+        solve("x", PINS, ["none"], model=_quadratic())
+    roots = sorted(v["x"] for v in info.value.solutions)
+    assert roots == pytest.approx([2, 3], rel=1e-12)
+
+
+def test_a_root_a_later_step_cannot_use_is_set_aside():
+    # y = x - 5/2 must be positive: x = 2 gives -1/2, so only x = 3 (y = 1/2) carries through
+    model = _quadratic(("rest", lambda s: s["y"] + s["b"] / 2, lambda s: s["x"]))
+    s = solve("y", PINS, ["none"], model=model)
+    assert s.value("y") == pytest.approx(0.5, rel=1e-12)
+    assert "2 physical solutions" in s.derivation.text()
+    assert "only one carries through" in s.derivation.text()
+
+
+def test_roots_that_give_the_same_target_are_no_ambiguity():
+    # w = b - x and z = x w: (2, 3) and (3, 2) both give z = 6 (= c, by the quadratic)
+    model = _quadratic(("rest", lambda s: s["w"] + s["x"], lambda s: s["b"]),
+                       ("product", lambda s: s["z"], lambda s: s["x"] * s["w"]))
+    s = solve("z", PINS, ["none"], model=model)
+    assert s.value("z") == pytest.approx(6, rel=1e-12)
+    assert "the same with each" in s.derivation.text()
+
+
+def test_roots_that_give_different_targets_name_the_targets():
+    # w = b - x: 3 or 2, both positive
+    model = _quadratic(("rest", lambda s: s["w"] + s["x"], lambda s: s["b"]))
+    with pytest.raises(AmbiguousSolution) as info:
+        solve("w", PINS, ["none"], model=model)
+    assert info.value.name == "w"
+    assert sorted(v["w"] for v in info.value.solutions) == pytest.approx([2, 3], rel=1e-12)
