@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 from chalk.solvers import numeric
+from chalk.solvers.reference import reference_point
 from chalk.solvers.steps import StepRecord, guards_hold, inputs_of, physical, show
-from chalk.solvers.strategies import search_range
+from chalk.solvers.strategies import NEWTON_MULTI_START, Search, search_range
 from chalk.solvers.tearing import degenerate_directions
 from chalk.solvers.tolerances import BLOCK, CONDITIONING, NEWTON
 from chalk.symbolic.errors import AmbiguousSolution, IllConditioned, NoSolution, SearchFailed
@@ -45,7 +46,7 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
         if set_aside(cstep, branch, regime):
             continue
         tears.update(branch.tears)
-        search = branch.solve(env, guesses, ranges)
+        search = branch.solve(env, guesses, ranges, reference_point(model).values)
         complete = complete and search.complete
         for scope in search.solutions:
             if _admissible(model, branch, names, scope, cstep.provisional):
@@ -56,6 +57,9 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
                     flat_branches.add(id(branch))
             else:
                 unphysical.append((scope, branch, search))
+    moved: dict[str, float] = {}
+    if not found and cstep.held:  # (none at these placeholder values proves nothing)
+        moved = _move_held(model, cstep, env, names, guesses, regime, found)
     if not found:
         for scope, branch, search in unphysical:
             member = _physical_member(model, branch, env, scope, names, guesses,
@@ -94,6 +98,7 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
         raise SearchFailed(", ".join(names), f"the path followed needs solution {pick + 1} of "
                            f"the simultaneous relations, and {len(distinct)} were found here")
     solution, branch, search = distinct[pick or 0]
+    env.update(moved)
     env.update(solution)
     if branch.tears:
         note = (f"solved together, guessing {', '.join(sorted(branch.tears))} and solving the "
@@ -106,6 +111,10 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
     if len(distinct) > 1:
         others = "; ".join(o for i, o in enumerate(options) if i != pick)
         note += f"; one of {len(distinct)} solutions (also: {others})"
+    if moved:
+        note += (f"; with {', '.join(sorted(moved))} at their first placeholder values these "
+                 "relations have no solution the search could reach, so they were moved to "
+                 "values where they have one (they cancel from the answer)")
     if flat:
         note += (f"; the relations leave {', '.join(sorted(flat))} free along one direction "
                  "here, so one point of that family was kept")
@@ -187,6 +196,44 @@ def set_aside(cstep, branch, regime) -> bool:
 
 def _labels_known(cstep, regime) -> bool:
     return any(regime == label for r in cstep.relations for label, _ in r.regimes)
+
+
+def _move_held(model: Model, cstep, env, names, guesses, regime, found) -> dict[str, float]:
+    """Placeholder values at which the block has a solution, found with the block's
+    quantities (``found`` gets the solution); empty if none was reached.
+
+    Quantities that cancel from the answer are held at arbitrary values, and at those the
+    block may have no solution (or none a search can reach). Solved together with the
+    block, as unknowns the equations do not fix, they take values near the model's
+    reference point at which it has one; no earlier step has read them (``cstep.held``).
+    """
+    held = sorted(cstep.held)
+    reference = reference_point(model).values
+    unknowns = list(names) + held
+    for branch in cstep.block_branches:
+        if set_aside(cstep, branch, regime):
+            continue
+
+        def residuals(values, branch=branch):
+            return branch.all_residuals({**env, **{h: values[h] for h in held}},
+                                        {n: values[n] for n in names})
+
+        starts = [{n: reference[n] for n in unknowns} if all(
+            reference.get(n, 0) > 0 for n in unknowns) else None,
+                  {**guesses, **{h: env[h] for h in held}}]
+        solution = numeric.solve_underdetermined(residuals, unknowns,
+                                                 [s for s in starts if s is not None])
+        if solution is None:
+            continue
+        scope = {**env, **solution}
+        if _admissible(model, branch, names, scope, cstep.provisional) and all(
+                physical(model, h, solution[h], True) for h in held):
+            search = Search((scope,), False, NEWTON_MULTI_START,
+                            "solved with them by least squares in log space from the model's "
+                            "reference point; other solutions may exist")
+            found.append(({n: solution[n] for n in names}, branch, search))
+            return {h: solution[h] for h in held}
+    return {}
 
 
 def _physical_member(model: Model, branch, env, scope, names, guesses,

@@ -64,6 +64,8 @@ class CompiledStep:
     block_branches: list = field(default_factory=list)
     note: str = ""
     provisional: frozenset = frozenset()  # its quantities that depend on a placeholder
+    # placeholders it reads that no earlier step has: free to move if it needs them to
+    held: frozenset = frozenset()
 
 
 @dataclass
@@ -93,8 +95,12 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
     plan = make_plan(model, pinned, targets, regime)
     constants = model.constant_values()
     steps = [_compile_step(model, step, constants, timeout) for step in plan.steps]
+    used: set[str] = set()  # placeholders an earlier step has read
     for compiled in steps:
         compiled.provisional = frozenset(compiled.step.variables) & plan.provisional
+        inputs = set(inputs_of(compiled.relations, compiled.step.variables, model))
+        compiled.held = frozenset(inputs & set(plan.placeholders) - used)
+        used |= inputs & set(plan.placeholders)
     checks = []
     for name in plan.checks:
         relation = model.relations[name]
@@ -243,7 +249,7 @@ def _same_at_other_placeholders(compiled: CompiledPlan, pins, regime, values,
             raise AmbiguousSolution(", ".join(moved), options,
                                     f"the value depends on {held}, which the pins leave "
                                     "free (which max() regime holds turns on them); pin "
-                                    "one of them")
+                                    "one of them", solutions=(dict(values), dict(others[0])))
         return
 
 

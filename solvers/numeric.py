@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-from chalk.solvers.tolerances import NEWTON, SCAN, STEPS
+from chalk.solvers.tolerances import CONTINUATION, NEWTON, SCAN, STEPS
 
 Side = Callable[[Mapping[str, float]], float]
 
@@ -292,6 +292,79 @@ def solve_tears(residuals: Callable[[dict], list[float]], names: Sequence[str],
             if not any(all(_close(values[n], other[n]) for n in names) for other in found):
                 found.append(values)
     return found
+
+
+def follow_path(residuals: Callable[[dict, dict], list[float]], names: Sequence[str],
+                env: Mapping[str, float], start_env: Mapping[str, float],
+                start: Mapping[str, float]) -> dict[str, float] | None:
+    """A solution of ``residuals(env, values) = 0`` over positive ``names``, followed from
+    ``start`` at ``start_env`` (a homotopy; ``None`` if the path is lost).
+
+    Every positive entry of ``env`` that ``start_env`` also holds moves from its start
+    value to its value in ``env`` along a straight line in ln x as t goes from 0 to 1;
+    at each t the equations minus (1 - t) times their residual at the start are solved
+    by Newton (scipy.optimize.root) from the previous point, so the start need not be a
+    solution itself (its regime may differ). Steps in t follow ``CONTINUATION``.
+    """
+    from scipy.optimize import root
+
+    moving = [k for k, v in env.items() if k not in names and isinstance(v, float)
+              and v > 0 and start_env.get(k, 0) > 0]
+    low = np.array([math.log(start_env[k]) for k in moving])
+    high = np.array([math.log(env[k]) for k in moving])
+
+    def at(t):
+        here = dict(env)
+        here.update(zip(moving, np.exp(low + t * (high - low)), strict=True))
+        return here
+
+    def equations(y, t):
+        values = {n: math.exp(min(v, NEWTON.max_log)) for n, v in zip(names, y, strict=True)}
+        return np.array([v if math.isfinite(v) else 1.0 for v in residuals(at(t), values)])
+
+    y = np.array([math.log(start[n]) for n in names])
+    offset = equations(y, 0.0)
+    if offset.shape != y.shape:
+        return None  # not square: the path is not defined
+    t, step = 0.0, CONTINUATION.first_step
+    while t < 1.0:
+        goal = min(1.0, t + step)
+        result = root(lambda z, goal=goal: equations(z, goal) - (1.0 - goal) * offset, y,
+                      method="hybr", options={"xtol": NEWTON.xtol})
+        moved = float(np.max(np.abs(result.x - y))) if result.x.size else 0.0
+        held = np.max(np.abs(equations(result.x, goal) - (1.0 - goal) * offset))
+        if held < NEWTON.accept and moved <= CONTINUATION.max_jump:
+            y, t = result.x, goal
+            step = min(2.0 * step, CONTINUATION.max_step)
+        else:
+            step /= 2.0
+            if step < CONTINUATION.min_step:
+                return None
+    if np.any(np.abs(y) > NEWTON.max_log) or np.max(np.abs(equations(y, 1.0))) >= NEWTON.accept:
+        return None
+    return {n: math.exp(v) for n, v in zip(names, y, strict=True)}
+
+
+def solve_underdetermined(residuals: Callable[[dict], list[float]], names: Sequence[str],
+                          starts: Sequence[Mapping[str, float]]) -> dict[str, float] | None:
+    """A point where ``residuals(values) = 0`` over positive ``names`` that may outnumber
+    the equations (trust-region least squares in ln x, from each start in turn; the
+    first that reaches one within ``NEWTON.accept``)."""
+    from scipy.optimize import least_squares
+
+    def wrapped(y):
+        values = {n: math.exp(min(v, NEWTON.max_log)) for n, v in zip(names, y, strict=True)}
+        return np.array([v if math.isfinite(v) else 1.0 for v in residuals(values)])
+
+    for start in starts:
+        y0 = np.array([math.log(start[n]) for n in names])
+        result = least_squares(wrapped, y0, method="trf", xtol=NEWTON.xtol, ftol=NEWTON.xtol,
+                               gtol=NEWTON.xtol,
+                               max_nfev=CONTINUATION.least_squares_evaluations)
+        if np.all(np.abs(result.x) <= NEWTON.max_log) and np.max(
+                np.abs(wrapped(result.x))) < NEWTON.accept:
+            return {n: math.exp(v) for n, v in zip(names, result.x, strict=True)}
+    return None
 
 
 def roots_1d(equation: tuple[Side, Side], name: str, env: Mapping[str, float],

@@ -324,7 +324,8 @@ def solve_by_regimes(model: Model, plan: Plan, base: Mapping[str, float],
         variable = model.variables[name]
         options = [f"{format_quantity(e.values[name] / variable.to_base, variable.pint_unit)}"
                    f" ({e.notes[0]})" for e in distinct]
-        raise AmbiguousSolution(name, options, "pin another quantity or choose a --regime")
+        raise AmbiguousSolution(name, options, "pin another quantity or choose a --regime",
+                                solutions=tuple(dict(e.values) for e in distinct))
     return distinct[0]
 
 

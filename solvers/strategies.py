@@ -14,9 +14,10 @@ scan
     finding one proves it unique there.
 newton multi-start
     Two or more are torn: Newton in log space (scipy.optimize.root) from the typical
-    values and from random starts around them (``NEWTON``). Not complete: a start that
-    reaches no solution proves nothing, and other solutions may exist that no start
-    reached; the derivation says so.
+    values and from random starts around them (``NEWTON``); if none reaches a solution,
+    the solution at the model's reference point is followed to the pins (a homotopy,
+    ``CONTINUATION``). Not complete: a start that reaches no solution proves nothing,
+    and other solutions may exist that no start reached; the derivation says so.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from chalk.solvers.numeric import roots_scalar, solve_tears
+from chalk.solvers.numeric import follow_path, roots_scalar, solve_tears
 from chalk.solvers.tolerances import SCAN
 
 CLOSED_FORM = "closed form"
@@ -120,8 +121,11 @@ def scan(branch, env: dict, name: str, span: tuple[float, float], guess: float) 
     return Search(tuple(solutions), True, SCAN_1D, note)
 
 
-def newton_multi_start(branch, env: dict, guesses: Mapping[str, float]) -> Search:
-    """Solutions that Newton in log space reaches from several starts (two or more tears)."""
+def newton_multi_start(branch, env: dict, guesses: Mapping[str, float],
+                       reference: Mapping[str, float] | None = None) -> Search:
+    """Solutions that Newton in log space reaches from several starts (two or more tears);
+    failing that, the one a path from ``reference`` (base-unit values of every quantity,
+    where the model's relations hold) leads to."""
     note = ("scipy.optimize.root from several starts, in log space; other solutions may "
             "exist that no start reached")
     found = solve_tears(lambda values: branch.residual(env, values), branch.tears, guesses)
@@ -132,8 +136,16 @@ def newton_multi_start(branch, env: dict, guesses: Mapping[str, float]) -> Searc
     # difference going negative); then solve every relation of the block at once.
     full = solve_tears(lambda values: branch.all_residuals(env, values), branch.variables,
                        guesses)
-    return Search(tuple({**env, **values} for values in full), False, NEWTON_MULTI_START,
-                  note)
+    if full or not reference or not all(reference.get(n, 0) > 0 for n in branch.variables):
+        return Search(tuple({**env, **values} for values in full), False, NEWTON_MULTI_START,
+                      note)
+    followed = follow_path(branch.all_residuals, branch.variables, env, reference,
+                           {n: reference[n] for n in branch.variables})
+    return Search(() if followed is None else ({**env, **followed},), False,
+                  NEWTON_MULTI_START,
+                  "no start of scipy.optimize.root reached a solution; this one was followed "
+                  "from the model's reference point to the pins (a homotopy); other "
+                  "solutions may exist")
 
 
 def _holds(branch, env: dict, scope: dict, tolerance: float) -> bool:

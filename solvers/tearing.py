@@ -104,12 +104,14 @@ class TornBranch:
         return strategies.strategy_for(self.tears)
 
     def solve(self, env: dict, guesses: Mapping[str, float],
-              ranges: Mapping[str, tuple[float, float]]) -> Search:
+              ranges: Mapping[str, tuple[float, float]],
+              reference: Mapping[str, float] | None = None) -> Search:
         """Every solution the combination's strategy finds.
 
         ``guesses`` are starting values (base units) of the block's quantities, and
         ``ranges`` the span a scan covers for each (base units, from
-        solvers.strategies.search_range).
+        solvers.strategies.search_range); ``reference`` is a point where the model's
+        relations hold, from which a multi-start search that fails follows a path.
         """
         strategy = self.strategy
         if strategy == strategies.CLOSED_FORM:  # in this regime the block is no longer a cycle
@@ -117,7 +119,7 @@ class TornBranch:
         if strategy == strategies.SCAN_1D:
             name = self.tears[0]
             return strategies.scan(self, env, name, ranges[name], guesses[name])
-        return strategies.newton_multi_start(self, env, guesses)
+        return strategies.newton_multi_start(self, env, guesses, reference)
 
     def polish(self, env: dict, scope: dict) -> dict:
         """Refine a solution on every relation of the block at once.

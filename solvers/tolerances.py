@@ -175,6 +175,31 @@ class NewtonOptions:
 
 
 @dataclass(frozen=True)
+class ContinuationOptions:
+    """Following a solution from the model's reference point to the pins (a homotopy),
+    when no start of the multi-start search reached one (not proven complete).
+
+    The block's inputs move from their reference values to the pinned ones along a
+    straight line in ln x, a parameter t from 0 to 1, and the block's equations minus
+    (1 - t) times their residual at the start are solved at each t from the solution at
+    the last.
+
+    first_step, max_step, min_step : steps in t: the first, the largest (a step that
+        succeeds doubles the next) and the smallest before the path is given up.
+    max_jump : largest change of any ln x in one step; a larger one has jumped to
+        another branch of solutions, and the step is halved.
+    least_squares_evaluations : evaluations (besides those of the Jacobian) that the
+        least-squares search for placeholder values a block can use may spend per start.
+    """
+
+    first_step: float = 0.05
+    max_step: float = 0.25
+    min_step: float = 1e-4
+    max_jump: float = 1.0
+    least_squares_evaluations: int = 60
+
+
+@dataclass(frozen=True)
 class BlockOptions:
     """What a simultaneous block does with the solutions its strategies return
     (solvers.blocks, solvers.tearing).
@@ -264,6 +289,7 @@ SCAN = ScanOptions()
 RANK = RankOptions()
 CLOSED_FORM = ClosedFormOptions()
 NEWTON = NewtonOptions()
+CONTINUATION = ContinuationOptions()
 BLOCK = BlockOptions()
 STEPS = StepOptions()
 CONDITIONING = ConditioningOptions()

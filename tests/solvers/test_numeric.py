@@ -1,4 +1,5 @@
-"""Scalar root scanning (solvers.numeric.roots_scalar)."""
+"""Numeric searches (solvers.numeric): scalar root scans, paths from a known solution,
+least squares with more unknowns than equations."""
 
 import math
 
@@ -163,3 +164,48 @@ def test_a_quadratic_root_that_cancels_is_polished_on_the_relation():
         root = (root + disc / root) / 2
     exact = float((-B + root) / (2 * A))
     assert s.value("test_group") == pytest.approx(exact, rel=1e-12)
+
+
+def _sum_and_product(env, values):
+    # x + y = b and x y = a, as relative residuals
+    x, y = values["x"], values["y"]
+    return [(x + y - env["b"]) / (x + y + env["b"]), (x * y - env["a"]) / (x * y + env["a"])]
+
+
+def test_a_path_from_a_known_solution_follows_its_root():
+    # x + y = 3, x y = 2 has (1, 2); moving to x + y = 5, x y = 6 the roots of
+    # z^2 - b z + a go from {1, 2} to {2, 3}: x stays the smaller, so (2, 3)
+    from chalk.solvers.numeric import follow_path
+
+    found = follow_path(_sum_and_product, ["x", "y"], {"a": 6.0, "b": 5.0},
+                        {"a": 2.0, "b": 3.0}, {"x": 1.0, "y": 2.0})
+    assert found == {"x": pytest.approx(2.0, rel=1e-10), "y": pytest.approx(3.0, rel=1e-10)}
+
+
+def test_a_path_from_a_point_that_is_no_solution_still_ends_on_one():
+    # the homotopy subtracts the start's residual: from (1, 1), which solves neither
+    # system, the path still ends where x + y = 5 and x y = 6
+    from chalk.solvers.numeric import follow_path
+
+    found = follow_path(_sum_and_product, ["x", "y"], {"a": 6.0, "b": 5.0},
+                        {"a": 2.0, "b": 3.0}, {"x": 1.0, "y": 1.1})
+    assert found is not None
+    assert sorted(found.values()) == pytest.approx([2.0, 3.0], rel=1e-10)
+
+
+def test_a_path_that_runs_out_of_real_roots_is_lost():
+    # x + y = 2, x y = 2 has no real roots (z^2 - 2 z + 2): the path cannot end
+    from chalk.solvers.numeric import follow_path
+
+    assert follow_path(_sum_and_product, ["x", "y"], {"a": 2.0, "b": 2.0},
+                       {"a": 2.0, "b": 3.0}, {"x": 1.0, "y": 2.0}) is None
+
+
+def test_more_unknowns_than_equations_find_a_point_that_holds():
+    # x y = 6 alone: any point on the hyperbola will do; it must hold to the tolerance
+    from chalk.solvers.numeric import solve_underdetermined
+
+    found = solve_underdetermined(lambda v: [(v["x"] * v["y"] - 6) / (v["x"] * v["y"] + 6)],
+                                  ["x", "y"], [{"x": 1.0, "y": 1.0}])
+    assert found is not None
+    assert found["x"] * found["y"] == pytest.approx(6.0, rel=1e-9)
