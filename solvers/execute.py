@@ -179,7 +179,11 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
     if not compiled.plan.placeholders:
         return _run(compiled, pins, regime, choices)
     first = None
-    for index, factor in enumerate(PLACEHOLDER_FACTORS):
+    factors = list(PLACEHOLDER_FACTORS)
+    index = 0
+    while index < len(factors):
+        factor = factors[index]
+        index += 1
         trial = dict(pins)
         trial.update(placeholder_values(compiled, factor))
         try:
@@ -190,9 +194,13 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
             raise
         except ChalkError as exc:
             first = first or exc
+            if index == len(PLACEHOLDER_FACTORS) and _complete_miss(first):
+                # none of the coarse values works, and each search was complete: the
+                # feasible values may lie in a narrow window between them; scan for it
+                factors += [f for f in _placeholder_scan() if f not in factors]
             continue
-        _same_at_other_placeholders(compiled, pins, regime, done[0],
-                                    PLACEHOLDER_FACTORS[index + 1:], choices)
+        _same_at_other_placeholders(compiled, pins, regime, done[0], factors[index:],
+                                    choices)
         return done
     if isinstance(first, NoSolution) and not isinstance(first, SearchFailed):
         # "No solution" was found only at arbitrary values of quantities that cancel; that
@@ -204,6 +212,20 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
 
 
 PLACEHOLDER_FACTORS = STEPS.placeholder_factors  # multiples of typical tried in turn
+
+
+def _placeholder_scan() -> list[float]:
+    """Common multiples of the placeholders' typical values scanned when none of
+    ``PLACEHOLDER_FACTORS`` gives a solution: evenly spaced in log, nearest 1 first."""
+    low, high = STEPS.placeholder_scan_span
+    grid = np.geomspace(low, high, STEPS.placeholder_scan_points)
+    return sorted((float(f) for f in grid), key=lambda f: abs(np.log(f)))
+
+
+def _complete_miss(exc: ChalkError) -> bool:
+    """A failure that a complete search proved (no physical value), not a search that
+    failed: cheap enough to try again at many placeholder values."""
+    return isinstance(exc, NoSolution) and not isinstance(exc, SearchFailed)
 
 
 def _same_at_other_placeholders(compiled: CompiledPlan, pins, regime, values,

@@ -233,6 +233,9 @@ class StepOptions:
         the answer is declared to depend on them (rounding only).
     placeholder_factors : multiples of the typical value tried in turn for quantities
         that cancel (any feasible value gives the same answers).
+    placeholder_scan_points, placeholder_scan_span : when none of those works and each
+        failure was proved by a complete search, this many common multiples over this
+        span (evenly spaced in log) are tried as well, for a narrow feasible window.
     polish_steps : Newton steps on the relation as written that a closed-form root with
         sums may take (each kept only if it lowers the residual).
     polish_log_step : the step in ln x of the difference that estimates their slope.
@@ -246,6 +249,8 @@ class StepOptions:
     bound_rtol: float = 1e-9
     placeholder_factors: tuple[float, ...] = (1.0, 1e-3, 1e3, 1e-6, 1e6)
     placeholder_rtol: float = 1e-6
+    placeholder_scan_points: int = 49
+    placeholder_scan_span: tuple[float, float] = (1e-6, 1e6)
     polish_steps: int = 3
     polish_log_step: float = 1e-6
     max_branches: int = 16

@@ -60,3 +60,28 @@ def test_roots_that_give_different_targets_name_the_targets():
         solve("w", PINS, ["none"], model=model)
     assert info.value.name == "w"
     assert sorted(v["w"] for v in info.value.solutions) == pytest.approx([2, 3], rel=1e-12)
+
+
+def test_placeholder_values_in_a_narrow_window_are_found():
+    # y = g - x, w = x - k and v = y - k are positive only for k < x < g - k, and
+    # t g w v = p (x + y)(x - k)(y - k) gives t = p (x + y) / g = p whatever x is: x
+    # cancels and is held at a placeholder value, a multiple of its typical 500. With
+    # g = 30,000 and k = 12,000 the window is (12,000, 18,000): none of 500 x (1, 1e-3,
+    # 1e3, 1e-6, 1e6) is in it; a finer scan finds one (500 x 10^1.5 = 15,811), and t = 5.
+    typical = {"g": 1000, "k": 400, "p": 5, "x": 500, "y": 500, "w": 100, "v": 100, "t": 5}
+    variables = [Variable(n, "1", "synthetic", typical=value, derived=n in "ywvt")
+                 for n, value in typical.items()]
+    s = {v.name: v.symbol for v in variables}
+    model = build_model(variables, [
+        Relation("x_and_y", s["x"] + s["y"], s["g"], "synthetic", definition()),
+        Relation("w_over_k", s["w"] + s["k"], s["x"], "synthetic", definition()),
+        Relation("v_over_k", s["v"] + s["k"], s["y"], "synthetic", definition()),
+        Relation("t", s["t"] * s["g"] * s["w"] * s["v"],
+                 s["p"] * (s["x"] + s["y"]) * (s["x"] - s["k"]) * (s["y"] - s["k"]),
+                 "synthetic", definition()),
+    ])
+    solution = solve("t", {"g": 30000, "k": 12000, "p": 5}, ["none"], model=model)
+    assert solution.value("t") == pytest.approx(5, rel=1e-9)
+    held = solution.derivation.placeholders
+    assert held in (("x",), ("y",))
+    assert 12000 < solution.derivation.values[held[0]] < 18000
