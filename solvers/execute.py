@@ -4,7 +4,9 @@ A plan is compiled once (closed forms found, expressions turned into fast
 evaluators) and cached; running it again with new pin values only evaluates.
 Each explicit step keeps the physical root (finite, positive, within the
 quantity's bounds, in a regime whose inequalities hold) and says which one it
-kept and why; several survivors are an error, never a silent guess.
+kept and why. Several survivors are never a silent guess: the step raises an
+ambiguity with their count, and the caller (solvers.solving) follows each one
+through the rest of the plan by naming it in ``choices``.
 """
 
 from __future__ import annotations

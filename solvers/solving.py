@@ -2,8 +2,10 @@
 
 :func:`compute` runs a determined plan from pins: it checks every surplus pin against
 the relation that links it, refuses a target the pins do not fix where the solution
-actually is, and, when a block through ``max()`` defeats the search as a whole, solves
-again regime by regime. Nothing here knows what the quantities mean.
+actually is, follows each solution of a step that has several through the rest of
+the plan (keeping those every later step and check allows), and, when a block through
+``max()`` defeats the search as a whole or a regime is left open, solves again regime
+by regime. Nothing here knows what the quantities mean.
 """
 
 from __future__ import annotations
