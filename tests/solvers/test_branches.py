@@ -8,20 +8,14 @@ from chalk.symbolic.errors import AmbiguousSolution
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition
 from chalk.symbolic.variables import Variable
+from synthetic_models import synthetic_model
 
 from chalk import solve
 
 
-def _model(names, relations):
-    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in names]
-    s = {v.name: v.symbol for v in variables}
-    return build_model(variables, [Relation(r, lhs(s), rhs(s), "synthetic", definition())
-                                   for r, lhs, rhs in relations])
-
-
 def _quadratic(*more):
     # x^2 + c = b x with b = 5, c = 6: x = 2 or x = 3
-    return _model(["x", "b", "c", "w", "y", "z"], [
+    return synthetic_model(["x", "b", "c", "w", "y", "z"], [
         ("quadratic", lambda s: s["x"] ** 2 + s["c"], lambda s: s["b"] * s["x"]), *more])
 
 

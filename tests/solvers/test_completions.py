@@ -4,16 +4,7 @@ hand in each test."""
 from __future__ import annotations
 
 from chalk.solvers.plan import identities, make_plan
-from chalk.symbolic.model import build_model
-from chalk.symbolic.relations import Relation, definition
-from chalk.symbolic.variables import Variable
-
-
-def _model(names, relations):
-    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in names]
-    s = {v.name: v.symbol for v in variables}
-    return build_model(variables, [Relation(r, lhs(s), rhs(s), "synthetic", definition())
-                                   for r, lhs, rhs in relations])
+from synthetic_models import synthetic_model
 
 
 def test_pairs_whose_parts_off_the_target_point_opposite_ways_complete_it():
@@ -21,7 +12,7 @@ def test_pairs_whose_parts_off_the_target_point_opposite_ways_complete_it():
     # y moves along (1, 1), w along (1, -1), x along (1, 0), z along (0, 1). No single
     # pin fixes y; any two of x, z, w span (1, 1). Off y's direction x leaves
     # (1/2, -1/2) and z (-1/2, 1/2): parallel with opposite signs.
-    model = _model(["x", "z", "y", "w"], [
+    model = synthetic_model(["x", "z", "y", "w"], [
         ("product", lambda s: s["y"], lambda s: s["x"] * s["z"]),
         ("quotient", lambda s: s["w"], lambda s: s["x"] / s["z"]),
     ])
@@ -33,7 +24,7 @@ def test_pairs_whose_parts_off_the_target_point_opposite_ways_complete_it():
 def test_a_pair_that_is_itself_parallel_does_not_complete():
     # y = x z, u = x^2: u and x move along the same direction (2, 0) and (1, 0), so
     # pinning both fixes only x; with z they complete y.
-    model = _model(["x", "z", "y", "u"], [
+    model = synthetic_model(["x", "z", "y", "u"], [
         ("product", lambda s: s["y"], lambda s: s["x"] * s["z"]),
         ("square", lambda s: s["u"], lambda s: s["x"] ** 2),
     ])
@@ -44,7 +35,7 @@ def test_a_pair_that_is_itself_parallel_does_not_complete():
 def test_two_targets_offered_the_union_of_their_own_completions():
     # a = p q and b = r^2 share nothing: a needs p and q, b needs r; no two pins fix both
     # (they would have to span a's (1, 1, 0) and b's (0, 0, 2) over p, q, r).
-    model = _model(["p", "q", "r", "a", "b"], [
+    model = synthetic_model(["p", "q", "r", "a", "b"], [
         ("left", lambda s: s["a"], lambda s: s["p"] * s["q"]),
         ("right", lambda s: s["b"], lambda s: s["r"] ** 2),
     ])
@@ -59,7 +50,7 @@ def test_exponents_that_are_tenths_cancel_exactly():
     # t^3 = v^9 / y^2 with v = y^(1/3) gives t = y^(1/3): a definition, not a consequence.
     from sympy import Rational
 
-    model = _model(["x", "y", "z", "v", "t"], [
+    model = synthetic_model(["x", "y", "z", "v", "t"], [
         ("tenth", lambda s: s["x"], lambda s: s["y"] ** Rational(1, 10)),
         ("cube", lambda s: s["z"], lambda s: s["x"] ** 3),
         ("implied", lambda s: s["z"] ** 10, lambda s: s["y"] ** 3),

@@ -13,25 +13,15 @@ from chalk.solvers.jacobian import log_rows
 from chalk.solvers.plan import identities, make_plan
 from chalk.solvers.rank import analyse
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
-from chalk.symbolic.model import build_model
-from chalk.symbolic.relations import Relation, definition
-from chalk.symbolic.variables import Variable
+from synthetic_models import synthetic_model
 
 from chalk import explain, solve
-
-
-def _model(names, relations):
-    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in names]
-    s = {v.name: v.symbol for v in variables}
-    return build_model(variables, [Relation(r, lhs(s), rhs(s), "synthetic", definition())
-                                   for r, lhs, rhs in relations])
-
 
 # --- the mechanism, on synthetic models ----------------------------------------------------
 
 def _shares():
     # u = n x and v = n y: the ratio v/u = y/x whatever n is
-    return _model(["n", "x", "y", "u", "v", "r"], [
+    return synthetic_model(["n", "x", "y", "u", "v", "r"], [
         ("make_u", lambda s: s["u"], lambda s: s["n"] * s["x"]),
         ("make_v", lambda s: s["v"], lambda s: s["n"] * s["y"]),
         ("ratio", lambda s: s["r"], lambda s: s["v"] / s["u"]),
@@ -39,7 +29,8 @@ def _shares():
 
 
 def test_products_of_powers_have_exact_rows():
-    model = _model(["a", "b", "c"], [("root", lambda s: s["a"] ** 2, lambda s: s["b"] * s["c"])])
+    model = synthetic_model(["a", "b", "c"],
+                            [("root", lambda s: s["a"] ** 2, lambda s: s["b"] * s["c"])])
     row = log_rows(model)["root"]
     assert row.exact
     assert row.entries == {"a": Fraction(2), "b": Fraction(-1), "c": Fraction(-1)}
@@ -66,7 +57,7 @@ def test_quantities_that_depend_on_a_placeholder_are_not_answers():
 def _singular():
     # a = n b, c = n d, h = b/d: pinning a, c and h fixes n b and n d, so h is implied
     # (h = a/c) and one combination is left open
-    return _model(["a", "b", "c", "d", "n", "h"], [
+    return synthetic_model(["a", "b", "c", "d", "n", "h"], [
         ("make_a", lambda s: s["a"], lambda s: s["n"] * s["b"]),
         ("make_c", lambda s: s["c"], lambda s: s["n"] * s["d"]),
         ("ratio", lambda s: s["h"], lambda s: s["b"] / s["d"]),
@@ -126,7 +117,7 @@ def test_a_small_coefficient_beside_a_nearly_balanced_sum_is_kept():
     # benchmark's seed 1778 (cache_storage_price through the write premium) was refused.
     from chalk.solvers.jacobian import LogRow
 
-    model = _model(["x", "h", "w", "i", "p", "r", "u", "v", "y", "z"], [
+    model = synthetic_model(["x", "h", "w", "i", "p", "r", "u", "v", "y", "z"], [
         ("premium", lambda s: s["x"] * s["h"], lambda s: s["w"] - s["i"]),
         ("input", lambda s: s["i"] * s["r"], lambda s: s["p"]),
         ("ratio", lambda s: s["r"], lambda s: s["u"] / s["v"]),
