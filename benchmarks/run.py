@@ -450,9 +450,9 @@ def bench_probe(probes: int = 1000) -> dict:
         seed += 1
         try:
             state = consistent_state(seed, model, PROBE_CONDITIONING)
+            result = probe(state, seed, model)
         except Skip:
             continue
-        result = probe(state, seed, model)
         counts[result.verdict] += 1
         if result.verdict != "answered":
             examples[result.verdict].append((seed, result.target, result.detail[:140]))

@@ -270,9 +270,11 @@ def probe(state: dict[str, float], seed: int, model=None) -> ProbeResult:
     The pins start as every other quantity; each is dropped, in random order, when the
     target stays determined without it. Determinedness is decided here independently of
     chalk's planner: by the rank of the log-space Jacobian at ``state`` itself (central
-    differences, singular values), once per combination of max() regimes. An answer
-    must come back to the drawn value; a refusal is genuine only if it offers the drawn
-    value among several (two roots, or a regime to choose).
+    differences, singular values), once per combination of max() regimes; a state where
+    a relation's gradient is not finite raises :class:`Skip`. An answer must come back
+    to the drawn value. A refusal that lists two or more complete solutions, which hold
+    every relation here and differ in the target, shows that the pins do not fix it
+    ("two solutions"); one that lists several values otherwise is a "genuine refusal".
     """
     from chalk.solvers.variants import for_pins, set_aside
 
@@ -404,7 +406,10 @@ def _state_jacobians(model, state, names) -> list[np.ndarray]:
                 row[index[name]] -= d / scale
             options.append(row)
         per_relation.append(options)
-    return [np.array(rows) for rows in itertools.product(*per_relation)]
+    out = [np.array(rows) for rows in itertools.product(*per_relation)]
+    if not all(np.all(np.isfinite(j)) for j in out):
+        raise Skip("a relation's gradient is not finite at the drawn state", "other")
+    return out
 
 
 def _determines(jacobian: np.ndarray, names, pinned, target) -> bool:
@@ -412,7 +417,12 @@ def _determines(jacobian: np.ndarray, names, pinned, target) -> bool:
     columns moves it."""
     columns = [i for i, n in enumerate(names) if n not in pinned]
     sub = jacobian[:, columns]
-    _, singular, vt = np.linalg.svd(sub)
+    try:
+        _, singular, vt = np.linalg.svd(sub)
+    except np.linalg.LinAlgError:  # LAPACK's divide and conquer can fail to converge
+        from scipy.linalg import svd
+
+        _, singular, vt = svd(sub, lapack_driver="gesvd")
     tol = PROBE_RTOL * (singular[0] if singular.size else 1.0)
     rank = int(np.sum(singular > tol))
     null = vt[rank:]
