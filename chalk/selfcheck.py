@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chalk.api import solve
+from chalk.api import prepare, solve
 from chalk.knowledge import load_model
 from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.execute import compile_plan
@@ -503,10 +503,14 @@ def consistency(state: dict[str, float], seed: int, model=None) -> tuple[str, st
         raise Skip("the extra pins created no cross-check")
     check = rng.choice(s.derivation.checks)
     # A pin that no solve step uses can only be tested by the checks: perturbing it cannot
-    # be absorbed by re-solving the rest.
+    # be absorbed by re-solving the rest. The steps are those of the solution, and of the
+    # question's plan as first made: an answer found regime by regime came from another
+    # plan, and the perturbed pins may not need that detour.
     used_by_steps = set()
-    for step in s.derivation.steps:
-        for r in step.relations:
+    first_plan = prepare(targets, given, ["none"], model=model).plan
+    for relations in [step.relations for step in s.derivation.steps] + [
+            step.relations for step in first_plan.steps]:
+        for r in relations:
             used_by_steps |= model.variables_in(r)
     pinned_in_check = sorted((model.variables_in(check.relation) & set(given))
                              - used_by_steps)

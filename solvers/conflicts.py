@@ -25,7 +25,7 @@ def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, object],
     return InconsistentPins(
         relation.name, relation.equation,
         format_quantity(check.lhs, lhs_unit), format_quantity(check.rhs, lhs_unit),
-        format_gap(check.difference), involved,
+        format_gap(check.difference), involved, check.difference,
     )
 
 

@@ -185,7 +185,11 @@ def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
         # it has no solution, cannot be set aside: the first ambiguity stands
         raise next((e for e in unsettled if isinstance(e, AmbiguousSolution)), forks[min(forks)])
     if not survivors:
-        raise failures[0][1]
+        # every path fails: where pins disagree on each, the path that comes closest to
+        # agreeing is the one meant, and its disagreement the one to report
+        disagreements = [e for _, e in failures if isinstance(e, InconsistentPins)]
+        raise min(disagreements, key=lambda e: e.difference) if disagreements \
+            else failures[0][1]
     distinct: list[Computed] = []
     for entry in survivors:
         if not any(_same_targets(plan.targets, entry.values, other.values) for other in distinct):

@@ -225,6 +225,7 @@ class InconsistentPins(ChalkError, ValueError):
     rhs: str
     gap: str
     pins: tuple[str, ...]
+    difference: float = 0.0  # relative, |lhs - rhs| / max(|lhs|, |rhs|)
 
     def __post_init__(self):
         self.pins = tuple(self.pins)
