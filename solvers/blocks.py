@@ -60,6 +60,7 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
     moved: dict[str, float] = {}
     if not found and cstep.held:  # (none at these placeholder values proves nothing)
         moved = _move_held(model, cstep, env, names, guesses, regime, found)
+        complete = complete and not moved  # least squares proves nothing unique
     if not found:
         for scope, branch, search in unphysical:
             member = _physical_member(model, branch, env, scope, names, guesses,
