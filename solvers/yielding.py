@@ -106,12 +106,14 @@ def yield_candidates(model: Model, pins: Mapping[str, Pin],
 def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:
     """The pins behind ``name`` if, without it, pins of higher layers determine it."""
     without = {n: p for n, p in pins.items() if n != name}
+    higher = tuple(analyse_pins(model, frozenset(without), (name,)).pins_behind(model, name))
+    # ranks are compared first: most candidates are of the layer of what lies behind
+    # them, and that spares planning the question once per candidate
+    if not outranked(pins[name], [without[h] for h in higher]):
+        return None
     if not make_plan(model, frozenset(without), targets).determines(name):
         return None
-    higher = tuple(analyse_pins(model, frozenset(without), (name,)).pins_behind(model, name))
-    if outranked(pins[name], [without[h] for h in higher]):
-        return higher
-    return None
+    return higher
 
 
 def outranked(pin: Pin, behind: Sequence[Pin]) -> bool:
