@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 from chalk.solvers import numeric
+from chalk.solvers.rank import flat_at
 from chalk.solvers.reference import reference_point
 from chalk.solvers.steps import StepRecord, guards_hold, inputs_of, physical, show
 from chalk.solvers.strategies import NEWTON_MULTI_START, Search, search_range
-from chalk.solvers.tearing import degenerate_directions
 from chalk.solvers.tolerances import BLOCK, CONDITIONING, NEWTON
 from chalk.symbolic.errors import AmbiguousSolution, IllConditioned, NoSolution, SearchFailed
 from chalk.symbolic.model import Model
@@ -51,7 +51,7 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
         for scope in search.solutions:
             if _admissible(model, branch, names, scope, cstep.provisional):
                 found.append(({n: scope[n] for n in names}, branch, search))
-                directions = degenerate_directions(branch, env, scope, names)
+                directions = _flat(model, cstep, branch, env, scope, names)
                 if directions:
                     flat.update(directions)
                     flat_branches.add(id(branch))
@@ -63,7 +63,7 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
         complete = complete and not moved  # least squares proves nothing unique
     if not found:
         for scope, branch, search in unphysical:
-            member = _physical_member(model, branch, env, scope, names, guesses,
+            member = _physical_member(model, cstep, branch, env, scope, names, guesses,
                                       cstep.provisional)
             if member is not None:
                 found.append((member[0], branch, search))
@@ -237,7 +237,13 @@ def _move_held(model: Model, cstep, env, names, guesses, regime, found) -> dict[
     return {}
 
 
-def _physical_member(model: Model, branch, env, scope, names, guesses,
+def _flat(model: Model, cstep, branch, env, scope, names) -> list[str]:
+    """The block's quantities along which its relations (in ``branch``'s regimes) are
+    flat at the solution ``scope``."""
+    return flat_at(model, cstep.step.relations, {**env, **scope}, names, branch.regimes)
+
+
+def _physical_member(model: Model, cstep, branch, env, scope, names, guesses,
                      provisional=frozenset()):
     """A physical solution in the flat family of a non-physical one, with the flat
     quantities; ``None`` if there is none.
@@ -246,7 +252,7 @@ def _physical_member(model: Model, branch, env, scope, names, guesses,
     flat direction to a non-physical end (1e59 FLOP/token, say). The flat tears are put
     back at their typical values and the others re-solved.
     """
-    flat = degenerate_directions(branch, env, scope, names)
+    flat = _flat(model, cstep, branch, env, scope, names)
     held = {t: guesses[t] for t in branch.tears if t in flat}
     if not held:
         return None

@@ -29,7 +29,7 @@ from chalk.solvers.plan import (
 from chalk.solvers.rank import open_at
 from chalk.solvers.steps import CheckRecord, StepRecord
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
-from chalk.solvers.tolerances import BLOCK, PINS, RANK, STEPS
+from chalk.solvers.tolerances import PINS, STEPS
 from chalk.symbolic.errors import (
     AmbiguousSolution,
     ChalkError,
@@ -386,9 +386,8 @@ def check_fixed_at_solution(model: Model, plan: Plan, values: Mapping[str, float
     """
     steps = plan.steps
     # a block that found its equations flat at the solution kept one point of a family:
-    # judge what that leaves open by the block's own flatness threshold
-    flat = any(r.flat for r in records)
-    risky = (flat or plan.placeholders or plan.regime
+    # whether a target moves along it is decided here
+    risky = (any(r.flat for r in records) or plan.placeholders or plan.regime
              or any(s.simultaneous or any(model.relations[r].has_regimes()
                                           for r in s.relations) for s in steps))
     if not risky:
@@ -409,8 +408,7 @@ def check_fixed_at_solution(model: Model, plan: Plan, values: Mapping[str, float
                           for label, _ in model.relations[name].regimes]
     left_open = ()
     for combo in combos:
-        left_open = open_at(model, relations, values, unknowns, plan.targets, combo,
-                            BLOCK.flat_rtol if flat else RANK.rtol_at)
+        left_open = open_at(model, relations, values, unknowns, plan.targets, combo)
         if left_open:
             break
     if not left_open:

@@ -216,31 +216,3 @@ def _branch_matching(names, variables, branches) -> dict[str, str]:
     if len(found) == len(names):
         return found
     return dict(zip(names, variables, strict=True))
-
-
-def degenerate_directions(branch: TornBranch, env: dict, scope: dict, names: list[str],
-                          step: float = BLOCK.flat_step, threshold: float = BLOCK.flat_rtol
-                          ) -> list[str]:
-    """Quantities along which the block's equations are flat at a solution (a null
-    direction of the log-space Jacobian of all its relations, by central differences);
-    empty if it is regular."""
-    equations = branch.all_equations
-    columns = []
-    for name in names:
-        up, down = dict(scope), dict(scope)
-        up[name] = scope[name] * math.exp(step)
-        down[name] = scope[name] * math.exp(-step)
-        columns.append([(residual_at(lhs, rhs, up) - residual_at(lhs, rhs, down)) / (2 * step)
-                        for lhs, rhs in equations])
-    jacobian = np.array(columns).T
-    if not np.all(np.isfinite(jacobian)):
-        return []
-    _, singular, vt = np.linalg.svd(jacobian)
-    if (singular.size < len(names)
-            or singular[-1] <= threshold * max(singular[0], np.finfo(float).tiny)):
-        null = vt[-1]
-        weight = np.abs(null)
-        return [n for n, w in zip(names, weight, strict=True)
-                if w > BLOCK.flat_share * weight.max()]
-    return []
-

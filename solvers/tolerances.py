@@ -207,17 +207,12 @@ class BlockOptions:
     polish_above : a torn solution whose block residual exceeds this is refined on all
         the block's relations at once (Newton, started at the solution).
     distinct_rtol : solutions closer than this (relative, in every quantity) are one.
-    flat_step : step in ln x of the central differences of the log-space Jacobian that
-        decides whether the block is flat at a solution.
-    flat_rtol : a singular value below this times the largest counts as zero (flat).
     flat_share : a quantity is named free when its share of the flat direction is above
         this fraction of the largest share.
     """
 
     polish_above: float = 1e-13
     distinct_rtol: float = 1e-7
-    flat_step: float = 1e-5
-    flat_rtol: float = 1e-6
     flat_share: float = 0.05
 
 

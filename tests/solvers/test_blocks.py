@@ -1,15 +1,17 @@
 """Simultaneous blocks: the strategy that solved them, and what the derivation says."""
 
-
 import pytest
+import sympy
 from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.execute import compile_plan
 from chalk.solvers.plan import make_plan
+from chalk.solvers.rank import flat_at
 from chalk.solvers.strategies import Search, search_range
 from chalk.symbolic.errors import NoSolution, SearchFailed
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition
 from chalk.symbolic.variables import Variable
+from synthetic_models import synthetic_model
 
 from chalk import solve
 
@@ -108,3 +110,38 @@ def test_only_a_complete_search_may_claim_there_is_no_solution():
     # either, but multi-start only fails to find one, and says so.
     with pytest.raises(SearchFailed, match="but one may exist"):
         solve(["x", "y", "z"], {"p": 1, "q": 1, "r": 10}, ["none"], model=_squares_model())
+
+
+def _nearly_parallel_model(eps):
+    """a = x + y and b = x + (1 + eps)·y: two sums whose rows differ by ``eps``."""
+    return synthetic_model(["a", "b", "x", "y", "t"], [
+        ("sum_a", lambda s: s["a"], lambda s: s["x"] + s["y"]),
+        ("sum_b", lambda s: s["b"], lambda s: s["x"] + (1 + eps) * s["y"]),
+        ("t", lambda s: s["t"], lambda s: s["x"] * s["y"] ** 2),
+    ])
+
+
+def test_flatness_at_a_solution_is_told_from_ill_conditioning():
+    # At x = y = 1 the log-space rows are (1, 1)/4 and (1, 1 + eps)/(2(2 + eps)): the
+    # larger singular value is about 1/2 and their product (the determinant) eps/16, so
+    # the smaller is about eps/8, a ratio of eps/4 to the larger. With exact gradients
+    # eps = 1e-7 (ratio 2.5e-8) is a genuine if small sensitivity; eps = 0 is flat along
+    # x - y, which moves both quantities equally.
+    values = {"a": 2.0, "x": 1.0, "y": 1.0}
+    regular = _nearly_parallel_model(sympy.Rational(1, 10**7))
+    assert flat_at(regular, ["sum_a", "sum_b"], {**values, "b": 2 + 1e-7}, ["x", "y"]) == []
+    flat = _nearly_parallel_model(0)
+    assert flat_at(flat, ["sum_a", "sum_b"], {**values, "b": 2.0}, ["x", "y"]) == ["x", "y"]
+
+
+def test_an_ill_conditioned_block_is_answered_not_called_flat():
+    # Regression: flatness was judged on central differences at 1e-6 of the largest
+    # singular value, so this block (ratio 2.5e-8, see above) was taken for a family and
+    # t refused as "any value the relations allow" (probe seed 5706 of the whole model:
+    # a sum of layers with a two-layer dense part). By hand: with a = 2 and
+    # b = 2 + 1e-7, (b - a) = eps·y gives y = 1, then x = a - y = 1 and t = x·y^2 = 1.
+    model = _nearly_parallel_model(sympy.Rational(1, 10**7))
+    s = solve("t", {"a": 2, "b": 2 + 1e-7}, ["none"], model=model)
+    # the conditioning (2e7) costs digits: 1e-16 rounding in b becomes about 1e-9 in y
+    assert s.value("t") == pytest.approx(1.0, rel=1e-6)
+    assert "ill-conditioned" in s.derivation.steps[0].note
