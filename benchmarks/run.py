@@ -412,6 +412,8 @@ def bench_round_trips(examples: int = 10_000) -> dict:
         except ChalkError as exc:
             counts["round trip declined"] += 1
             declined[type(exc).__name__] += 1
+            if type(exc).__name__ == "NoSolution":  # false at a consistent state: list it
+                failures.append((topic, i, f"NoSolution: {exc.message[:160]}"))
         try:
             consistency(state, i, model)
             counts["perturbation caught"] += 1

@@ -46,20 +46,3 @@ def test_minimal_pin_sets_that_determine_a_target_are_answered():
     assert not refused, refused
     determined = len(results) - several
     assert answered >= 0.95 * determined, f"{answered} of {determined} determined answered"
-
-
-@pytest.mark.slow
-def test_an_ambiguity_at_a_placeholder_value_is_not_hidden_by_another():
-    # Regression (1,000-probe benchmark, seed 1273): chip_flops, chip_price and n_chips
-    # cancel from train_flops_per_param, so they are held at placeholder values. At the
-    # first placeholder value a block had two physical solutions (the drawn one among them);
-    # chalk moved on to another placeholder value, where only the other solution was
-    # physical, and answered 9.898 FLOP/param/token for a drawn 4.104. Several solutions at
-    # one placeholder value now end the search: the answer is refused as ambiguous.
-    model = load_model()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        state = consistent_state(1273, model, PROBE_CONDITIONING)
-        result = probe(state, 1273, model)
-    assert result.target == "train_flops_per_param"
-    assert result.verdict in ("answered", "two solutions", "genuine refusal"), result.detail

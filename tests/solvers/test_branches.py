@@ -79,3 +79,31 @@ def test_placeholder_values_in_a_narrow_window_are_found():
     held = solution.derivation.placeholders
     assert held in (("x",), ("y",))
     assert 12000 < solution.derivation.values[held[0]] < 18000
+
+
+def _shifted_quadratic():
+    """(w + c)^2 + 6 k^2 h^2 = 5 k h (w + c), so w + c = 2kh or 3kh, and u = (w + c)/h."""
+    variables = [Variable("w", "1", "synthetic", typical=1.0, derived=True),
+                 Variable("h", "1", "synthetic", typical=1.0),
+                 Variable("k", "1", "synthetic", typical=1.0),
+                 Variable("c", "1", "synthetic", typical=1.0),
+                 Variable("u", "1", "synthetic", typical=1.0, derived=True)]
+    w, h, k, c, u = (v.symbol for v in variables)
+    return build_model(variables, [
+        Relation("shifted", (w + c) ** 2 + 6 * k ** 2 * h ** 2, 5 * k * h * (w + c),
+                 "synthetic", definition()),
+        Relation("ratio", u * h, w + c, "synthetic", definition()),
+    ])
+
+
+def test_an_ambiguity_at_a_placeholder_value_is_not_hidden_by_another():
+    # Regression (whole-model probe, seed 1273): h cancels from u = (w + c)/h, which is
+    # 2k or 3k whatever h is, so h is held at a placeholder value. With k = 1 and
+    # c = 0.0025, at h = 1 both roots (w = 1.9975 and 2.9975) are positive; at the next
+    # value tried, h = 1e-3, w = 0.002 - 0.0025 is negative and only w = 0.0005 (u = 3)
+    # is left. Moving on to that value answered u = 3 as if it were unique; both u = 2
+    # and u = 3 are possible (any h above 0.00125 has both), so the answer is refused
+    # with both.
+    with pytest.raises(AmbiguousSolution) as info:
+        solve("u", {"k": 1, "c": 0.0025}, ["none"], model=_shifted_quadratic())
+    assert sorted(v["u"] for v in info.value.solutions) == pytest.approx([2, 3], rel=1e-9)
