@@ -127,7 +127,8 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
     method = COMPLETE if complete else MULTI_START
     return StepRecord(cstep.step.relations, tuple(names), None, method,
                       inputs_of(cstep.relations, names, model),
-                      ", ".join(branch.labels) or None, note, flat=bool(flat))
+                      ", ".join(branch.labels) or None, note, flat=bool(flat),
+                      regimes=tuple(sorted(branch.regimes.items())))
 
 
 def _why_none(model: Model, cstep, env, regime) -> str:

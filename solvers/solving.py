@@ -16,9 +16,10 @@ from dataclasses import dataclass, replace
 
 from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.conflicts import inconsistency
-from chalk.solvers.execute import CompiledPlan, compile_plan, run
+from chalk.solvers.execute import CompiledPlan, compile_plan
 from chalk.solvers.flags import flags
 from chalk.solvers.pinned import Pin
+from chalk.solvers.placeholders import run
 from chalk.solvers.plan import (
     Plan,
     determined_in_every_regime,
@@ -109,6 +110,15 @@ def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | Non
         done = solve_by_regimes(model, plan, base, pins, regime, rtol, timeout, exc)
         notes = (f"solved in each combination of max() regimes: only {done.notes[0]} holds "
                  "at the solution",)
+    except InconsistentPins as exc:
+        if not (plan.placeholders and _reads_regimes(model, plan)):
+            raise
+        # A quantity held at a placeholder value can put a max() into the regime in which
+        # a cross-check fails though the pins agree; in the regime the numbers are in, that
+        # check may fix the quantity instead. Each regime on its own settles it.
+        done = solve_by_regimes(model, plan, base, pins, regime, rtol, timeout, exc)
+        notes = (f"solved in each combination of max() regimes: only {done.notes[0]} holds "
+                 "at the solution",)
     except AmbiguousSolution as exc:
         if exc.solutions or exc.count or not determined_in_every_regime(
                 model, plan.pinned, plan.targets):
@@ -142,6 +152,11 @@ def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | Non
     found = flags(model, done.values, lambda n: n not in plan.placeholders
                   and n not in plan.provisional)
     return replace(done, notes=notes, flags=found)
+
+
+def _reads_regimes(model: Model, plan: Plan) -> bool:
+    """Whether a relation the plan solves with or checks has max()/min() regimes."""
+    return any(model.relations[r].has_regimes() for r in plan.relations)
 
 
 def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
@@ -257,11 +272,7 @@ def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index:
     computed through a cancelling difference (a small term got by subtracting two large
     ones) turns that tolerance into a larger gap, which is no conflict. At least 1.
     """
-    def signed(record):  # the check's difference, with its sign
-        scale = max(abs(record.lhs), abs(record.rhs))
-        return 0.0 if scale == 0 else (record.lhs - record.rhs) / scale
-
-    start = signed(check)
+    start = check.signed
     gain = 1.0
     step = PINS.gain_step
     for name, value in base.items():
@@ -273,7 +284,7 @@ def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index:
             _, _, trial = run(compiled, moved, regime, choices)
         except ChalkError:
             continue
-        gain = max(gain, abs(signed(trial[index]) - start) / step)
+        gain = max(gain, abs(trial[index].signed - start) / step)
     return gain
 
 
@@ -396,6 +407,9 @@ def check_fixed_at_solution(model: Model, plan: Plan, values: Mapping[str, float
     unknowns = set(plan.computed) | set(plan.placeholders)
     chosen = {}
     for record in records:
+        if record.regimes:
+            chosen.update(record.regimes)
+            continue
         for r in record.relations:
             for label, _ in model.relations[r].regimes:
                 if record.regime and label in record.regime.split(", "):

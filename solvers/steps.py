@@ -42,6 +42,9 @@ class StepRecord:
     formula: str = ""
     template: str = ""
     flat: bool = False  # a block left free along a direction (one point of a family kept)
+    # (relation, regime label) of each max()/min() of a block: ``regime`` lists the labels
+    # alone, which two relations with the same labels (compute-bound, ...) make ambiguous
+    regimes: tuple[tuple[str, str], ...] = ()
 
     @property
     def closed_form(self) -> bool:
@@ -103,6 +106,12 @@ class CheckRecord:
 
     def ok(self, rtol: float) -> bool:
         return self.difference <= rtol * max(1.0, self.gain)
+
+    @property
+    def signed(self) -> float:
+        """The relative difference with its sign: ``(lhs - rhs) / max(|lhs|, |rhs|)``."""
+        scale = max(abs(self.lhs), abs(self.rhs))
+        return 0.0 if scale == 0 else (self.lhs - self.rhs) / scale
 
 
 def inputs_of(relations, solved, model) -> tuple[str, ...]:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from chalk.solvers.blocks import run_block, set_aside
-from chalk.solvers.execute import CompiledPlan, placeholder_values, run_numeric
+from chalk.solvers.execute import CompiledPlan, run_numeric
+from chalk.solvers.placeholders import placeholder_values
 from chalk.solvers.steps import physical, regime_for
 from chalk.solvers.strategies import NEWTON_MULTI_START, search_range
 from chalk.solvers.tolerances import BLOCK, SCAN, STEPS

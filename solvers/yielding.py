@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from chalk.solvers.execute import compile_plan, run
+from chalk.solvers.execute import compile_plan
 from chalk.solvers.pinned import Layer, Pin
+from chalk.solvers.placeholders import run
 from chalk.solvers.plan import analyse_pins, make_plan
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import ChalkError

@@ -7,6 +7,7 @@ import sympy
 from chalk.solvers.execute import compile_plan
 from chalk.solvers.plan import make_plan
 from chalk.solvers.vectorised import evaluate
+from chalk.symbolic.errors import InconsistentPins
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition
 from chalk.symbolic.variables import Variable
@@ -112,3 +113,66 @@ def test_a_target_no_regime_fixes_is_left_open_without_trying_each():
     assert not plan.determined and plan.regime == ()
     assert plan.undetermined == ("test_fast_path",)
     assert ("test_first_arrival",) in plan.completions
+
+
+def _two_steps_model():
+    """A normal and a fast step, each max(compute, memory) with the same regime labels,
+    sharing the compute and KV time per sequence; the price ratio of the two ties their
+    step times together (the lecture's fast mode, in miniature)."""
+    names = ["st", "stf", "tc", "tm", "tcf", "tmf", "cs", "kv", "tkv", "w", "b", "bf", "r",
+             "pr", "cost", "costf", "p"]
+    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in names]
+    y = {v.name: v.symbol for v in variables}
+
+    def relation(name, lhs, rhs, **more):
+        return Relation(name, lhs, rhs, "synthetic", definition(), **more)
+
+    def step(name, total, compute, memory):
+        return relation(name, y[total], sympy.Max(y[compute], y[memory]),
+                        regimes=(("compute-bound", y[compute]), ("memory-bound", y[memory])))
+
+    return build_model(variables, [
+        step("step", "st", "tc", "tm"),
+        relation("comp", y["tc"], y["b"] * y["cs"]),
+        relation("mem", y["tm"], y["tkv"] + y["w"]),
+        relation("kvf", y["tkv"], y["b"] * y["kv"]),
+        step("stepf", "stf", "tcf", "tmf"),
+        relation("compf", y["tcf"], y["bf"] * y["cs"]),
+        relation("memf", y["tmf"], y["w"] + y["bf"] * y["kv"]),
+        relation("ratio", y["bf"], y["r"] * y["b"]),
+        relation("cost_rel", y["cost"], y["p"] * y["st"] / y["b"]),
+        relation("costf_rel", y["costf"], y["p"] * y["stf"] / y["bf"]),
+        relation("price", y["cost"] * y["pr"], y["costf"]),
+    ])
+
+
+def test_a_check_failing_at_a_placeholder_value_is_settled_regime_by_regime():
+    # Regression (whole-model probe, seed 4314: cost_per_token refused with pins that
+    # "disagree" in t_memory_fast). By hand, with b = 10, r = 0.5, w = 2, p = 1,
+    # stf = 5.5, pr = 1.1: bf = r b = 5, and the price ratio gives
+    # cost = p stf / (bf pr) = 1 and st = cost b / p = 10. The plan holds tcf at a
+    # placeholder (it cancels from cost in the mixture of regimes); at tcf = 1 the normal
+    # step is memory-bound (tm = 10) and the check stf = max(tcf, tmf) fails, 5.5
+    # against 6. In the regime the numbers are in (normal step compute-bound, fast step
+    # memory-bound) everything is fixed: tc = st = 10, cs = 1, tcf = 5, tmf = stf = 5.5,
+    # kv = (5.5 - 2)/5 = 0.7, tkv = 7, tm = 9 (below 10, as compute-bound requires).
+    # Also a regression: the two steps share their labels, and the block's record gave
+    # both relations the last label it listed, so tc was judged free at the solution.
+    pins = {"stf": 5.5, "w": 2, "r": 0.5, "pr": 1.1, "b": 10, "p": 1}
+    s = solve("cost", pins, ["none"], model=_two_steps_model())
+    assert s.value("cost") == pytest.approx(1.0, rel=1e-9)
+    values = s.derivation.values
+    assert values["tm"] == pytest.approx(9.0, rel=1e-9)
+    assert values["tcf"] == pytest.approx(5.0, rel=1e-9)
+    assert "only step: compute-bound, stepf: memory-bound holds" in s.derivation.text()
+
+
+def test_pins_that_disagree_in_every_regime_are_still_reported():
+    # With pr = 2 instead: cost = 5.5/(5 x 2) = 0.55 and st = 5.5. Compute-bound, cs =
+    # 0.55 and tcf = 2.75, so the fast step must be memory-bound (tmf = 5.5, kv = 0.7) and
+    # then tm = 9 > st: not compute-bound. Memory-bound, tm = 5.5 gives kv = 0.35 and
+    # tmf = 3.75 < 5.5, so the fast step is compute-bound: tcf = 5.5, cs = 1.1 and
+    # tc = 11 > st. No regime holds: the disagreement stands.
+    pins = {"stf": 5.5, "w": 2, "r": 0.5, "pr": 2, "b": 10, "p": 1}
+    with pytest.raises(InconsistentPins):
+        solve("cost", pins, ["none"], model=_two_steps_model())
