@@ -262,19 +262,29 @@ def _domain_edge(f, inside: float, outside: float, steps: int = SCAN.edge_bisect
     return inside
 
 
+def _in_logs(residuals: Callable[..., list[float]], names: Sequence[str]):
+    """``residuals`` as a function of ``y = ln x`` over ``names`` (and any further
+    arguments, passed on after the values), returning an array. Off the domain a
+    relative residual is as large as it can be (1), not NaN, so an iteration can still
+    step back; ``y`` is capped at ``NEWTON.max_log`` so ``exp`` cannot overflow."""
+    def wrapped(y, *more):
+        values = {n: math.exp(min(v, NEWTON.max_log)) for n, v in zip(names, y, strict=True)}
+        return np.array([v if math.isfinite(v) else 1.0 for v in residuals(values, *more)])
+
+    return wrapped
+
+
+def _from_logs(names: Sequence[str], y) -> dict[str, float]:
+    return {n: math.exp(v) for n, v in zip(names, y, strict=True)}
+
+
 def solve_tears(residuals: Callable[[dict], list[float]], names: Sequence[str],
                 guesses: Mapping[str, float], starts: int = NEWTON.starts,
                 seed: int = NEWTON.seed) -> list[dict[str, float]]:
     """Distinct solutions of ``residuals(values) = 0`` over positive ``names``, multi-start."""
     from scipy.optimize import root
 
-    def wrapped(y):
-        values = {n: math.exp(min(v, NEWTON.max_log)) for n, v in zip(names, y, strict=True)}
-        out = residuals(values)
-        # off the domain a relative residual is as large as it can be (1), not NaN, so
-        # the iteration can still step back
-        return [v if math.isfinite(v) else 1.0 for v in out]
-
+    wrapped = _in_logs(residuals, names)
     centre = np.array([math.log(guesses.get(n, 1.0)) for n in names])
     rng = np.random.default_rng(seed)
     points = [centre] + [centre + rng.normal(0.0, NEWTON.spread, size=len(names))
@@ -288,7 +298,7 @@ def solve_tears(residuals: Callable[[dict], list[float]], names: Sequence[str],
         if np.any(np.abs(result.x) > NEWTON.max_log):
             continue  # ran off to 0 or infinity
         if max(abs(v) for v in wrapped(result.x)) < NEWTON.accept:
-            values = {n: math.exp(v) for n, v in zip(names, result.x, strict=True)}
+            values = _from_logs(names, result.x)
             if not any(all(_close(values[n], other[n]) for n in names) for other in found):
                 found.append(values)
     return found
@@ -318,9 +328,7 @@ def follow_path(residuals: Callable[[dict, dict], list[float]], names: Sequence[
         here.update(zip(moving, np.exp(low + t * (high - low)), strict=True))
         return here
 
-    def equations(y, t):
-        values = {n: math.exp(min(v, NEWTON.max_log)) for n, v in zip(names, y, strict=True)}
-        return np.array([v if math.isfinite(v) else 1.0 for v in residuals(at(t), values)])
+    equations = _in_logs(lambda values, t: residuals(at(t), values), names)
 
     y = np.array([math.log(start[n]) for n in names])
     offset = equations(y, 0.0)
@@ -342,7 +350,7 @@ def follow_path(residuals: Callable[[dict, dict], list[float]], names: Sequence[
                 return None
     if np.any(np.abs(y) > NEWTON.max_log) or np.max(np.abs(equations(y, 1.0))) >= NEWTON.accept:
         return None
-    return {n: math.exp(v) for n, v in zip(names, y, strict=True)}
+    return _from_logs(names, y)
 
 
 def solve_underdetermined(residuals: Callable[[dict], list[float]], names: Sequence[str],
@@ -352,10 +360,7 @@ def solve_underdetermined(residuals: Callable[[dict], list[float]], names: Seque
     first that reaches one within ``NEWTON.accept``)."""
     from scipy.optimize import least_squares
 
-    def wrapped(y):
-        values = {n: math.exp(min(v, NEWTON.max_log)) for n, v in zip(names, y, strict=True)}
-        return np.array([v if math.isfinite(v) else 1.0 for v in residuals(values)])
-
+    wrapped = _in_logs(residuals, names)
     for start in starts:
         y0 = np.array([math.log(start[n]) for n in names])
         result = least_squares(wrapped, y0, method="trf", xtol=NEWTON.xtol, ftol=NEWTON.xtol,
@@ -363,7 +368,7 @@ def solve_underdetermined(residuals: Callable[[dict], list[float]], names: Seque
                                max_nfev=CONTINUATION.least_squares_evaluations)
         if np.all(np.abs(result.x) <= NEWTON.max_log) and np.max(
                 np.abs(wrapped(result.x))) < NEWTON.accept:
-            return {n: math.exp(v) for n, v in zip(names, result.x, strict=True)}
+            return _from_logs(names, result.x)
     return None
 
 

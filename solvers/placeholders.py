@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 import numpy as np
 from chalk.solvers.execute import CompiledPlan, run_steps
+from chalk.solvers.paths import explore
 from chalk.solvers.steps import show
 from chalk.solvers.tolerances import STEPS
 from chalk.symbolic.errors import AmbiguousSolution, ChalkError, NoSolution, SearchFailed
@@ -133,7 +134,8 @@ def _same_at_other_placeholders(compiled: CompiledPlan, pins, regime, values,
         if choices:
             # one path through steps with several solutions: at another placeholder value
             # they may be listed in another order, so it must match one of that value's
-            others = _every_path(compiled, trial, regime)
+            paths = explore(lambda c, trial=trial: run_steps(compiled, trial, regime, c)[0])
+            others = [path.result for path in paths if path.error is None]
         else:
             try:
                 others = [run_steps(compiled, trial, regime, choices)[0]]
@@ -158,20 +160,3 @@ def _same_at_other_placeholders(compiled: CompiledPlan, pins, regime, values,
                                     "one of them", solutions=(dict(values), dict(others[0])))
         return
 
-
-def _every_path(compiled: CompiledPlan, pins, regime) -> list[dict[str, float]]:
-    """The values of every path through steps with several solutions (up to
-    ``STEPS.max_branches`` paths); paths that end in an error are left out."""
-    pending: list[dict[int, int]] = [{}]
-    out, tried = [], 0
-    while pending and tried < STEPS.max_branches:
-        choices = pending.pop(0)
-        tried += 1
-        try:
-            out.append(run_steps(compiled, pins, regime, choices)[0])
-        except AmbiguousSolution as exc:
-            if exc.step is not None and exc.count and exc.step not in choices:
-                pending.extend({**choices, exc.step: k} for k in range(exc.count))
-        except ChalkError:
-            continue
-    return out

@@ -18,6 +18,7 @@ from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.conflicts import inconsistency
 from chalk.solvers.execute import CompiledPlan, compile_plan
 from chalk.solvers.flags import flags
+from chalk.solvers.paths import explore
 from chalk.solvers.pinned import Pin
 from chalk.solvers.placeholders import run
 from chalk.solvers.plan import (
@@ -171,29 +172,19 @@ def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
     target are an ambiguity; when they all give the same targets, the first is kept.
     """
     compiled = compile_plan(model, plan, timeout)
-    pending: list[dict[int, int]] = [{}]
     survivors: list[Computed] = []
     failures: list[tuple[dict[int, int], ChalkError]] = []
     forks: dict[int, AmbiguousSolution] = {}  # step index -> the ambiguity it raised
-    while pending:
-        choices = pending.pop(0)
-        try:
-            survivors.append(_run_once(model, plan, compiled, base, pins, regime, rtol,
-                                       choices))
-        except AmbiguousSolution as exc:
-            if exc.step is None or exc.step in choices or not exc.count or (
-                    len(failures) + len(survivors) + len(pending) + exc.count
-                    > STEPS.max_branches):
-                if not choices:
-                    raise
-                failures.append((choices, exc))
-                continue
-            forks.setdefault(exc.step, exc)
-            pending.extend({**choices, exc.step: k} for k in range(exc.count))
-        except ChalkError as exc:
-            if not choices:
-                raise
-            failures.append((choices, exc))
+    for path in explore(lambda choices: _run_once(model, plan, compiled, base, pins, regime,
+                                                  rtol, choices)):
+        if path.error is None:
+            survivors.append(path.result)
+        elif path.forked:
+            forks.setdefault(path.error.step, path.error)
+        elif not path.choices:
+            raise path.error
+        else:
+            failures.append((path.choices, path.error))
     unsettled = [exc for _, exc in failures if not _rules_out(exc)]
     if unsettled:
         # a path that is itself ambiguous, or whose search failed without proving that
