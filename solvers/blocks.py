@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from chalk.solvers import numeric
-from chalk.solvers.rank import flat_at
+from chalk.solvers.at_solution import flat_at
 from chalk.solvers.reference import reference_point
 from chalk.solvers.steps import StepRecord, guards_hold, inputs_of, physical, show
 from chalk.solvers.strategies import NEWTON_MULTI_START, Search, search_range
@@ -29,7 +29,7 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
     A block whose equations are flat along some direction at the solution (the pins
     fix only a combination of some of its quantities) keeps one solution of that
     family and says so; whether a target depends on the flat direction is decided at
-    the solution by the caller (solvers.rank.open_at), not here. Several distinct
+    the solution by the caller (solvers.at_solution.open_at), not here. Several distinct
     solutions raise :class:`AmbiguousSolution` with their count, unless ``pick`` says
     which one to keep (in the order they are listed).
     """

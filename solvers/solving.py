@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from chalk.solvers.at_solution import open_at
 from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.conflicts import inconsistency
 from chalk.solvers.execute import CompiledPlan, compile_plan
@@ -28,7 +29,6 @@ from chalk.solvers.plan import (
     regime_mapping,
     regime_plans,
 )
-from chalk.solvers.rank import open_at
 from chalk.solvers.steps import CheckRecord, StepRecord
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS, STEPS

@@ -105,7 +105,7 @@ def scan(branch, env: dict, name: str, span: tuple[float, float], guess: float) 
     if not roots:
         # A residual that is zero wherever it is defined: any value of the tear
         # satisfies the block. Hold the tear at its guess; whether anything asked for
-        # depends on it is decided at the solution (solvers.rank.open_at).
+        # depends on it is decided at the solution (solvers.at_solution.open_at).
         probe = [f(g) for g in np.linspace(math.log(low), math.log(high), SCAN.flat_points)]
         finite = [abs(v) for v in probe if math.isfinite(v)]
         if finite and max(finite) < SCAN.flat_below:

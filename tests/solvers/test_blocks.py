@@ -2,10 +2,10 @@
 
 import pytest
 import sympy
+from chalk.solvers.at_solution import flat_at
 from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.execute import compile_plan
 from chalk.solvers.plan import make_plan
-from chalk.solvers.rank import flat_at
 from chalk.solvers.strategies import Search, search_range
 from chalk.symbolic.errors import NoSolution, SearchFailed
 from chalk.symbolic.model import build_model
