@@ -48,17 +48,8 @@ def run(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = 
     Quantities that cancel are held at placeholder values; if the steps have no
     physical solution at one placeholder value (a sum whose parts must fit inside a
     pinned total, say), other values are tried, since any feasible one gives the same
-    answers. A step with several discrete solutions raises
-    :class:`AmbiguousSolution` with its index and their count, unless ``choices``
-    (step index to solution index, in the order the step lists them) says which to
-    follow.
-
-    Returns
-    -------
-    values : dict of name to float
-        Pins, placeholders and every computed quantity.
-    records : list of StepRecord
-    checks : list of CheckRecord
+    answers. ``choices`` and what is returned (values, step records, check records) are
+    as for :func:`chalk.solvers.execute.run_steps`, run at the placeholder values kept.
     """
     choices = choices or {}
     if not compiled.plan.placeholders:
