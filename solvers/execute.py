@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 from chalk.solvers import numeric
-from chalk.solvers.blocks import run_block
+from chalk.solvers.blocks import MULTI_START, run_block
 from chalk.solvers.conditioning import check as conditioning_check
 from chalk.solvers.plan import Plan, Step, make_plan
 from chalk.solvers.steps import (
@@ -36,7 +36,7 @@ from chalk.solvers.strategies import search_range
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT, Candidate, branches, solve_relation
 from chalk.solvers.tearing import tear
 from chalk.solvers.tolerances import STEPS
-from chalk.symbolic.errors import AmbiguousSolution, NoSolution
+from chalk.symbolic.errors import AmbiguousSolution, NoSolution, SearchFailed
 from chalk.symbolic.evaluate import compile_expr
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import plain
@@ -178,6 +178,11 @@ def run_steps(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | N
             if exc.count and exc.step is None:
                 exc.step = index
             raise
+        except NoSolution as exc:
+            unproven = _searched_upstream(model, cstep, records)
+            if unproven is not None and not isinstance(exc, SearchFailed):
+                exc.after_search = unproven.variables
+            raise
     checks = []
     for relation, lhs, rhs in compiled.checks:
         with np.errstate(all="ignore"):
@@ -187,6 +192,24 @@ def run_steps(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | N
         checks.append(CheckRecord(relation.name, left, right, difference))
     values = {k: v for k, v in env.items() if k in model.variables}
     return values, records, checks
+
+
+def _searched_upstream(model: Model, cstep: CompiledStep, records) -> StepRecord | None:
+    """The nearest earlier step feeding ``cstep`` (directly or through other steps) whose
+    solution a search did not prove unique; ``None`` if every one was."""
+    made_by = {v: record for record in records for v in record.variables}
+    frontier = list(inputs_of(cstep.relations, cstep.step.variables, model))
+    seen: set[str] = set()
+    while frontier:
+        name = frontier.pop(0)
+        if name in seen or name not in made_by:
+            continue
+        seen.add(name)
+        record = made_by[name]
+        if record.method == MULTI_START:
+            return record
+        frontier.extend(record.inputs)
+    return None
 
 
 def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> StepRecord:

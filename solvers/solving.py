@@ -182,7 +182,7 @@ def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
         elif path.forked:
             forks.setdefault(path.error.step, path.error)
         elif not path.choices:
-            raise path.error
+            raise _as_proven(path.error)
         else:
             failures.append((path.choices, path.error))
     unsettled = [exc for _, exc in failures if not _rules_out(exc)]
@@ -195,7 +195,7 @@ def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
         # agreeing is the one meant, and its disagreement the one to report
         disagreements = [e for _, e in failures if isinstance(e, InconsistentPins)]
         raise min(disagreements, key=lambda e: e.difference) if disagreements \
-            else failures[0][1]
+            else _as_proven(failures[0][1])
     distinct: list[Computed] = []
     for entry in survivors:
         if not any(_same_targets(plan.targets, entry.values, other.values) for other in distinct):
@@ -233,6 +233,17 @@ def _run_once(model, plan, compiled, base, pins, regime, rtol, choices) -> Compu
             raise inconsistency(model, check, pins, plan)
     check_fixed_at_solution(model, plan, values, records, regime)
     return Computed(plan, compiled, values, tuple(records), tuple(checks))
+
+
+def _as_proven(exc: ChalkError) -> ChalkError:
+    """The error to report for the question: "no solution" found downstream of a search
+    that was not complete becomes a search that failed (another of its solutions may
+    lead to one), though it rules out the path it ended."""
+    if isinstance(exc, NoSolution) and not isinstance(exc, SearchFailed) and exc.after_search:
+        return SearchFailed(exc.name, f"{exc.reason}, with the values of "
+                            f"{', '.join(exc.after_search)} that a multi-start search found "
+                            "(it may have others); pin one of them")
+    return exc
 
 
 def _rules_out(exc: ChalkError) -> bool:

@@ -258,10 +258,16 @@ class RangeDisagrees(ChalkError, ValueError):
 
 @dataclass(eq=False)
 class NoSolution(ChalkError, ValueError):
-    """The pins admit no physical value for a quantity (e.g. every root negative)."""
+    """The pins admit no physical value for a quantity (e.g. every root negative).
+
+    ``after_search`` names the quantities of an earlier step that this one was computed
+    from and that a search did not prove unique: then "none" holds only for the values
+    that search found, which rules out that path but proves nothing about the question.
+    """
 
     name: str
     reason: str
+    after_search: tuple[str, ...] = ()
 
     @property
     def message(self) -> str:

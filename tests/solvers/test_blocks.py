@@ -16,7 +16,7 @@ from synthetic_models import synthetic_model
 from chalk import solve
 
 
-def _squares_model():
+def _squares_model(*more):
     """x^2 + y^2 = p, y^2 + z^2 = q, z^2 + x^2 = r.
 
     Solved for any one of its quantities each relation has two roots (plus and minus a
@@ -33,7 +33,26 @@ def _squares_model():
         Relation("sum_yz", q, y ** 2 + z ** 2, "synthetic", definition()),
         Relation("sum_zx", r, z ** 2 + x ** 2, "synthetic", definition()),
     ]
-    return build_model(variables, relations)
+    extra = [Variable(n, "1", "synthetic", typical=1.0) for n in ("w", "c") if more]
+    w, c = (v.symbol for v in extra) if more else (None, None)
+    relations += [Relation(name, lhs(x, w), rhs(x, c), "synthetic", definition())
+                  for name, lhs, rhs in more]
+    return build_model(variables + extra, relations)
+
+
+@pytest.mark.slow  # forked sympy solves of synthetic blocks: seconds
+def test_no_solution_after_a_multi_start_block_is_not_claimed():
+    # Regression (10,000 round trips, whole knowledge base, seeds 995 and 7811): a step
+    # after a block solved by multi-start had no physical value, and chalk said "no
+    # physical value" though the block's search may have missed the solution that
+    # leads to one. Here x = 1 (x^2 = (5 - 13 + 10)/2) and w = c - x = 0.5 - 1 < 0: the
+    # failure stands, but as a search that failed, naming the block's quantities.
+    model = _squares_model(("gap", lambda x, w: w + x, lambda x, c: c))
+    with pytest.raises(NoSolution) as info:
+        solve("w", {"p": 5, "q": 13, "r": 10, "c": 0.5}, ["none"], model=model)
+    assert isinstance(info.value, SearchFailed)
+    assert "that a multi-start search found" in info.value.message
+    assert "x" in info.value.message.split("with the values of ", 1)[1]
 
 
 @pytest.mark.slow  # forked sympy solves of synthetic blocks: seconds
