@@ -36,27 +36,23 @@ def flat_at(model: Model, relations: Sequence[str], values: Mapping[str, float],
         return []
     if not rows.size or not np.all(np.isfinite(rows)):
         return []
-    _, singular, vt = np.linalg.svd(rows)
-    largest = singular[0] if singular.size else 0.0
-    rank = int(np.sum(singular > RANK.rtol_at * largest)) if largest else 0
-    if rank >= len(names):
+    null = _null_directions(rows)
+    if not null.size:
         return []
-    weight = np.max(np.abs(vt[rank:]), axis=0)
+    weight = np.max(np.abs(null), axis=0)
     return [n for n, w in zip(names, weight, strict=True) if w > BLOCK.flat_share * weight.max()]
 
 
 def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
             unknowns: Iterable[str], targets: Iterable[str],
-            regimes: Mapping[str, str] | None = None,
-            rtol: float = RANK.rtol_at) -> tuple[str, ...]:
+            regimes: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Targets that ``relations`` leave open at a solution ``values`` (base units).
 
     The relations' log-space Jacobian is taken at the solution itself, each max() or
     min() in the regime the numbers put it in (or the one ``regimes`` names for it, as
     at a balance point where both hold), over ``unknowns`` (what was computed, and any
     placeholders); a target moved by a direction of its null space is not fixed there,
-    however the plan found it. ``rtol``: singular values below it times the largest
-    count as zero.
+    however the plan found it.
     """
     names = sorted(unknowns)
     if not names:
@@ -65,11 +61,17 @@ def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
     rows = log_jacobian_at(model, relations, values, names, regimes, skip_undefined=True)
     if not len(rows):
         return tuple(t for t in targets if t in index)
-    _, singular, vt = np.linalg.svd(rows)
-    largest = singular[0] if singular.size else 0.0
-    rank = int(np.sum(singular > rtol * largest)) if largest else 0
-    null = vt[rank:]
+    null = _null_directions(rows)
     if not null.size:
         return ()
     return tuple(t for t in targets if t in index
                  and float(np.max(np.abs(null[:, index[t]]))) > RANK.null_component)
+
+
+def _null_directions(rows: np.ndarray) -> np.ndarray:
+    """Unit vectors spanning the null space of ``rows`` (one per row of the result):
+    singular values below ``RANK.rtol_at`` times the largest count as zero."""
+    _, singular, vt = np.linalg.svd(rows)
+    largest = singular[0] if singular.size else 0.0
+    rank = int(np.sum(singular > RANK.rtol_at * largest)) if largest else 0
+    return vt[rank:]

@@ -5,7 +5,7 @@ evaluators) and cached; running it again with new pin values only evaluates.
 Each explicit step keeps the physical root (finite, positive, within the
 quantity's bounds, in a regime whose inequalities hold) and says which one it
 kept and why. Several survivors are never a silent guess: the step raises an
-ambiguity with their count, and the caller (solvers.solving) follows each one
+ambiguity with their count, and the caller (solvers.checked) follows each one
 through the rest of the plan by naming it in ``choices``.
 """
 

@@ -121,7 +121,6 @@ def _generic_weight(relation: str, name: str) -> float:
 
 
 @lru_cache(maxsize=4096)
-@lru_cache(maxsize=4096)  # compiled once per relation and regime, not once per point
 def relation_gradients(relation, regime: str | None = None) -> tuple:
     """Value-and-gradient evaluators of a relation's two sides: in the regime named, or
     else in whichever argument of a max/min is larger (smaller) where it is evaluated."""

@@ -28,124 +28,15 @@ about as much as its number of entries.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 from chalk.solvers.jacobian import LogRow, Number, log_rows
+from chalk.solvers.reduction import ReducedRow
 from chalk.solvers.tolerances import RANK
 from chalk.symbolic.model import Model
-
-
-class _Row:
-    """A row being reduced: exact as integers over one denominator, else floats.
-
-    An exact row's value in column ``c`` is ``entries[c] / den`` (kept in lowest
-    terms), so elimination is integer arithmetic with one gcd per row operation
-    rather than a fraction per entry. A floating-point row keeps, per entry, the
-    largest magnitude that went into it (``sizes``): a difference counts as zero when
-    it is below ``RANK.rtol`` times that, so cancellation is told from rounding entry
-    by entry, and an entry that is merely small beside the rest of its row (a sum
-    whose terms nearly balance at the reference point) is kept.
-    """
-
-    __slots__ = ("entries", "den", "exact", "sizes")
-
-    def __init__(self, entries: dict, den: int, exact: bool, sizes: dict | None = None):
-        self.entries, self.den, self.exact, self.sizes = entries, den, exact, sizes
-
-    @classmethod
-    def of(cls, row: LogRow) -> _Row:
-        if row.exact:
-            entries, den = row.integers
-            return cls(dict(entries), den, True)
-        entries = {c: float(v) for c, v in row.entries.items()}
-        return cls(entries, 1, False, {c: abs(v) for c, v in entries.items()})
-
-    def value(self, column: str) -> Number:
-        return Fraction(self.entries[column], self.den) if self.exact else self.entries[column]
-
-    def values(self) -> dict[str, Number]:
-        """The row as ``{column: Fraction or float}``."""
-        return {c: self.value(c) for c in self.entries}
-
-    def to_float(self) -> None:
-        if self.exact:
-            den = self.den
-            self.entries = {c: v / den for c, v in self.entries.items()}
-            self.sizes = {c: abs(v) for c, v in self.entries.items()}
-            self.exact, self.den = False, 1
-
-    def normalise(self, pivot: str) -> None:
-        """Scale the row so that its ``pivot`` entry is one."""
-        if self.exact:
-            self.den = self.entries[pivot]
-            if self.den < 0:
-                self.den = -self.den
-                self.entries = {c: -v for c, v in self.entries.items()}
-            return
-        inverse = 1.0 / self.entries[pivot]
-        self.entries = {c: v * inverse for c, v in self.entries.items()}
-        self.entries[pivot] = 1.0
-        factor = abs(inverse)
-        self.sizes = {c: v * factor for c, v in self.sizes.items()}
-
-    def eliminate(self, column: str, source: _Row) -> list[str]:
-        """Remove ``column`` from this row with ``source`` (normalised on ``column``);
-        returns the other columns that became zero. ``column`` itself is dropped."""
-        if self.exact and source.exact:
-            return self._eliminate_exact(column, source)
-        self.to_float()
-        factor = self.entries.pop(column)
-        self.sizes.pop(column, None)
-        entries, sizes, rtol = self.entries, self.sizes, RANK.rtol
-        if source.exact:
-            inverse = 1.0 / source.den
-            source_sizes = None
-        else:
-            inverse, source_sizes = 1.0, source.sizes
-        vanished = []
-        for c, v in source.entries.items():
-            if c == column:
-                continue
-            delta = factor * (v * inverse)
-            size = max(sizes.get(c, 0.0), abs(delta) if source_sizes is None
-                       else abs(factor) * source_sizes[c])
-            new = entries.get(c, 0.0) - delta
-            if abs(new) <= rtol * size:
-                entries.pop(c, None)
-                sizes.pop(c, None)
-                vanished.append(c)
-            else:
-                entries[c] = new
-                sizes[c] = size
-        return vanished
-
-    def _eliminate_exact(self, column: str, source: _Row) -> list[str]:
-        # self/d - (t/d)(s/e) = (self*e - t*s) / (d*e), with the source's pivot s_c = e
-        t, e = self.entries.pop(column), source.den
-        mine = self.entries
-        if e != 1:
-            mine = {c: v * e for c, v in mine.items()}
-        vanished = []
-        for c, v in source.entries.items():
-            if c == column:
-                continue
-            new = mine.get(c, 0) - t * v
-            if new:
-                mine[c] = new
-            else:
-                mine.pop(c, None)
-                vanished.append(c)
-        den = self.den * e
-        g = math.gcd(den, *mine.values())
-        if g > 1:
-            mine = {c: v // g for c, v in mine.items()}
-            den //= g
-        self.entries, self.den = mine, den
-        return vanished
 
 
 @dataclass(frozen=True)
@@ -366,7 +257,7 @@ class _Reduced:
 def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
     """Sparse Gauss-Jordan elimination of ``sequence``'s rows; ``fixed`` columns are
     carried along but never pivots."""
-    pivots: dict[str, _Row] = {}
+    pivots: dict[str, ReducedRow] = {}
     solved_by: dict[str, str] = {}
     occurs: dict[str, set[str]] = {}  # non-pivot column -> pivots whose rows hold it
     dependent: list[tuple[str, dict[str, Number]]] = []
@@ -377,7 +268,7 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
         seen_unknowns.update(model.variables_in(relation) - fixed)
         if not source.entries:
             continue
-        row = _Row.of(source)
+        row = ReducedRow.of(source)
         for column in [c for c in row.entries if c in pivots]:
             if column in row.entries:
                 row.eliminate(column, pivots[column])

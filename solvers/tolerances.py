@@ -268,7 +268,7 @@ class ConditioningOptions:
 
 @dataclass(frozen=True)
 class PinOptions:
-    """Agreement between pins (solvers.solving, solvers.yielding).
+    """Agreement between pins (solvers.checked, solvers.yielding).
 
     agreement_rtol : default relative tolerance of a cross-check between pins: public
         figures are rounded, so pins within 1% agree.
@@ -276,7 +276,7 @@ class PinOptions:
         determine it only if they roughly agree with it (relative); otherwise the
         disagreement is reported.
     gain_step : the step in ln(pin) by which a failing cross-check's sensitivity to each
-        pin is measured (solvers.solving.check_gain).
+        pin is measured (solvers.checked.check_gain).
     """
 
     agreement_rtol: float = 1e-2
