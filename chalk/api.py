@@ -17,7 +17,7 @@ from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
 from chalk.solvers.derivation import Derivation
 from chalk.solvers.flags import reported
 from chalk.solvers.pinned import Pin
-from chalk.solvers.pins import ResolvedPins, resolve_pins
+from chalk.solvers.pins import ResolvedPins, read_value, resolve_pins
 from chalk.solvers.plan import Plan, make_plan
 from chalk.solvers.ranged_pins import judge_ranges, set_aside_ranges
 from chalk.solvers.solving import compute
@@ -75,6 +75,17 @@ class Solution:
     def results(self) -> dict:
         """The targets as pint Quantities."""
         return {t: self[t] for t in self.targets}
+
+    def base_value(self, name: str) -> float | None:
+        """A quantity's answer in base units, or None if this solution does not fix it
+        (not computed, or resting on a placeholder value)."""
+        variable = self.derivation.model.variable(name)
+        if variable.name in self._override:
+            return self._override[variable.name]
+        if (variable.name not in self.derivation.values
+                or not self.derivation.determined(variable.name)):
+            return None
+        return float(self.derivation.values[variable.name])
 
     def value(self, name: str, unit: str | None = None) -> float:
         """A determined quantity as a float, in ``unit`` or its declared unit."""
@@ -323,6 +334,9 @@ class Prepared:
         Ranged or distributed pins that the other pins determine, set aside: the plan
         derives them, and each range is judged against that
         (:func:`chalk.solvers.ranged_pins.judge_ranges`).
+    value_sensitive : frozenset of str
+        Pins whose values decided whether a lower-layer value gave way: with another
+        value of one of them the question must be prepared again.
     """
 
     model: Model
@@ -334,6 +348,7 @@ class Prepared:
     stated: Mapping[str, Pin]
     reported: tuple[tuple[str, str], ...] = ()
     range_checks: Mapping[str, Pin] = field(default_factory=dict)
+    value_sensitive: frozenset[str] = frozenset()
 
 
 def _used_quantities(model: Model, plan: Plan) -> set[str]:
@@ -349,12 +364,24 @@ def _zeros_used(plan: Plan, original: Model, zeros: frozenset[str]) -> Plan:
 
 
 def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
-            drop: Iterable[str] = ()) -> Prepared:
-    """Resolve pins and plan a question (what :func:`solve` does before computing)."""
+            drop: Iterable[str] = (), values: Mapping[str, float] | None = None) -> Prepared:
+    """Resolve pins and plan a question (what :func:`solve` does before computing).
+
+    ``values`` (base units) replace the values of pins already in force, each keeping
+    its layer and source: the same question asked at another point.
+    """
     model = model if model is not None else load_model()
     names = _targets(model, targets)
     resolved = resolve(model, given, presets, names)
-    pins, notes = resolved.pins, ()
+    pins, notes, sensitive = resolved.pins, (), frozenset()
+    if values:
+        pins = dict(pins)
+        for name, value in values.items():
+            if name not in pins:
+                raise UsageError(f"{name} is not pinned in this question; pin it when "
+                                 "making the question")
+            pins[name] = moved_pin(model, pins[name], value)
+        resolved = replace(resolved, pins=pins)
     dropped = {model.variable(n).name for n in drop}
     if dropped:
         pins = {k: v for k, v in pins.items() if k not in dropped}
@@ -369,6 +396,7 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
     plan = make_plan(model, frozenset(pins), names, explain=final)
     if plan.checks:
         yielded = yield_defaults(model, pins, names)
+        sensitive |= yielded.sensitive
         if yielded.notes:
             pins, notes = yielded.pins, notes + yielded.notes
             plan = make_plan(model, frozenset(pins), names, explain=final)
@@ -386,6 +414,7 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
         plan = make_plan(model, frozenset(pins), names)
         if plan.checks:  # with the absent terms gone, more may now give way (headlines)
             yielded = yield_defaults(model, pins, names)
+            sensitive |= yielded.sensitive
             if yielded.notes:
                 pins, notes = yielded.pins, notes + yielded.notes
                 plan = make_plan(model, frozenset(pins), names)
@@ -402,7 +431,18 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
         if original is not None:
             plan = _zeros_used(plan, original, zero_pins(pins))
     return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated,
-                    extra, ranged)
+                    extra, ranged, sensitive)
+
+
+def moved_pin(model: Model, pin: Pin, value: float) -> Pin:
+    """``pin`` at another base value (keeping its layer and source), shown as such."""
+    variable = model.variables[pin.name]
+    if pin.spread is not None:
+        raise UsageError(f"{pin.name} is a range or distribution in this question; give it "
+                         "a single value when making the question to change it")
+    # read as a value the user typed: the same bounds and finiteness checks
+    base, text = read_value(variable, Q_(float(value) / variable.to_base, variable.pint_unit))
+    return replace(pin, value=base, text=text)
 
 
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
@@ -462,11 +502,22 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         under-determined (with the pins that would complete it), inconsistent
         pins (with the relation and both values), no or several physical values.
     """
-    q = prepare(targets, given, presets, model, drop)
-    options = dict(regime=regime, rtol=rtol, timeout=timeout, samples=samples, seed=seed)
+    from chalk.compiled import Options, compile_question
+
+    options = Options(regime=regime, rtol=rtol, timeout=timeout, prefer=prefer,
+                      samples=samples, seed=seed)
+    return compile_question(targets, given, presets, model=model, drop=drop,
+                            options=options).solve()
+
+
+def solve_prepared(q: Prepared, options) -> Solution:
+    """Compute a prepared question with ``options`` (:class:`chalk.compiled.Options`):
+    the one body behind every solve."""
+    kwargs = dict(regime=options.regime, rtol=options.rtol, timeout=options.timeout,
+                  samples=options.samples, seed=options.seed)
     if q.stated:
-        return _solve_stated(q, prefer, options)
-    return _solve_prepared(q, **options)
+        return _solve_stated(q, options.prefer, kwargs)
+    return _solve_prepared(q, **kwargs)
 
 
 def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT_TIMEOUT,
@@ -516,10 +567,7 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
     """
     model, names = q.model, q.targets
     derivable = {t for t in q.stated if q.plan.determines(t)}
-    pins = {**q.pins, **{t: p for t, p in q.stated.items() if t not in derivable}}
-    rest = tuple(t for t in names if t not in pins)
-    main = replace(q, pins=pins, stated={},
-                   plan=make_plan(model, frozenset(pins), rest or names))
+    main = stated_plan(q)
     failure = ""
     try:
         solution = _solve_prepared(main, **options)
@@ -548,7 +596,7 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
             verdict = (f"they agree within {format_gap(gap)}" if gap <= options["rtol"]
                        else f"they differ: {format_gap(gap)}")
             behind = q.plan.analysis.pins_behind(model, t)
-            replaced = outranked(pin, [q.pins[b] for b in behind])
+            replaced = _outranked(q, t)
             if prefer == "derived" or replaced:
                 entry["answer"] = "derived"
                 why = (f", set aside: {', '.join(behind)} determine it" if replaced
@@ -570,3 +618,31 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
     derivation = replace(solution.derivation, notes=solution.derivation.notes + tuple(notes),
                          targets=names)
     return Solution(names, derivation, solution.plan, solution.uncertainty, info, override)
+
+
+def stated_plan(q: Prepared) -> Prepared:
+    """The question as run when presets state some targets: a stated target the other
+    pins determine is solved for (its statement checks it); one they do not is taken
+    from the statement as a pin."""
+    derivable = {t for t in q.stated if q.plan.determines(t)}
+    pins = {**q.pins, **{t: p for t, p in q.stated.items() if t not in derivable}}
+    rest = tuple(t for t in q.targets if t not in pins)
+    return replace(q, pins=pins, stated={},
+                   plan=make_plan(q.model, frozenset(pins), rest or q.targets))
+
+
+def _outranked(q: Prepared, target: str) -> bool:
+    """Whether what derives a stated target comes from higher layers than the statement."""
+    behind = q.plan.analysis.pins_behind(q.model, target)
+    return outranked(q.stated[target], [q.pins[b] for b in behind])
+
+
+def stated_answers(q: Prepared, prefer: str) -> dict[str, str]:
+    """For each stated target, ``"stated"`` or ``"derived"``: which one is the answer
+    when the other pins can be solved (as :func:`solve` decides)."""
+    out = {}
+    for t in q.stated:
+        derivable = q.plan.determines(t)
+        out[t] = ("derived" if derivable and (prefer == "derived" or _outranked(q, t))
+                  else "stated")
+    return out

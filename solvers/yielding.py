@@ -26,6 +26,9 @@ class Yielded:
 
     pins: dict[str, Pin]
     notes: tuple[str, ...]
+    # pins whose values decided whether a default gave way (it yields only to pins
+    # that roughly agree with it): another value of one may change the preparation
+    sensitive: frozenset[str] = frozenset()
 
 
 def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...]) -> Yielded:
@@ -39,6 +42,7 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     """
     pins = dict(pins)
     notes = []
+    weighed = False
     over = _over_determined(model, pins, targets)
     for layer in (Layer.CONVENTIONS, Layer.PRESET):
         for name in sorted(n for n, p in pins.items() if p.layer is layer and n in over):
@@ -47,6 +51,7 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
                 continue
             without = {n: p for n, p in pins.items() if n != name}
             default = pins[name].value
+            weighed |= bool(default) and not pins[name].headline
             implied = implied_value(model, without, name) if default else None
             if pins[name].headline:
                 if implied is None:
@@ -56,7 +61,7 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
                 continue
             notes.append(_yield_note(pins[name], higher))
             pins = without
-    return Yielded(pins, tuple(notes))
+    return Yielded(pins, tuple(notes), frozenset(over) if weighed else frozenset())
 
 
 def _yield_note(pin: Pin, higher) -> str:
