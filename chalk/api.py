@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
 from chalk.solvers.derivation import Derivation
+from chalk.solvers.execute import compile_plan
 from chalk.solvers.flags import reported
 from chalk.solvers.pinned import Pin
 from chalk.solvers.pins import ResolvedPins, read_value, resolve_pins
@@ -23,7 +24,7 @@ from chalk.solvers.ranged_pins import judge_ranges, set_aside_ranges
 from chalk.solvers.solving import compute
 from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
-from chalk.solvers.uncertainty import SENSITIVITY_METHOD, Propagation, propagate
+from chalk.solvers.uncertainty import SENSITIVITY_METHOD, Propagation, elasticities, propagate
 from chalk.solvers.variants import for_pins
 from chalk.solvers.yielding import outranked, yield_defaults
 from chalk.solvers.zeros import following_pins, put_zeros, used_zeros, zero_pins
@@ -57,6 +58,7 @@ class Solution:
         self.uncertainty = uncertainty
         self.stated = dict(stated or {})  # target -> what a preset states, and the check
         self._override = dict(override or {})  # target -> base value answered instead
+        self.question = None  # the CompiledQuestion answered, set by it
 
     def __getitem__(self, name: str):
         model = self.derivation.model
@@ -75,6 +77,12 @@ class Solution:
     def results(self) -> dict:
         """The targets as pint Quantities."""
         return {t: self[t] for t in self.targets}
+
+    def elasticities(self, target: str) -> list[tuple[str, float]]:
+        """d ln(target) / d ln(pin) at this solution's pins, for every pin that moves
+        ``target``, largest first (:func:`chalk.solvers.uncertainty.elasticities`)."""
+        compiled = compile_plan(self.derivation.model, self.plan)
+        return elasticities(compiled, self.derivation.pins, target)
 
     def base_value(self, name: str) -> float | None:
         """A quantity's answer in base units, or None if this solution does not fix it
@@ -435,14 +443,12 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
 
 
 def moved_pin(model: Model, pin: Pin, value: float) -> Pin:
-    """``pin`` at another base value (keeping its layer and source), shown as such."""
+    """``pin`` at another base value (keeping its layer and source), shown as such; a
+    range or distribution moved to one value is that value."""
     variable = model.variables[pin.name]
-    if pin.spread is not None:
-        raise UsageError(f"{pin.name} is a range or distribution in this question; give it "
-                         "a single value when making the question to change it")
     # read as a value the user typed: the same bounds and finiteness checks
     base, text = read_value(variable, Q_(float(value) / variable.to_base, variable.pint_unit))
-    return replace(pin, value=base, text=text)
+    return replace(pin, value=base, text=text, spread=None)  # a ranged pin at one point
 
 
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,

@@ -128,8 +128,9 @@ class CompiledQuestion:
 
     @property
     def pins(self) -> tuple[str, ...]:
-        """The quantities whose values may be changed when asking again."""
-        return tuple(n for n, p in self.prepared.pins.items() if p.spread is None)
+        """The quantities whose values may be changed when asking again (a range or
+        distribution changed to a value is that value)."""
+        return tuple(self.prepared.pins)
 
     @cached_property
     def _main(self) -> Prepared:
@@ -175,13 +176,17 @@ class CompiledQuestion:
         """
         changes = self._changes(values or {})
         if not changes:
-            return solve_prepared(self.prepared, self.options)
-        if self._reprepare(changes):
-            return solve_prepared(self._prepared_at(changes), self.options)
-        pins = dict(self.prepared.pins)
-        for name, value in changes.items():
-            pins[name] = moved_pin(self.model, pins[name], value)
-        return solve_prepared(replace(self.prepared, pins=pins), self.options)
+            prepared = self.prepared
+        elif self._reprepare(changes):
+            prepared = self._prepared_at(changes)
+        else:
+            pins = dict(self.prepared.pins)
+            for name, value in changes.items():
+                pins[name] = moved_pin(self.model, pins[name], value)
+            prepared = replace(self.prepared, pins=pins)
+        solution = solve_prepared(prepared, self.options)
+        solution.question = self
+        return solution
 
     def evaluate(self, values: Mapping[str, object], settle: int = SETTLE) -> Evaluation:
         """The answer at many points: arrays (or scalars) of base-unit pin values.

@@ -1,9 +1,12 @@
 """A question planned and compiled once, then asked again with new numbers cheaply.
 
 ``chalk.solve`` re-reads every pin and builds a derivation each time; a
-:class:`Question` keeps the plan and the compiled closed forms and only evaluates,
-on plain numbers (in each quantity's declared unit) or numpy arrays of them. This is
-the path for scripts, sweeps and optimisers that ask the same question many times.
+:class:`Question` keeps the compiled question (:func:`chalk.compiled.compile_question`)
+and asks it again on plain numbers (in each quantity's declared unit) or numpy arrays
+of them. Each answer is the one ``chalk.solve`` gives at those values: a point the
+vectorised run cannot vouch for is solved in full, and a point ``solve`` refuses
+raises its error (a scalar call) or is NaN (an array call; :meth:`Question.refusals`
+names why).
 
 >>> from chalk import Question
 >>> q = Question("hbm_drain_time", {"hbm_capacity": "288 GB", "hbm_bandwidth": "20 TB/s"})
@@ -15,10 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from chalk.api import prepare
-from chalk.solvers.execute import compile_plan
-from chalk.solvers.vectorised import evaluate
-from chalk.symbolic.errors import UsageError
+from chalk.compiled import Options, compile_question
 
 
 class Question:
@@ -31,34 +31,38 @@ class Question:
 
     def __init__(self, targets, given=(), presets=(), *, regime: str | None = None,
                  model=None):
-        q = prepare(targets, given, presets, model)
-        model, names, pins, plan = q.model, q.targets, q.pins, q.plan
+        self._question = compile_question(targets, given, presets, model=model,
+                                          options=Options(regime=regime))
+        plan = self._question.prepared.plan
         if not plan.determined:
             raise plan.underdetermined_error()
-        self.model = model
-        self.targets = names
+        self.model = self._question.model
+        self.targets = self._question.targets
         self.regime = regime
-        self._compiled = compile_plan(model, plan)
-        self._base = {n: p.value for n, p in pins.items()}
-        self._scale = {n: model.variables[n].to_base for n in set(pins) | set(names)}
+        self._last = None
 
     @property
     def pins(self) -> tuple[str, ...]:
         """The quantities that can be changed when asking again."""
-        return tuple(self._base)
+        return self._question.pins
+
+    def refusals(self) -> dict:
+        """For the last array call: point index -> the error ``chalk.solve`` raises there."""
+        return dict(self._last.refusals) if self._last is not None else {}
 
     def __call__(self, **changes) -> dict:
-        values = dict(self._base)
+        model = self._question.model
+        scalar = all(np.ndim(v) == 0 for v in changes.values())
+        base = {}
         for name, value in changes.items():
-            if name not in self._base:
-                raise UsageError(f"{name} is not pinned in this question; pin it when making "
-                                 "the Question")
-            values[name] = np.asarray(value, dtype=float) * self._scale[name] \
-                if not isinstance(value, float) else value * self._scale[name]
-        result = evaluate(self._compiled, values, self.regime, keep=())
+            variable = model.variable(name)
+            base[variable.name] = np.asarray(value, dtype=float) * variable.to_base
+        result = self._question.evaluate(base)
+        self._last = result
+        if scalar and result.refusals:
+            raise next(iter(result.refusals.values()))
         out = {}
         for t in self.targets:
-            v = result.raw[t]
-            out[t] = float(v) / self._scale[t] if np.ndim(v) == 0 else \
-                np.asarray(v, dtype=float) / self._scale[t]
+            v = result.values[t] / model.variables[t].to_base
+            out[t] = float(v[0]) if scalar else v
         return out

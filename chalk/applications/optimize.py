@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from chalk.api import prepare
-from chalk.solvers.execute import compile_plan
+from chalk.compiled import Options, compile_question
 from chalk.solvers.pins import parse_given, read_value
-from chalk.solvers.vectorised import evaluate
 from chalk.symbolic.errors import ChalkError, NoSolution, UsageError
 from chalk.symbolic.printing.quantities import format_quantity
 
@@ -35,20 +34,19 @@ class Curve:
 
     def __init__(self, targets: Sequence[str], over: str, given, presets, tie: Sequence[str] = (),
                  regime: str | None = None):
-        pairs = parse_given(given)
-        q = self._plan(targets, over, pairs, presets, tie)
+        self.question = self._plan(targets, over, parse_given(given), presets, tie, regime)
+        q = self.question.prepared
         model, names, pins, plan = q.model, q.targets, q.pins, q.plan
         self.model, self.names, self.pins, self.plan = model, names, pins, plan
         # quantities reported beside these answers (memory_fill), when the pins fix them
-        self.reported = tuple(n for n, _ in q.reported)
+        self.reported = self.question.reported
         self.over = model.variable(over).name
         self.tie = [model.variable(t).name for t in tie]
-        self.compiled = compile_plan(model, plan)
         self.regime = regime
         self.base = {n: p.value for n, p in pins.items()}
 
     @staticmethod
-    def _plan(targets, over, pairs, presets, tie):
+    def _plan(targets, over, pairs, presets, tie, regime):
         from chalk.knowledge import load_model
 
         model = load_model()
@@ -56,19 +54,21 @@ class Curve:
         typical = f"{variable.typical or 1!r} {variable.unit}"
         extra = [(over, typical)] + [(t, f"{model.variable(t).typical or 1!r} "
                                          f"{model.variable(t).unit}") for t in tie]
-        q = prepare(list(targets), [*pairs, *extra], presets)
-        if not q.plan.determined:
-            raise q.plan.underdetermined_error()
-        return q
+        question = compile_question(list(targets), [*pairs, *extra], presets,
+                                    options=Options(regime=regime))
+        if not question.prepared.plan.determined:
+            raise question.prepared.plan.underdetermined_error()
+        return question
 
     def __call__(self, xs) -> dict[str, np.ndarray]:
+        """Every target and reported quantity at ``xs`` (base units): the answer
+        ``chalk.solve`` gives at each, NaN where it refuses."""
         xs = np.atleast_1d(np.asarray(xs, dtype=float))
-        values = dict(self.base)
-        values[self.over] = xs
+        values = {self.over: xs}
         for t in self.tie:
             scale = self.model.variables[t].to_base / self.model.variables[self.over].to_base
             values[t] = xs * scale
-        return evaluate(self.compiled, values, self.regime, xs.size).values
+        return self.question.evaluate(values).values
 
     def show(self, name: str, base_value: float) -> str:
         v = self.model.variables[name]

@@ -1,7 +1,9 @@
 """Sweeps: a target against one pin over a grid, with regime changes marked.
 
-The question is planned once with the swept quantity pinned, then the compiled
-plan is evaluated on the whole grid at once; this is also what the plots draw.
+The question is compiled once with the swept quantity pinned
+(:func:`chalk.compiled.compile_question`) and evaluated on the whole grid at once;
+every point is the answer ``chalk.solve`` gives there, or its refusal. This is also
+what the plots draw.
 """
 
 from __future__ import annotations
@@ -14,9 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chalk.api import prepare
-from chalk.solvers.execute import compile_plan
-from chalk.solvers.vectorised import evaluate
+from chalk.compiled import SETTLE, Options, compile_question
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.parsing import parse_spread
 from chalk.symbolic.printing.numbers import format_display, format_number
@@ -150,59 +150,57 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     if low >= high:
         raise UsageError(f"--over {variable.name}: empty range (the low end is not below the "
                          "high end)")
-    q = prepare(targets, [*parse_given(given), (over, start)], presets)
-    # quantities a condition reports beside these answers (memory_fill) become columns
-    model, pins, plan = q.model, q.pins, q.plan
-    names = q.targets + tuple(n for n, _ in q.reported)
-    if not plan.determined:
-        raise plan.underdetermined_error()
+    question = compile_question(targets, [*parse_given(given), (over, start)], presets,
+                                options=Options(regime=regime))
+    q = question.prepared
+    ranged = sorted(n for n, p in q.pins.items() if p.spread is not None)
+    if ranged:
+        # one number per point: a range would be replaced by its nominal value unseen
+        raise UsageError(f"a sweep takes single values; {', '.join(ranged)} "
+                         f"{'is a range' if len(ranged) == 1 else 'are ranges'} (use chalk "
+                         "solve for a range, or sweep it)")
+    if not q.plan.determined:
+        raise q.plan.underdetermined_error()
     if log and (low <= 0 or high <= 0):
         raise UsageError("a --log sweep needs positive ends")
+    model = question.model
+    # quantities a condition reports beside these answers (memory_fill) become columns
+    names = question.targets + question.reported
     grid = np.geomspace(low, high, steps) if log else np.linspace(low, high, steps)
-    values = {n: p.value for n, p in pins.items()}
-    values[variable.name] = grid
-    result = evaluate(compile_plan(model, plan), values, regime, steps)
+    result = question.evaluate({variable.name: grid})
     ys = {t: result.values[t] / model.variables[t].to_base for t in names}
     changes = []
     for quantity, labels in result.regimes.items():
         for i in np.nonzero(labels[1:] != labels[:-1])[0] + 1:
-            if labels[i - 1] and labels[i]:  # a point without a solution has no regime
+            if labels[i - 1] and labels[i] and np.isfinite(ys[names[0]][[i - 1, i]]).all():
                 changes.append((int(i), quantity, str(labels[i - 1]), str(labels[i])))
     changes.sort()
     xs = grid / variable.to_base
-    gaps = _gaps(q, variable, grid, xs, ys, regime)
     return Sweep(variable.name, variable.unit, xs, tuple(names),
                  {t: model.variables[t].unit for t in names}, ys, result.regimes, changes,
-                 _broken(model, variable, xs, result.values), gaps)
+                 _broken(model, variable, xs, result.values), _gaps(variable, xs, result))
 
 
-def _gaps(q, over, grid, xs, ys, regime) -> tuple[str, ...]:
-    """For each run of grid points where a target has no value, the run and the reason
-    the scalar solve gives at its first point (which quantity would be non-physical, or
-    which regime inequality fails)."""
-    from dataclasses import replace
-
-    from chalk.solvers.solving import compute
-
-    missing = np.zeros(len(grid), dtype=bool)
-    for t in q.targets:
-        missing |= ~np.isfinite(ys[t])
+def _gaps(over, xs: np.ndarray, result) -> tuple[str, ...]:
+    """For each run of grid points with no answer, the run and why: the error
+    ``chalk.solve`` gives at its first point (which quantity would be non-physical,
+    which pins disagree), or that the run was too long to solve point by point."""
+    reasons = [result.refusals[i].message if i in result.refusals
+               else f"not solved point by point (more than {SETTLE:,} points needed it)"
+               if result.unsettled[i] else None for i in range(len(xs))]
     out = []
-    starts = np.nonzero(missing & ~np.concatenate(([False], missing[:-1])))[0]
-    for start in starts:
+    start = 0
+    while start < len(xs):
+        if reasons[start] is None:
+            start += 1
+            continue
         end = start
-        while end + 1 < len(grid) and missing[end + 1]:
+        while end + 1 < len(xs) and reasons[end + 1] == reasons[start]:
             end += 1
-        pins = dict(q.pins)
-        pins[over.name] = replace(pins[over.name], value=float(grid[start]))
-        try:
-            compute(q.model, q.plan, pins, regime)
-            reason = "the grid evaluation found none, though a single solve does"
-        except ChalkError as exc:
-            reason = exc.message
         low, high = (format_display(x, over.display) for x in (xs[start], xs[end]))
         where = f"{over.name} = {low}" if start == end else f"{over.name} {low} to {high}"
-        out.append(f"{where} ({end - start + 1} of {len(grid)} points): {reason}")
+        out.append(f"{where} ({end - start + 1} of {len(xs)} points): {reasons[start]}")
+        start = end + 1
     return tuple(out)
 
 

@@ -16,9 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from chalk.api import Solution
-from chalk.solvers.execute import compile_plan
-from chalk.solvers.uncertainty import elasticities
-from chalk.solvers.vectorised import evaluate
 
 _GRID = np.linspace(0.0005, 0.9995, 4001)  # percentiles tried, 0.025% apart
 
@@ -37,26 +34,26 @@ class MedianPoint:
     exact: bool
 
 
-def median_point(solution: Solution, target: str,
-                 regime: str | None = None) -> MedianPoint | None:
+def median_point(solution: Solution, target: str) -> MedianPoint | None:
     """The uncertain pins' values that give ``target`` its median, or None when no pin
-    it depends on is uncertain or the answer does not move one way with them.
-    ``regime`` is the one the question asked for, as in :func:`chalk.solve`."""
+    it depends on is uncertain or the answer does not move one way with them (in the
+    regime the question asked for)."""
     if solution.uncertainty is None or target not in solution.uncertainty.summaries:
         return None
     d = solution.derivation
     uncertain = {n: p.spread for n, p in d.pins.items()
                  if p.spread is not None and n not in d.unused_pins}
-    compiled = compile_plan(d.model, solution.plan)
-    slopes = dict(elasticities(compiled, d.pins, target))
+    slopes = dict(solution.elasticities(target))
     movers = {n: s for n, s in uncertain.items() if n in slopes}
-    if not movers:
+    if not movers or solution.question is None:
         return None
-    trial = {n: p.value for n, p in d.pins.items()}
+    trial = {}
     for name, spread in movers.items():
         qs = _GRID if slopes[name] > 0 else 1 - _GRID
         trial[name] = np.array([spread.quantile(float(q)) for q in qs])
-    curve = evaluate(compiled, trial, regime, _GRID.size).values[target]
+    # every point as solve answers it with the ranged pins at those values; a point the
+    # bulk run cannot vouch for is left out (settle=0): then no point stands for the median
+    curve = solution.question.evaluate(trial, settle=0).values[target]
     ok = np.isfinite(curve) & (curve > 0)
     if not ok.all() or not np.all(np.diff(curve) >= 0):
         return None  # not monotone along the path: no single point stands for the median

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from chalk.api import Solution, solve
 from chalk.report.deduction import DeductionFile, Entry, load
 from chalk.report.ranges import MedianPoint, median_point
-from chalk.solvers.execute import compile_plan
-from chalk.solvers.uncertainty import elasticities
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.parsing import looks_uncertain, parse_spread, parse_unit_cached, parse_value
 from chalk.symbolic.presets import PresetValue
@@ -151,7 +149,7 @@ def _run(spec: DeductionFile, entry: Entry, number: int) -> Section:
         solution = solve(entry.options["targets"], pins, presets, regime=regime,
                          samples=spec.samples, seed=spec.seed)
         section.solution = section.shown = solution
-        section.point = median_point(solution, section.primary, regime)
+        section.point = median_point(solution, section.primary)
         if section.point is not None:
             section.shown = solve(entry.options["targets"],
                                   {**pins, **_at_point(solution, section.point)}, presets,
@@ -206,12 +204,11 @@ def _what_would_change(section: Section) -> dict[str, list[Change]]:
     """Every input each answer moves with, at the pins the derivation shows: the
     uncertain ones first by share, then by size of elasticity, ties by name."""
     shown, asked = section.shown, section.solution
-    compiled = compile_plan(shown.derivation.model, shown.plan)
     out = {}
     for target in shown.targets:
         summary = asked.uncertainty.summaries.get(target) if asked.uncertainty else None
         shares = dict(summary.sensitivity) if summary is not None else {}
-        slopes = dict(elasticities(compiled, shown.derivation.pins, target))
+        slopes = dict(shown.elasticities(target))
         rows = []
         for name in sorted(set(slopes) | set(shares)):
             value = shown.derivation.show(name)

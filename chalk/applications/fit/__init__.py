@@ -67,6 +67,7 @@ def fit(source: str | Path | Mapping | FitSpec, *, loss: str | None = None,
     outlier_z = spec.outlier_z if outlier_z is None else float(outlier_z)
     system = System(spec, model)
     solved = solve(system, loss)
+    system.confirm(solved.x)  # every prediction is what solve answers there
     return _result(spec, system, solved, loss, outlier_z)
 
 

@@ -1,14 +1,14 @@
 """The observation system: parameters in, log predictions and their Jacobian out.
 
 Each subject's relations are the knowledge base's, asked forwards: the unknowns and the
-fixed pins are pins, the observed quantities are targets, and the compiled plan
-(:func:`chalk.api.prepare`, :func:`chalk.solvers.execute.compile_plan`) evaluates
-them on arrays. Subjects whose questions have the same shape (presets, pinned names,
-observed quantities) share one compiled plan and are evaluated together, one array
-element per subject: this is what keeps a fit of a hundred observations fast. A
-parameter is one unknown quantity for one group of subjects (all of them, one subject,
-or the subjects sharing a label), named ``quantity`` or ``quantity@group``; subject ids
-only ever key dictionaries.
+fixed pins are pins, the observed quantities are targets, and the compiled question
+(:func:`chalk.compiled.compile_question`) evaluates them on arrays, each prediction
+the answer ``chalk.solve`` gives at those values (NaN where it refuses). Subjects whose
+questions have the same shape (presets, pinned names, observed quantities) share one
+compiled question and are evaluated together, one array element per subject: this is
+what keeps a fit of a hundred observations fast. A parameter is one unknown quantity
+for one group of subjects (all of them, one subject, or the subjects sharing a label),
+named ``quantity`` or ``quantity@group``; subject ids only ever key dictionaries.
 
 The Jacobian is taken by central differences in log space (step ``STEP`` in ln), all
 perturbations in one vectorised evaluation per shape; for a product of powers it is
@@ -47,7 +47,7 @@ class Parameter:
 class _Shape:
     """Subjects answered by one compiled plan."""
 
-    compiled: object
+    question: object  # the CompiledQuestion every subject of the shape is asked
     base: dict[str, float]
     targets: tuple[str, ...]
     used: tuple[str, ...]  # unknown quantities the targets depend on
@@ -169,11 +169,9 @@ class System:
         return (out, jac) if jacobian else out
 
     def _evaluate(self, shape: _Shape, theta: np.ndarray, jacobian: bool):
-        from chalk.solvers.vectorised import evaluate
-
         count = len(shape.subjects)
         copies = 1 + 2 * len(shape.used) if jacobian else 1
-        pins = dict(shape.base)
+        pins = {}
         for name in shape.fixed_names:
             pins[name] = np.tile([f[name] for f in shape.fixed], copies)
         factors = np.ones((copies, len(shape.used)))
@@ -187,7 +185,9 @@ class System:
                 pins[name] = (column[:, None] * values[None, :]).ravel()
             else:
                 pins[name] = np.tile(values, copies)
-        raw = evaluate(shape.compiled, pins, keep=()).raw
+        changeable = set(shape.question.pins)
+        raw = shape.question.evaluate({n: v for n, v in pins.items()
+                                       if n in changeable}).values
         values, slopes = {}, {}
         for t in shape.targets:
             v = np.broadcast_to(np.asarray(raw[t], dtype=float), (copies * count,))
@@ -198,6 +198,36 @@ class System:
                 slopes[t] = {q: (logs[1 + 2 * j] - logs[2 + 2 * j]) / (2 * STEP)
                              for j, q in enumerate(shape.used)}
         return values, slopes
+
+    def confirm(self, x: np.ndarray) -> None:
+        """Solve each subject's question in full at log parameters ``x``, as
+        ``chalk.solve`` would with those values given.
+
+        Raises
+        ------
+        ChalkError
+            Naming the subject, where solve refuses there (several physical values, a
+            search that failed, pins that disagree) or where a prediction rests on a
+            value held as a placeholder: a fit must not rest on what solve would not
+            answer.
+        """
+        theta = np.exp(x)
+        for shape in self._shapes.values():
+            changeable = set(shape.question.pins)
+            for position, subject in enumerate(shape.subjects):
+                values = dict(shape.fixed[position])
+                values.update({q: float(theta[i]) for q, i in shape.params[position].items()})
+                where = f"subject {subject}" if subject else "the observations"
+                try:
+                    solution = shape.question.solve({n: v for n, v in values.items()
+                                                     if n in changeable})
+                except ChalkError as exc:
+                    raise UsageError(f"{where}, at the estimate: {exc.message}") from None
+                for t in shape.targets:
+                    if solution.base_value(t) is None:
+                        raise UsageError(f"{where}: {t} is not fixed at the estimate (it "
+                                         "rests on a value held as a placeholder); pin what "
+                                         "it depends on")
 
     def describe(self, i: int) -> tuple[str, str]:
         """An observation's quantity and subject."""
@@ -210,15 +240,15 @@ def _compile_shape(model: Model, presets: tuple[str, ...], pins: tuple, targets:
                    unknowns: Sequence[Unknown]) -> tuple:
     """Plan and compile one question shape (cached: repeated fits of one structure, as in
     a recovery study, plan once)."""
-    from chalk.api import prepare
-    from chalk.solvers.execute import compile_plan
+    from chalk.compiled import compile_question
     from chalk.symbolic.units import Q_
 
     given = dict(pins)
     for u in unknowns:
         variable = model.variables[u.quantity]
         given[u.quantity] = Q_(u.prior.nominal / variable.to_base, variable.pint_unit)
-    q = prepare(targets, given, presets, model)
+    question = compile_question(targets, given, presets, model=model)
+    q = question.prepared
     if not q.plan.determined:
         raise q.plan.underdetermined_error()
     names = {u.quantity for u in unknowns}
@@ -231,5 +261,4 @@ def _compile_shape(model: Model, presets: tuple[str, ...], pins: tuple, targets:
                              "them or drop the pins that fix it")
     used = tuple(sorted(names - set(q.plan.unused_pins)))
     base = {n: p.value for n, p in q.pins.items()}
-    return (compile_plan(q.model, q.plan), base, targets, used,
-            tuple(sorted(n for n, _ in pins)))
+    return (question, base, targets, used, tuple(sorted(n for n, _ in pins)))
