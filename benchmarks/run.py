@@ -316,7 +316,7 @@ def _versus_sympy(label: str, timeout: float) -> dict:
     from synthetic import sympy_solve_all
 
     import chalk
-    from chalk.selfcheck import Skip, consistent_state, sufficient_pins, topic_model
+    from selfcheck import Skip, consistent_state, sufficient_pins, topic_model
 
     model = topic_model("batch") if label == "batch" else load_model()
     state, seed = None, 0
@@ -378,7 +378,7 @@ def bench_round_trips(examples: int = 10_000) -> dict:
     from chalk.knowledge import TOPIC_MODULES, load_model
     from chalk.symbolic.errors import ChalkError
 
-    from chalk.selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
+    from selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
 
     warnings.simplefilter("ignore", RuntimeWarning)
     models = {t: topic_model(t) for t in TOPIC_MODULES}
@@ -441,7 +441,7 @@ def bench_probe(probes: int = 1000) -> dict:
 
     from chalk.knowledge import load_model
 
-    from chalk.selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
+    from selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
 
     warnings.simplefilter("ignore", RuntimeWarning)
     model = load_model()

@@ -42,6 +42,33 @@ DEFAULT_RTOL = PINS.agreement_rtol  # pins from public sources are rounded
 Given = Mapping[str, object] | Iterable[str]
 
 
+@dataclass(frozen=True)
+class Options:
+    """How a question is solved; the same on every path.
+
+    Attributes
+    ----------
+    regime : str, optional
+        ``"compute-bound"`` or ``"memory-bound"``: the side of a max() to take where
+        both could hold.
+    rtol : float
+        Relative tolerance of the cross-checks of surplus pins.
+    timeout : float
+        Seconds allowed for any one symbolic solve.
+    prefer : {"stated", "derived"}
+        For a target a preset states: answer with the statement or the derivation.
+    samples, seed : int
+        Monte Carlo samples and seed for ranged pins.
+    """
+
+    regime: str | None = None
+    rtol: float = DEFAULT_RTOL
+    timeout: float = DEFAULT_TIMEOUT
+    prefer: str = "stated"
+    samples: int | None = None
+    seed: int = 0
+
+
 class Solution:
     """Answers with units, plus the derivation that produced them.
 
@@ -508,17 +535,14 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         under-determined (with the pins that would complete it), inconsistent
         pins (with the relation and both values), no or several physical values.
     """
-    from chalk.compiled import Options, compile_question
-
     options = Options(regime=regime, rtol=rtol, timeout=timeout, prefer=prefer,
                       samples=samples, seed=seed)
-    return compile_question(targets, given, presets, model=model, drop=drop,
-                            options=options).solve()
+    # the body chalk.compiled.CompiledQuestion.solve runs at the pins as given
+    return solve_prepared(prepare(targets, given, presets, model, drop), options)
 
 
-def solve_prepared(q: Prepared, options) -> Solution:
-    """Compute a prepared question with ``options`` (:class:`chalk.compiled.Options`):
-    the one body behind every solve."""
+def solve_prepared(q: Prepared, options: Options) -> Solution:
+    """Compute a prepared question with ``options``: the one body behind every solve."""
     kwargs = dict(regime=options.regime, rtol=options.rtol, timeout=options.timeout,
                   samples=options.samples, seed=options.seed)
     if q.stated:

@@ -15,8 +15,9 @@ of those pins, in two ways that cannot disagree:
   answered by :meth:`solve` itself, so each point carries ``solve``'s answer or its
   refusal.
 
-``chalk.solve``, :class:`chalk.Question`, sweeps, optimisation curves, fits and report
-ranges all go through here; nothing outside the engine plans or compiles on its own.
+:class:`chalk.Question`, sweeps, optimisation curves, fits and reports go through here
+(``chalk.solve`` runs the same body, :func:`chalk.api.solve_prepared`, at the pins as
+given); nothing outside the engine plans, compiles or evaluates on its own.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from functools import cached_property
 import numpy as np
 
 from chalk.api import (
-    DEFAULT_RTOL,
     Given,
+    Options,
     Prepared,
     Solution,
     moved_pin,
@@ -39,39 +40,11 @@ from chalk.api import (
     stated_plan,
 )
 from chalk.solvers.execute import CompiledPlan, compile_plan
-from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.vectorised import evaluate as evaluate_plan
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.model import Model
 
 SETTLE = 2_000  # points evaluate answers one by one with solve, at most, per call
-
-
-@dataclass(frozen=True)
-class Options:
-    """How a question is solved; the same on every path.
-
-    Attributes
-    ----------
-    regime : str, optional
-        ``"compute-bound"`` or ``"memory-bound"``: the side of a max() to take where
-        both could hold.
-    rtol : float
-        Relative tolerance of the cross-checks of surplus pins.
-    timeout : float
-        Seconds allowed for any one symbolic solve.
-    prefer : {"stated", "derived"}
-        For a target a preset states: answer with the statement or the derivation.
-    samples, seed : int
-        Monte Carlo samples and seed for ranged pins.
-    """
-
-    regime: str | None = None
-    rtol: float = DEFAULT_RTOL
-    timeout: float = DEFAULT_TIMEOUT
-    prefer: str = "stated"
-    samples: int | None = None
-    seed: int = 0
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
@@ -12,6 +13,12 @@ import pytest
 # (nothing above imports it; chalk is imported inside the fixtures).
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
+
+
+# The self-check harness (round trips, probes) lives beside the benchmarks, outside the
+# installed package: both the tests and the benchmarks import it from there.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "benchmarks"))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -212,3 +212,34 @@ def test_the_wheel_installs_one_import_name_chalk(tmp_path):
     where, drain = ran.stdout.split()
     assert Path(where).is_relative_to(target)
     assert float(drain) == pytest.approx(288e9 / 20e12 * 1e3, rel=1e-12)
+
+
+# The engine's one entry (issue 22): planning, compiling and evaluating a question happen
+# inside the engine only, so every path answers as chalk.solve does.
+ENGINE = {"chalk.api", "chalk.compiled"}
+ENGINE_INTERNALS = {
+    "chalk.solvers.plan": {"make_plan"},
+    "chalk.solvers.execute": {"compile_plan", "run_numeric"},
+    "chalk.solvers.vectorised": {"evaluate"},
+    "chalk.solvers.placeholders": {"run"},
+    "chalk.solvers.solving": {"compute", "solve_by_regimes"},
+    "chalk.solvers.checked": {"run_checked"},
+}
+
+
+def test_only_the_engine_plans_compiles_and_evaluates():
+    offences = []
+    for module, path in MODULES.items():
+        if module in ENGINE or module.startswith("chalk.solvers"):
+            continue
+        for line, imported, name in _imports(path):
+            if imported in ENGINE_INTERNALS and (name is None
+                                                 or name in ENGINE_INTERNALS[imported]):
+                offences.append(f"{path.relative_to(ROOT)}:{line} imports "
+                                f"{imported}.{name or '*'}")
+    assert not offences, "outside the engine: " + "; ".join(offences)
+
+
+def test_the_self_check_harness_is_not_installed():
+    assert "chalk.selfcheck" not in MODULES
+    assert (ROOT / "benchmarks" / "selfcheck.py").is_file()

@@ -2,7 +2,7 @@
 
 At a consistent state of the whole model (preset none), a target is drawn and pins are
 dropped at random while the target stays determined in every max() regime, decided by
-the rank of the Jacobian at that state (solvers.selfcheck.probe, independent of chalk's
+the rank of the Jacobian at that state (benchmarks/selfcheck.py probe, independent of chalk's
 planner). chalk must never answer wrongly. A refusal may only be: two or more complete
 solutions with different values of the target, which the probe verifies against every
 relation itself (then the pins do not fix the target after all, though each regime's
@@ -18,7 +18,7 @@ import warnings
 import pytest
 from chalk.knowledge import load_model
 
-from chalk.selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
+from selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
 
 PROBES = 30  # the 1,000-probe benchmark is the measure; this keeps the suite short
 

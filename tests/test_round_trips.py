@@ -18,7 +18,7 @@ from chalk.symbolic.errors import ChalkError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chalk.selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
+from selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
 
 # Slow tier: deselect with -m 'not slow' for the fast loop.
 pytestmark = pytest.mark.slow

@@ -14,7 +14,8 @@ import datetime
 import re
 from dataclasses import dataclass, field
 
-from chalk.api import Solution, solve
+from chalk.api import Options, Solution, solve
+from chalk.compiled import compile_question
 from chalk.report.deduction import DeductionFile, Entry, load
 from chalk.report.ranges import MedianPoint, median_point
 from chalk.symbolic.errors import ChalkError, UsageError
@@ -146,8 +147,10 @@ def _run(spec: DeductionFile, entry: Entry, number: int) -> Section:
     section = Section(entry, number)
     if entry.kind == "questions":
         regime = entry.options.get("regime")
-        solution = solve(entry.options["targets"], pins, presets, regime=regime,
-                         samples=spec.samples, seed=spec.seed)
+        question = compile_question(entry.options["targets"], pins, presets,
+                                    options=Options(regime=regime, samples=spec.samples,
+                                                    seed=spec.seed))
+        solution = question.solve()
         section.solution = section.shown = solution
         section.point = median_point(solution, section.primary)
         if section.point is not None:

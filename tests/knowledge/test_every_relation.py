@@ -16,7 +16,7 @@ from chalk.symbolic.errors import AmbiguousSolution, NoSolution
 from chalk.symbolic.units import Q_
 
 from chalk import solve
-from chalk.selfcheck import submodel
+from selfcheck import submodel
 
 MODEL = load_model()
 CASES = [(r, v) for r in sorted(MODEL.relations) for v in sorted(MODEL.variables_in(r))]

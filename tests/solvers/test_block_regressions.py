@@ -1,7 +1,7 @@
 """Simultaneous blocks on small synthetic models: situations random round trips once got wrong.
 
 Each test rebuilds, on a model of two or three made-up dimensionless relations, a situation
-that a round trip over the knowledge base (solvers.selfcheck) found and that used to be
+that a round trip over the knowledge base (benchmarks/selfcheck.py) found and that used to be
 pinned down by the generator's random seed: a steep root just inside a domain edge, two
 roots crowded against an edge, pins that fix only a combination, closed forms that pass
 through a cancellation, a tear defined only in a narrow window, and a multi-start search
