@@ -86,9 +86,10 @@ def read_fact(raw, path: str, entry: str, field: str, inherited: Mapping[str, st
         raise DataError(path, entry, field, exc.message) from None
     if parsed.magnitude < 0 or (positive and parsed.magnitude == 0):
         raise DataError(path, entry, field, f"value {text!r} must be positive")
-    source, date = (files.text(raw[key], path, entry, f"{field}.{key}", limit)
-                    if key in raw else inherited.get(key)
-                    for key, limit in (("source", MAX_SOURCE), ("date", MAX_NAME)))
+    source = files.text(raw["source"], path, entry, f"{field}.source", MAX_SOURCE) \
+        if "source" in raw else inherited.get("source")
+    date = files.date(raw["date"], path, entry, f"{field}.date", MAX_NAME) \
+        if "date" in raw else inherited.get("date")
     if not source or not source.strip():
         raise DataError(path, entry, field, "missing source")
     if not date or not date.strip():

@@ -17,6 +17,7 @@ readers of each kind of file, so that a wrong type is named the same way everywh
 from __future__ import annotations
 
 import codecs
+import datetime
 import math
 import os
 import re
@@ -337,6 +338,23 @@ def text(value, shown: str, entry: str, field: str, limit: int = 2000,
     out = str(value)
     if len(out) > limit:
         raise DataError(shown, entry, field, f"longer than {limit} characters")
+    return out
+
+
+_ISO_DATE = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
+
+
+def date(value, shown: str, entry: str, field: str, limit: int = 200,
+         numbers: bool = True) -> str:
+    """A date field: free text (``2025-06..2026-09``, ``GA 2025-06-17``) in which every
+    ``YYYY-MM-DD`` is a day of the calendar (``2026-13-45`` is a slip, not a date)."""
+    out = text(value, shown, entry, field, limit, numbers)
+    for match in _ISO_DATE.finditer(out):
+        try:
+            datetime.date(*(int(part) for part in match.groups()))
+        except ValueError as exc:
+            raise DataError(shown, entry, field, f"{match.group()!r} is not a date ({exc}); "
+                                                 "write YYYY-MM-DD") from None
     return out
 
 

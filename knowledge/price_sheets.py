@@ -101,8 +101,10 @@ def _scope(raw: Mapping, inherited: Mapping[str, str], path, entry, where) -> di
     """The source and date a section's prices inherit: its own (checked), else the sheet's."""
     if raw.get("note") is not None:
         files.text(raw["note"], path, entry, f"{where}.note", MAX_SOURCE)
-    return {key: files.text(raw[key], path, entry, f"{where}.{key}", limit) if key in raw
-            else inherited[key] for key, limit in (("source", MAX_SOURCE), ("date", MAX_NAME))}
+    return {"source": files.text(raw["source"], path, entry, f"{where}.source", MAX_SOURCE)
+            if "source" in raw else inherited["source"],
+            "date": files.date(raw["date"], path, entry, f"{where}.date", MAX_NAME)
+            if "date" in raw else inherited["date"]}
 
 
 def _section(raw, allowed, path, entry, name, inherited, zero_ok=frozenset()):
@@ -146,7 +148,7 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
             raise DataError(path, ident, key, "missing")
     limits = {"provider": MAX_NAME, "model": MAX_NAME, "source": MAX_SOURCE, "date": MAX_NAME,
               "note": MAX_SOURCE, "preset": 64}
-    text = {key: files.text(raw[key], path, ident, key, limit)
+    text = {key: (files.date if key == "date" else files.text)(raw[key], path, ident, key, limit)
             for key, limit in limits.items() if raw.get(key) is not None}
     inherited = {"source": text.get("source", UNSOURCED).strip(),
                  "date": text.get("date", UNDATED).strip()}

@@ -271,7 +271,8 @@ def _observations(items, model: Model, subjects, shown: str) -> tuple[Observatio
                 raise DataError(shown, entry, key, "missing")
         for key in ("source", "date", "note", "subject"):
             if key in body:
-                files.text(body[key], shown, entry, key, 400, numbers=False)
+                check = files.date if key == "date" else files.text
+                check(body[key], shown, entry, key, 400, numbers=False)
         subject = body.get("subject", "")
         if subject and subject not in names:
             raise DataError(shown, entry, "subject", f"{subject[:40]!r} is not a declared "
