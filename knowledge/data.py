@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from chalk.knowledge import files
+from chalk.knowledge import fields, files
 from chalk.symbolic.errors import ChalkError, DataError
 from chalk.symbolic.parsing import parse_value
 from chalk.symbolic.symbols import NAME_PATTERN
@@ -79,16 +79,16 @@ def read_fact(raw, path: str, entry: str, field: str, inherited: Mapping[str, st
     text = raw.get("value")
     if text is None or isinstance(text, bool):
         raise DataError(path, entry, field, "missing value")
-    text = files.text(text, path, entry, field, files.MAX_BYTES)  # its length: parse_value's
+    text = fields.text(text, path, entry, field, files.MAX_BYTES)  # its length: parse_value's
     try:
         parsed = parse_value(text)
     except ChalkError as exc:
         raise DataError(path, entry, field, exc.message) from None
     if parsed.magnitude < 0 or (positive and parsed.magnitude == 0):
         raise DataError(path, entry, field, f"value {text!r} must be positive")
-    source = files.text(raw["source"], path, entry, f"{field}.source", MAX_SOURCE) \
+    source = fields.text(raw["source"], path, entry, f"{field}.source", MAX_SOURCE) \
         if "source" in raw else inherited.get("source")
-    date = files.date(raw["date"], path, entry, f"{field}.date", MAX_NAME) \
+    date = fields.date(raw["date"], path, entry, f"{field}.date", MAX_NAME) \
         if "date" in raw else inherited.get("date")
     if not source or not source.strip():
         raise DataError(path, entry, field, "missing source")
@@ -101,8 +101,8 @@ def read_fact(raw, path: str, entry: str, field: str, inherited: Mapping[str, st
         unit=unit,
         source=source.strip(),
         date=date.strip(),
-        note="" if note is None else files.text(note, path, entry, f"{field}.note", MAX_SOURCE),
-        estimate=files.flag(raw.get("estimate", False), path, entry, f"{field}.estimate"),
+        note="" if note is None else fields.text(note, path, entry, f"{field}.note", MAX_SOURCE),
+        estimate=fields.flag(raw.get("estimate", False), path, entry, f"{field}.estimate"),
         text=text,
     )
 

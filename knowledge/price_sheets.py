@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from chalk.knowledge import files
+from chalk.knowledge import fields, files
 from chalk.knowledge.data import DATA_DIR, MAX_NAME, MAX_SOURCE, Fact, read_fact
 from chalk.symbolic.errors import DataError, UnknownNameError
 from chalk.symbolic.symbols import NAME_PATTERN
@@ -100,10 +100,10 @@ def _checked(fact: Fact, path, entry, field) -> Fact:
 def _scope(raw: Mapping, inherited: Mapping[str, str], path, entry, where) -> dict[str, str]:
     """The source and date a section's prices inherit: its own (checked), else the sheet's."""
     if raw.get("note") is not None:
-        files.text(raw["note"], path, entry, f"{where}.note", MAX_SOURCE)
-    return {"source": files.text(raw["source"], path, entry, f"{where}.source", MAX_SOURCE)
+        fields.text(raw["note"], path, entry, f"{where}.note", MAX_SOURCE)
+    return {"source": fields.text(raw["source"], path, entry, f"{where}.source", MAX_SOURCE)
             if "source" in raw else inherited["source"],
-            "date": files.date(raw["date"], path, entry, f"{where}.date", MAX_NAME)
+            "date": fields.date(raw["date"], path, entry, f"{where}.date", MAX_NAME)
             if "date" in raw else inherited["date"]}
 
 
@@ -111,7 +111,7 @@ def _section(raw, allowed, path, entry, name, inherited, zero_ok=frozenset()):
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise DataError(path, entry, name, f"expected a mapping, found {files.describe(raw)}")
+        raise DataError(path, entry, name, f"expected a mapping, found {fields.describe(raw)}")
     _refuse_unknown(raw, allowed | _META, path, entry, name)
     scope = _scope(raw, inherited, path, entry, name)
     return {key: _checked(read_fact(raw[key], path, entry, f"{name}.{key}", scope,
@@ -148,7 +148,7 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
             raise DataError(path, ident, key, "missing")
     limits = {"provider": MAX_NAME, "model": MAX_NAME, "source": MAX_SOURCE, "date": MAX_NAME,
               "note": MAX_SOURCE, "preset": 64}
-    text = {key: (files.date if key == "date" else files.text)(raw[key], path, ident, key, limit)
+    text = {key: (fields.date if key == "date" else fields.text)(raw[key], path, ident, key, limit)
             for key, limit in limits.items() if raw.get(key) is not None}
     inherited = {"source": text.get("source", UNSOURCED).strip(),
                  "date": text.get("date", UNDATED).strip()}
@@ -162,7 +162,7 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
     if long_context and "threshold" not in long_context:
         raise DataError(path, ident, "long_context.threshold", "missing")
     writes = []
-    listed = files.listing(raw.get("cache_writes"), path, ident, "cache_writes",
+    listed = fields.listing(raw.get("cache_writes"), path, ident, "cache_writes",
                            "{hold_time, price} mappings")
     for n, item in enumerate(listed):
         if not isinstance(item, Mapping):

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chalk.knowledge import files
+from chalk.knowledge import fields, files
 from chalk.knowledge.data import DEDUCTIONS_DIR, MAX_NAME, MAX_SOURCE
 from chalk.symbolic.errors import ChalkError, DataError, ParseError
 from chalk.symbolic.parsing import MAX_TEXT, looks_uncertain, parse_spread, parse_value
@@ -151,7 +151,7 @@ def _pin_table(raw, path, entry) -> dict[str, PresetValue]:
                 or isinstance(value["value"], bool):
             raise DataError(path, entry, f"pins.{name}", "missing value")
         number = value["value"]
-        meta = {key: (files.date if key == "date" else files.text)(
+        meta = {key: (fields.date if key == "date" else fields.text)(
                     value.get(key, ""), path, entry, f"pins.{name}.{key}", limit, numbers=False)
                 for key, limit in (("source", MAX_SOURCE), ("date", MAX_NAME),
                                    ("note", MAX_SOURCE))}
@@ -207,8 +207,8 @@ def load(name_or_path: str) -> DeductionFile:
         raise DataError(shown, "-", sorted(unknown)[0][:40], "unknown key")
     if "title" not in raw:
         raise DataError(shown, "-", "title", "missing")
-    title = files.text(raw["title"], shown, "-", "title", 4000, numbers=False)
-    description = files.text(raw.get("description", ""), shown, "-", "description", 20_000,
+    title = fields.text(raw["title"], shown, "-", "title", 4000, numbers=False)
+    description = fields.text(raw.get("description", ""), shown, "-", "description", 20_000,
                              numbers=False)
     samples, seed = raw.get("samples", 20_000), raw.get("seed", 0)
     if isinstance(samples, bool) or not isinstance(samples, int) \

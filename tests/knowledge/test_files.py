@@ -12,7 +12,7 @@ import time
 
 import pytest
 import yaml
-from chalk.knowledge import files
+from chalk.knowledge import fields, files
 from chalk.knowledge.data import DATA_DIR
 from chalk.knowledge.price_sheets import price_sheet
 from chalk.symbolic.errors import DataError
@@ -239,9 +239,9 @@ def test_a_toml_integer_past_pythons_digit_limit_is_refused(tmp_path):
 ])
 def test_every_iso_day_in_a_date_is_on_the_calendar(text, ok):
     if ok:
-        assert files.date(text, "f", "e", "date") == text
+        assert fields.date(text, "f", "e", "date") == text
     else:
-        assert "is not a date" in refusal(files.date, text, "f", "e", "date")
+        assert "is not a date" in refusal(fields.date, text, "f", "e", "date")
 
 
 def test_a_reports_plot_sheet_is_read_by_the_same_reader(tmp_path, run_cli, monkeypatch):

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chalk.knowledge import files
+from chalk.knowledge import fields, files
 from chalk.solvers.pins import read_spread, read_value
 from chalk.symbolic.errors import ChalkError, DataError
 from chalk.symbolic.model import Model
@@ -271,7 +271,7 @@ def _observations(items, model: Model, subjects, shown: str) -> tuple[Observatio
                 raise DataError(shown, entry, key, "missing")
         for key in ("source", "date", "note", "subject"):
             if key in body:
-                check = files.date if key == "date" else files.text
+                check = fields.date if key == "date" else fields.text
                 check(body[key], shown, entry, key, 400, numbers=False)
         subject = body.get("subject", "")
         if subject and subject not in names:
