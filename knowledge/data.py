@@ -62,6 +62,18 @@ class Fact:
         return Q_(self.value, self.unit) if self.unit else Q_(self.value, "dimensionless")
 
 
+def inherit(raw: Mapping, inherited: Mapping[str, str], path: str, entry: str,
+            where: str) -> dict[str, str]:
+    """The ``source``, ``date`` and ``note`` of a fact or a section, each checked: its own
+    source and date, else those it inherits (left out when there are none), and its own note
+    (left out when it has none)."""
+    out = {key: inherited[key] for key in ("source", "date") if key in inherited}
+    for key, limit in (("source", MAX_SOURCE), ("date", MAX_NAME), ("note", MAX_SOURCE)):
+        if key in raw and not (key == "note" and raw[key] is None):
+            out[key] = fields.text_or_date(key, raw[key], path, entry, f"{where}.{key}", limit)
+    return out
+
+
 def read_fact(raw, path: str, entry: str, field: str, inherited: Mapping[str, str] | None = None,
               positive: bool = True) -> Fact:
     """Validate one fact (a mapping, or a bare value that inherits source and date)."""
@@ -86,22 +98,19 @@ def read_fact(raw, path: str, entry: str, field: str, inherited: Mapping[str, st
         raise DataError(path, entry, field, exc.message) from None
     if parsed.magnitude < 0 or (positive and parsed.magnitude == 0):
         raise DataError(path, entry, field, f"value {text!r} must be positive")
-    source = fields.text(raw["source"], path, entry, f"{field}.source", MAX_SOURCE) \
-        if "source" in raw else inherited.get("source")
-    date = fields.date(raw["date"], path, entry, f"{field}.date", MAX_NAME) \
-        if "date" in raw else inherited.get("date")
+    scope = inherit(raw, inherited, path, entry, field)
+    source, date = scope.get("source"), scope.get("date")
     if not source or not source.strip():
         raise DataError(path, entry, field, "missing source")
     if not date or not date.strip():
         raise DataError(path, entry, field, "missing date")
-    note = raw.get("note")
     unit = f"{parsed.unit}" if parsed.unit is not None else ""
     return Fact(
         value=parsed.magnitude,
         unit=unit,
         source=source.strip(),
         date=date.strip(),
-        note="" if note is None else fields.text(note, path, entry, f"{field}.note", MAX_SOURCE),
+        note=scope.get("note", ""),
         estimate=fields.flag(raw.get("estimate", False), path, entry, f"{field}.estimate"),
         text=text,
     )

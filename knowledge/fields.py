@@ -45,6 +45,12 @@ def date(value, shown: str, entry: str, field: str, limit: int = 200,
     return out
 
 
+def text_or_date(key: str, value, shown: str, entry: str, field: str, limit: int,
+                 numbers: bool = True) -> str:
+    """:func:`date` for a key called ``date``, :func:`text` for any other."""
+    return (date if key == "date" else text)(value, shown, entry, field, limit, numbers)
+
+
 def flag(value, shown: str, entry: str, field: str) -> bool:
     """A true/false field."""
     if not isinstance(value, bool):

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from chalk.knowledge import fields, files
-from chalk.knowledge.data import DATA_DIR, MAX_NAME, MAX_SOURCE, Fact, read_fact
+from chalk.knowledge.data import DATA_DIR, MAX_NAME, MAX_SOURCE, Fact, inherit, read_fact
 from chalk.symbolic.errors import DataError, UnknownNameError
 from chalk.symbolic.symbols import NAME_PATTERN
 from chalk.symbolic.units import ureg
@@ -97,23 +97,13 @@ def _checked(fact: Fact, path, entry, field) -> Fact:
     return fact
 
 
-def _scope(raw: Mapping, inherited: Mapping[str, str], path, entry, where) -> dict[str, str]:
-    """The source and date a section's prices inherit: its own (checked), else the sheet's."""
-    if raw.get("note") is not None:
-        fields.text(raw["note"], path, entry, f"{where}.note", MAX_SOURCE)
-    return {"source": fields.text(raw["source"], path, entry, f"{where}.source", MAX_SOURCE)
-            if "source" in raw else inherited["source"],
-            "date": fields.date(raw["date"], path, entry, f"{where}.date", MAX_NAME)
-            if "date" in raw else inherited["date"]}
-
-
 def _section(raw, allowed, path, entry, name, inherited, zero_ok=frozenset()):
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         raise DataError(path, entry, name, f"expected a mapping, found {fields.describe(raw)}")
     _refuse_unknown(raw, allowed | _META, path, entry, name)
-    scope = _scope(raw, inherited, path, entry, name)
+    scope = inherit(raw, inherited, path, entry, name)
     return {key: _checked(read_fact(raw[key], path, entry, f"{name}.{key}", scope,
                                     positive=key not in zero_ok), path, entry, f"{name}.{key}")
             for key in raw if key in allowed}  # file order: the first fault is reported
@@ -148,7 +138,7 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
             raise DataError(path, ident, key, "missing")
     limits = {"provider": MAX_NAME, "model": MAX_NAME, "source": MAX_SOURCE, "date": MAX_NAME,
               "note": MAX_SOURCE, "preset": 64}
-    text = {key: (fields.date if key == "date" else fields.text)(raw[key], path, ident, key, limit)
+    text = {key: fields.text_or_date(key, raw[key], path, ident, key, limit)
             for key, limit in limits.items() if raw.get(key) is not None}
     inherited = {"source": text.get("source", UNSOURCED).strip(),
                  "date": text.get("date", UNDATED).strip()}
@@ -169,7 +159,7 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
             raise DataError(path, ident, f"cache_writes[{n}]",
                             "expected {hold_time, price} (and optional source, date, note)")
         _refuse_unknown(item, _WRITE_KEYS | _META, path, ident, f"cache_writes[{n}]")
-        scope = _scope(item, inherited, path, ident, f"cache_writes[{n}]")
+        scope = inherit(item, inherited, path, ident, f"cache_writes[{n}]")
         if "hold_time" not in item or "price" not in item:
             raise DataError(path, ident, f"cache_writes[{n}]", "needs hold_time and price")
         hold_field, price_field = f"cache_writes[{n}].hold_time", f"cache_writes[{n}].price"

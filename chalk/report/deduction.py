@@ -151,8 +151,8 @@ def _pin_table(raw, path, entry) -> dict[str, PresetValue]:
                 or isinstance(value["value"], bool):
             raise DataError(path, entry, f"pins.{name}", "missing value")
         number = value["value"]
-        meta = {key: (fields.date if key == "date" else fields.text)(
-                    value.get(key, ""), path, entry, f"pins.{name}.{key}", limit, numbers=False)
+        meta = {key: fields.text_or_date(key, value.get(key, ""), path, entry,
+                                         f"pins.{name}.{key}", limit, numbers=False)
                 for key, limit in (("source", MAX_SOURCE), ("date", MAX_NAME),
                                    ("note", MAX_SOURCE))}
         out[name] = PresetValue(number if isinstance(number, str) else repr(number),

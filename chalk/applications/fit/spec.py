@@ -271,8 +271,7 @@ def _observations(items, model: Model, subjects, shown: str) -> tuple[Observatio
                 raise DataError(shown, entry, key, "missing")
         for key in ("source", "date", "note", "subject"):
             if key in body:
-                check = fields.date if key == "date" else fields.text
-                check(body[key], shown, entry, key, 400, numbers=False)
+                fields.text_or_date(key, body[key], shown, entry, key, 400, numbers=False)
         subject = body.get("subject", "")
         if subject and subject not in names:
             raise DataError(shown, entry, "subject", f"{subject[:40]!r} is not a declared "
