@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from chalk.knowledge.data import DATA_DIR, Fact, load_yaml, read_fact
+from chalk.knowledge import fields, files
+from chalk.knowledge.data import DATA_DIR, MAX_NAME, MAX_SOURCE, Fact, inherit, read_fact
 from chalk.symbolic.errors import DataError, UnknownNameError
 from chalk.symbolic.symbols import NAME_PATTERN
 from chalk.symbolic.units import ureg
@@ -100,10 +101,9 @@ def _section(raw, allowed, path, entry, name, inherited, zero_ok=frozenset()):
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise DataError(path, entry, name, "expected a mapping")
+        raise DataError(path, entry, name, f"expected a mapping, found {fields.describe(raw)}")
     _refuse_unknown(raw, allowed | _META, path, entry, name)
-    scope = {"source": raw.get("source", inherited["source"]),
-             "date": raw.get("date", inherited["date"])}
+    scope = inherit(raw, inherited, path, entry, name)
     return {key: _checked(read_fact(raw[key], path, entry, f"{name}.{key}", scope,
                                     positive=key not in zero_ok), path, entry, f"{name}.{key}")
             for key in raw if key in allowed}  # file order: the first fault is reported
@@ -136,8 +136,12 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
                             if personal and key in ("source", "date") else "missing")
         if key not in raw and not (personal and key in ("source", "date")):
             raise DataError(path, ident, key, "missing")
-    inherited = {"source": str(raw.get("source", UNSOURCED)).strip(),
-                 "date": str(raw.get("date", UNDATED)).strip()}
+    limits = {"provider": MAX_NAME, "model": MAX_NAME, "source": MAX_SOURCE, "date": MAX_NAME,
+              "note": MAX_SOURCE, "preset": 64}
+    text = {key: fields.text_or_date(key, raw[key], path, ident, key, limit)
+            for key, limit in limits.items() if raw.get(key) is not None}
+    inherited = {"source": text.get("source", UNSOURCED).strip(),
+                 "date": text.get("date", UNDATED).strip()}
     prices = _section(raw.get("prices"), _PRICE_KEYS, path, ident, "prices", inherited,
                       zero_ok=frozenset({"cache_storage"}))
     for key in ("input", "output"):
@@ -148,13 +152,14 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
     if long_context and "threshold" not in long_context:
         raise DataError(path, ident, "long_context.threshold", "missing")
     writes = []
-    for n, item in enumerate(raw.get("cache_writes") or []):
+    listed = fields.listing(raw.get("cache_writes"), path, ident, "cache_writes",
+                           "{hold_time, price} mappings")
+    for n, item in enumerate(listed):
         if not isinstance(item, Mapping):
             raise DataError(path, ident, f"cache_writes[{n}]",
                             "expected {hold_time, price} (and optional source, date, note)")
         _refuse_unknown(item, _WRITE_KEYS | _META, path, ident, f"cache_writes[{n}]")
-        scope = {"source": item.get("source", inherited["source"]),
-                 "date": item.get("date", inherited["date"])}
+        scope = inherit(item, inherited, path, ident, f"cache_writes[{n}]")
         if "hold_time" not in item or "price" not in item:
             raise DataError(path, ident, f"cache_writes[{n}]", "needs hold_time and price")
         hold_field, price_field = f"cache_writes[{n}].hold_time", f"cache_writes[{n}].price"
@@ -164,7 +169,7 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
             _checked(read_fact(item["price"], path, ident, price_field, scope), path, ident,
                      price_field)))
     fast = _section(raw.get("fast_mode"), _FAST_KEYS, path, ident, "fast_mode", inherited)
-    model_preset = str(raw.get("preset", "") or "")
+    model_preset = text.get("preset", "")
     if model_preset:
         from chalk.knowledge.presets import all_presets
 
@@ -175,16 +180,16 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
             hint = f"; did you mean {close[0]!r}?" if close else "; see 'chalk list presets'"
             raise DataError(path, ident, "preset", f"{model_preset!r} is not a model preset"
                                                    + hint)
-    return PriceSheet(ident, str(raw["provider"]), str(raw["model"]), inherited["source"],
-                      inherited["date"], str(raw.get("note", "") or ""), prices, long_context,
+    return PriceSheet(ident, text["provider"], text["model"], inherited["source"],
+                      inherited["date"], text.get("note", ""), prices, long_context,
                       tuple(writes), fast, model_preset)
 
 
 def read_sheets(path: Path, personal: bool = False) -> dict[str, PriceSheet]:
     """Every sheet in a YAML file holding ``price_sheets: [...]`` or one sheet
     (``personal``: see :func:`read_sheet`)."""
-    data = load_yaml(path)
-    shown = path.name
+    data = files.load_yaml(path)
+    shown = files.shown_name(path)
     entries = data.get("price_sheets") if isinstance(data, Mapping) and "price_sheets" in data \
         else [data]
     if not isinstance(entries, list):
@@ -211,10 +216,10 @@ def price_sheet(name_or_path: str) -> PriceSheet:
     if name_or_path in sheets:
         return sheets[name_or_path]
     path = Path(name_or_path)
-    if name_or_path.endswith((".yaml", ".yml")) or path.exists():
+    if name_or_path.endswith((".yaml", ".yml")) or files.exists(path):
         found = read_sheets(path, personal=True)
         if len(found) != 1:
-            raise DataError(path.name, "-", "price_sheets",
+            raise DataError(files.shown_name(path), "-", "price_sheets",
                             f"holds {len(found)} sheets; name one id instead")
         return next(iter(found.values()))
     close = difflib.get_close_matches(name_or_path, list(sheets), n=3, cutoff=0.5)

@@ -10,8 +10,10 @@ dimension-checked against its quantity and range-checked.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import lru_cache
 
 import pint
@@ -87,21 +89,20 @@ def _read_value(variable: Variable, value) -> tuple[float, str]:
         if value._REGISTRY is not ureg:
             raise ParseError(str(value), "quantities must be made with chalk's registry "
                              "(chalk.Q_ or chalk.ureg)")
-        magnitude, unit = value.magnitude, value.units
-        text = f"{magnitude!r} {format_unit(unit)}".strip()
+        unit = value.units
+        text = f"{_number_text(value.magnitude)} {format_unit(unit)}".strip()
+        magnitude = _finite(value.magnitude, text, name)
         _check_dimension(variable, unit, text)
         unit_factor = base_factor(unit)
-    elif isinstance(value, (int, float)):
-        magnitude, text = float(value), repr(value)
+    elif isinstance(value, (numbers.Real, Decimal)):  # numpy's, Fraction, Decimal: real too
+        text = _number_text(value)
+        magnitude = _finite(value, text, name)
         if variable.dimensionality:
             raise MissingUnit(name, text, format_unit(variable.pint_unit))
         unit_factor = 1.0
     else:
         raise ParseError(str(value)[:60], f"{name} needs a number with a unit")
-    try:
-        base = float(magnitude) * unit_factor
-    except (TypeError, ValueError):
-        raise ParseError(text, f"{name} needs a single number") from None
+    base = magnitude * unit_factor
     if not math.isfinite(base):
         raise ParseError(text, "the value overflows once converted to base units "
                                f"({format_unit(base_unit(variable.pint_unit))}); use a "
@@ -109,6 +110,37 @@ def _read_value(variable: Variable, value) -> tuple[float, str]:
     if not variable.admits(base):
         raise BoundsError(name, text, variable.requirement())
     return base, text
+
+
+def _number_text(value) -> str:
+    """A number given from Python as ``str`` writes it (``8`` for ``np.int64(8)``)."""
+    try:
+        return str(value)
+    except ValueError:  # an int past Python's limit on digits
+        return "an integer of more than 4300 digits"
+
+
+def _finite(value, text: str, name: str) -> float:
+    """``value`` as a float; NaN, infinity or a number past a float's range are refused."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    except (TypeError, ValueError):
+        if isinstance(value, Decimal) and value.is_nan():  # a signalling NaN
+            number = math.nan
+        else:
+            raise ParseError(text, f"{name} needs a single number") from None
+    if math.isnan(number):
+        raise ParseError(text, "not a number (NaN); give a finite value")
+    if math.isinf(number):
+        try:  # a Decimal past a float's range converts to inf without being infinite
+            infinite = value.is_infinite() if isinstance(value, Decimal) else math.isinf(value)
+        except (OverflowError, TypeError, ValueError):
+            infinite = False
+        raise ParseError(text, "infinite; give a finite value" if infinite else
+                         "too large for a floating-point number (at most about 1.8e308)")
+    return number
 
 
 def read_spread(variable: Variable, text: str) -> Spread:

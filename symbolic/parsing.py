@@ -47,8 +47,12 @@ _MULTIPLIERS = {
 # Inside a unit, a scale written before a unit name, as a word of its own ('USD/M tokens')
 # or after a 1 ('USD/1M tokens'), is rewritten to the SI prefix glued to the name
 # (Mtokens); B and K read as G and k there, and a bare B stays byte.
-_UNIT_TOKEN = re.compile(r"\s*(?:(?P<scale>1[kKMGBT]|[kKMGT])\s+(?P<scaled>[A-Za-zµ][A-Za-z0-9_µ]*)"
-                         r"|(?P<name>[A-Za-zµ%][A-Za-z0-9_µ]*)|(?P<op>\*\*|[*/·^()])"
+#
+# Micro is written with the micro sign µ (U+00B5) or the Greek letter μ (U+03BC), which look
+# the same; both are read, as the micro sign.
+_UNIT_TOKEN = re.compile(r"\s*(?:(?P<scale>1[kKMGBT]|[kKMGT])\s+"
+                         r"(?P<scaled>[A-Za-zµμ][A-Za-z0-9_µμ]*)"
+                         r"|(?P<name>[A-Za-zµμ%][A-Za-z0-9_µμ]*)|(?P<op>\*\*|[*/·^()])"
                          r"|(?P<int>[+-]?\d+))")
 _SCALE_PREFIX = {"k": "k", "K": "k", "M": "M", "G": "G", "B": "G", "T": "T"}
 _MAX_EXPONENT = 300
@@ -129,9 +133,9 @@ def _tokenize_unit(text: str) -> list[tuple[str, str]]:
             raise ParseError(text, f"unexpected character {bad!r} in a unit")
         if match.group("scale"):
             prefix = _SCALE_PREFIX[match.group("scale")[-1]]
-            tokens.append(("name", prefix + match.group("scaled")))
+            tokens.append(("name", _micro(prefix + match.group("scaled"))))
         elif match.group("name"):
-            tokens.append(("name", match.group("name")))
+            tokens.append(("name", _micro(match.group("name"))))
         elif match.group("op"):
             tokens.append(("op", match.group("op")))
         else:
@@ -140,6 +144,11 @@ def _tokenize_unit(text: str) -> list[tuple[str, str]]:
     if not tokens:
         raise ParseError(text, "expected a unit")
     return tokens
+
+
+def _micro(name: str) -> str:
+    """``name`` with the Greek letter mu written as the micro sign."""
+    return name.replace("\u03bc", "\u00b5")
 
 
 class _UnitParser:

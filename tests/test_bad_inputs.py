@@ -4,10 +4,11 @@ The catalogue lives in tests/bad_inputs/:
 
 * ``cli.yaml``: a list of ``{name, args, expect}``; ``args`` is the argv of ``chalk`` (an item
   may be ``{before, repeat, times, after}`` to build a very long string).
-* ``files/``: bad deduction files (``*.toml``) and bad price sheets (``*.yaml``), with
-  ``files.yaml`` mapping each file name to ``{command: report | imply, expect}``. A report case
-  runs ``chalk report FILE --html OUT/out.html --md OUT/out.md``, an imply case
-  ``chalk imply FILE``, from the folder holding a copy of FILE.
+* ``files/``: bad deduction files (``*.toml``), bad fit files (``fit_*.toml``) and bad price
+  sheets (``*.yaml``), with ``files.yaml`` mapping each file name to ``{command: report | fit |
+  imply, expect}``. A report case runs ``chalk report FILE --html OUT/out.html --md
+  OUT/out.md``, a fit case ``chalk fit FILE``, an imply case ``chalk imply FILE``, from the
+  folder holding a copy of FILE.
 
 Every case must exit with status 2, print nothing on stdout, print exactly ``expect`` plus a
 newline on stderr (no traceback), and write nothing (no report, no plot, no file a code
@@ -122,6 +123,13 @@ def _params(cases: list[tuple[str, dict]]):
             for key, case in cases]
 
 
+def _command(name: str) -> str:
+    """The command a catalogue file is given to, by its name."""
+    if not name.endswith(".toml"):
+        return "imply"
+    return "fit" if name.startswith("fit_") else "report"
+
+
 CLI = _load(CLI_CASES)
 FILE_MAP = _load(FILE_CASES)
 
@@ -136,7 +144,7 @@ def test_catalogue_is_well_formed():
     assert on_disk == sorted(FILE_MAP), "files/ and files.yaml must list the same files"
     for name, case in FILE_MAP.items():
         assert {"command", "expect"} <= set(case) <= {"command", "expect", "known_bug"}, name
-        assert case["command"] == ("report" if name.endswith(".toml") else "imply"), name
+        assert case["command"] == _command(name), name
 
 
 @pytest.mark.parametrize("name", _params([(case["name"], case) for case in CLI]))
@@ -168,7 +176,7 @@ def test_file_case(run_cli, name, tmp_path, monkeypatch):
         argv = ["report", name, "--html", str(outputs / "out.html"),
                 "--md", str(outputs / "out.md")]
     else:
-        argv = ["imply", name]
+        argv = [case["command"], name]
     status, out, err = run_cli(*argv)
 
     def record(message):

@@ -18,7 +18,7 @@ import numpy as np
 
 from chalk.compiled import SETTLE, Options, compile_question
 from chalk.symbolic.errors import ChalkError, UsageError
-from chalk.symbolic.parsing import parse_spread
+from chalk.symbolic.parsing import parse_number, parse_spread, parse_value
 from chalk.symbolic.printing.numbers import format_display, format_number
 
 MAX_STEPS = 1_000_000
@@ -229,13 +229,16 @@ def _broken(model, over, xs: np.ndarray, values) -> tuple[str, ...]:
 
 
 def parse_over(text: str) -> tuple[str, str, str]:
-    """Split ``NAME=START..STOP`` into the name and the two value texts (with units)."""
+    """Split ``NAME=START..STOP`` into the name and the two value texts, as the user wrote
+    them (a START written without a unit takes STOP's, as in ``1..4096 sequence``), so that
+    a later error quotes the user's own text."""
     if "=" not in text:
         raise UsageError("--over needs NAME=START..STOP, e.g. 'batch_size=1..4096 sequence'")
     name, span = text.split("=", 1)
-    spread = parse_spread(span)
+    spread = parse_spread(span)  # the range as a whole: ends that read, units that agree
     if spread.kind != "range":
         raise UsageError("--over needs a range START..STOP")
-    unit_text = f"{spread.unit}" if spread.unit is not None else ""
-    return name.strip(), f"{spread.a!r} {unit_text}".strip(), f"{spread.b!r} {unit_text}".strip()
-
+    start, stop = (end.strip() for end in span.split("..", 1))
+    if spread.unit is not None and parse_value(start).unit is None:
+        start = f"{start} {parse_number(stop)[1].strip()}"
+    return name.strip(), start, stop

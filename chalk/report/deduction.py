@@ -33,11 +33,11 @@ Every key is checked; a mistake names the file, the entry and the key.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chalk.knowledge.data import DEDUCTIONS_DIR
+from chalk.knowledge import fields, files
+from chalk.knowledge.data import DEDUCTIONS_DIR, MAX_NAME, MAX_SOURCE
 from chalk.symbolic.errors import ChalkError, DataError, ParseError
 from chalk.symbolic.parsing import MAX_TEXT, looks_uncertain, parse_spread, parse_value
 from chalk.symbolic.presets import PresetValue
@@ -147,10 +147,16 @@ def _pin_table(raw, path, entry) -> dict[str, PresetValue]:
         unknown = set(value) - {"value", "source", "date", "note"}
         if unknown:
             raise DataError(path, entry, f"pins.{name}.{sorted(unknown)[0]}", "unknown key")
-        if not isinstance(value.get("value"), (str, int, float)):
+        if not isinstance(value.get("value"), (str, int, float)) \
+                or isinstance(value["value"], bool):
             raise DataError(path, entry, f"pins.{name}", "missing value")
-        out[name] = PresetValue(str(value["value"]), str(value.get("source", "")),
-                                str(value.get("date", "")), str(value.get("note", "")))
+        number = value["value"]
+        meta = {key: fields.text_or_date(key, value.get(key, ""), path, entry,
+                                         f"pins.{name}.{key}", limit, numbers=False)
+                for key, limit in (("source", MAX_SOURCE), ("date", MAX_NAME),
+                                   ("note", MAX_SOURCE))}
+        out[name] = PresetValue(number if isinstance(number, str) else repr(number),
+                                meta["source"], meta["date"], meta["note"])
     return out
 
 
@@ -188,29 +194,28 @@ def _stated(raw, targets, path, entry) -> Stated | None:
 def load(name_or_path: str) -> DeductionFile:
     """Read a deduction file by path, or a shipped one by name (``lecture``)."""
     path = Path(name_or_path)
-    if not path.exists() and not name_or_path.endswith(".toml"):
+    if not files.exists(path) and not name_or_path.endswith(".toml") \
+            and NAME_PATTERN.match(name_or_path):
         shipped = DEDUCTIONS_DIR / f"{name_or_path}.toml"
         if shipped.exists():
             path = shipped
-    shown = path.name
-    try:
-        with open(path, "rb") as handle:
-            raw = tomllib.load(handle)
-    except FileNotFoundError:
-        raise DataError(shown, "-", "-", "file not found (or name a shipped deduction, such "
-                                         "as 'lecture')") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise DataError(shown, "-", "-", f"not valid TOML ({str(exc)[:80]})") from None
+    shown = files.shown_name(path)
+    raw = files.load_toml(path, "file not found (or name a shipped deduction, such as "
+                                "'lecture')")
     unknown = set(raw) - _TOP
     if unknown:
-        raise DataError(shown, "-", sorted(unknown)[0], "unknown key")
-    if not isinstance(raw.get("title"), str):
+        raise DataError(shown, "-", sorted(unknown)[0][:40], "unknown key")
+    if "title" not in raw:
         raise DataError(shown, "-", "title", "missing")
+    title = fields.text(raw["title"], shown, "-", "title", 4000, numbers=False)
+    description = fields.text(raw.get("description", ""), shown, "-", "description", 20_000,
+                             numbers=False)
     samples, seed = raw.get("samples", 20_000), raw.get("seed", 0)
-    if not isinstance(samples, int) or not 100 <= samples <= 10_000_000:
+    if isinstance(samples, bool) or not isinstance(samples, int) \
+            or not 100 <= samples <= 10_000_000:
         raise DataError(shown, "-", "samples", "expected a whole number from 100 to 10000000")
-    if not isinstance(seed, int):
-        raise DataError(shown, "-", "seed", "expected a whole number")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise DataError(shown, "-", "seed", "expected a whole number from 0 to 4294967295")
     entries = []
     for kind in ("questions", "sweeps", "plots", "fits"):
         items = raw.get(kind, [])
@@ -222,7 +227,7 @@ def load(name_or_path: str) -> DeductionFile:
                 raise DataError(shown, label, "-", "expected a table")
             unknown = set(item) - _ENTRY[kind]
             if unknown:
-                raise DataError(shown, label, sorted(unknown)[0], "unknown key")
+                raise DataError(shown, label, sorted(unknown)[0][:40], "unknown key")
             for key in _REQUIRED[kind]:
                 if key not in item:
                     raise DataError(shown, label, key, "missing")
@@ -261,6 +266,6 @@ def load(name_or_path: str) -> DeductionFile:
         pins = _pins(raw.get("pins"), shown, "-")
     except ParseError as exc:
         raise DataError(shown, "-", "pins", exc.message) from None
-    return DeductionFile(str(path), raw["title"], str(raw.get("description", "")),
+    return DeductionFile(str(path), title, description,
                          _strings(raw.get("presets", []), shown, "-", "presets"), pins,
                          samples, seed, entries)

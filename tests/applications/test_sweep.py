@@ -53,3 +53,16 @@ def test_column_scale_picks_one_rung_for_the_column():
     assert column_scale([132e-9], per_token) == ("USD/Mtoken", pytest.approx(1e6))
     plain = UnitDisplay("sequence", 1.0, "")
     assert column_scale([5354.0], plain) == ("sequence", 1.0)
+
+
+@pytest.mark.parametrize(("over", "parts"), [
+    ("batch_size=1..4096 sequence", ("batch_size", "1 sequence", "4096 sequence")),
+    ("hbm_capacity=1..1e300 GB", ("hbm_capacity", "1 GB", "1e300 GB")),
+    ("hbm_capacity = 80 GB .. 2 TB", ("hbm_capacity", "80 GB", "2 TB")),
+    ("sparsity_factor=1..32", ("sparsity_factor", "1", "32")),
+])
+def test_parse_over_keeps_the_ends_as_written(over, parts):
+    from chalk.applications.sweep import parse_over
+
+    assert parse_over(over) == parts
+

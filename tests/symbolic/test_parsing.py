@@ -159,3 +159,11 @@ def test_split_pin_rejects_code_names():
     with pytest.raises(ParseError):
         split_pin("os.system=1")
     assert split_pin("batch_size = 2000 sequence") == ("batch_size", "2000 sequence")
+
+
+@pytest.mark.parametrize("text", ["3 \u03bcs", "3 \u00b5s", "3 \u03bcs/token"])
+def test_greek_mu_reads_as_the_micro_sign(text):
+    # U+03BC (Greek small letter mu) and U+00B5 (micro sign) look the same: 3 μs = 3e-6 s
+    parsed = parse_value(text)
+    assert parsed.unit == parse_unit(text[2:].replace("\u03bc", "\u00b5"))
+    assert base(text) == pytest.approx(3e-6)

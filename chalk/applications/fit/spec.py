@@ -11,11 +11,11 @@ symbol (subjects key dictionaries; the relations keep their own symbols).
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chalk.knowledge import fields, files
 from chalk.solvers.pins import read_spread, read_value
 from chalk.symbolic.errors import ChalkError, DataError
 from chalk.symbolic.model import Model
@@ -91,21 +91,9 @@ class FitSpec:
 
 def load_spec(path: str | Path, model: Model) -> FitSpec:
     """Read and check a fit file (TOML)."""
-    path = Path(path)
-    shown = path.name
-    try:
-        with open(path, "rb") as handle:
-            raw = tomllib.load(handle)
-    except FileNotFoundError:
-        raise DataError(shown, "-", "-", "file not found; give the path of a fit file "
-                        "(TOML, see docs/FIT.md)") from None
-    except IsADirectoryError:
-        raise DataError(shown, "-", "-", "is a folder; give a fit file (TOML)") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise DataError(shown, "-", "-", f"not valid TOML ({str(exc)[:80]})") from None
-    except UnicodeDecodeError:
-        raise DataError(shown, "-", "-", "not valid TOML (not UTF-8 text)") from None
-    return read_spec(raw, model, shown)
+    raw = files.load_toml(path, "file not found; give the path of a fit file (TOML, see "
+                               "docs/FIT.md)")
+    return read_spec(raw, model, files.shown_name(path))
 
 
 def read_spec(raw: Mapping, model: Model, shown: str = "fit") -> FitSpec:
@@ -114,7 +102,7 @@ def read_spec(raw: Mapping, model: Model, shown: str = "fit") -> FitSpec:
         raise DataError(shown, "-", "-", "expected a table of fit settings")
     unknown = set(raw) - _TOP
     if unknown:
-        raise DataError(shown, "-", sorted(unknown)[0], "unknown key (expected one of "
+        raise DataError(shown, "-", sorted(unknown)[0][:40], "unknown key (expected one of "
                         f"{', '.join(sorted(_TOP))})")
     title = raw.get("title", "")
     if not isinstance(title, str) or len(title) > 400:
@@ -195,7 +183,7 @@ def _subjects(items, model: Model, shown: str) -> tuple[Subject, ...]:
             raise DataError(shown, entry, "-", "expected a table")
         extra = set(body) - _SUBJECT_KEYS
         if extra:
-            raise DataError(shown, entry, sorted(extra)[0], "unknown key (expected presets, "
+            raise DataError(shown, entry, sorted(extra)[0][:40], "unknown key (expected presets, "
                             "pins, labels)")
         labels = body.get("labels", {})
         if not isinstance(labels, Mapping):
@@ -228,7 +216,7 @@ def _unknowns(items, model: Model, subjects, shown: str) -> tuple[Unknown, ...]:
                             "or a distribution")
         extra = set(body) - _UNKNOWN_KEYS
         if extra:
-            raise DataError(shown, "unknowns", f"{field_}.{sorted(extra)[0]}", "unknown key "
+            raise DataError(shown, "unknowns", f"{field_}.{sorted(extra)[0][:40]}", "unknown key "
                             "(expected prior, per)")
         try:
             variable = model.variable(name)
@@ -276,14 +264,14 @@ def _observations(items, model: Model, subjects, shown: str) -> tuple[Observatio
             raise DataError(shown, entry, "-", "expected a table")
         extra = set(body) - _OBSERVATION_KEYS
         if extra:
-            raise DataError(shown, entry, sorted(extra)[0], "unknown key (expected "
+            raise DataError(shown, entry, sorted(extra)[0][:40], "unknown key (expected "
                             f"{', '.join(sorted(_OBSERVATION_KEYS))})")
         for key in ("quantity", "value"):
             if not isinstance(body.get(key), str):
                 raise DataError(shown, entry, key, "missing")
         for key in ("source", "date", "note", "subject"):
-            if key in body and (not isinstance(body[key], str) or len(body[key]) > 400):
-                raise DataError(shown, entry, key, "expected text")
+            if key in body:
+                fields.text_or_date(key, body[key], shown, entry, key, 400, numbers=False)
         subject = body.get("subject", "")
         if subject and subject not in names:
             raise DataError(shown, entry, "subject", f"{subject[:40]!r} is not a declared "
