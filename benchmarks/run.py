@@ -313,10 +313,10 @@ def _versus_sympy(label: str, timeout: float) -> dict:
 
     from chalk.knowledge import load_model
     from chalk.solvers import execute, plan
+    from selfcheck import Skip, consistent_state, sufficient_pins, topic_model
     from synthetic import sympy_solve_all
 
     import chalk
-    from selfcheck import Skip, consistent_state, sufficient_pins, topic_model
 
     model = topic_model("batch") if label == "batch" else load_model()
     state, seed = None, 0
@@ -377,7 +377,6 @@ def bench_round_trips(examples: int = 10_000) -> dict:
 
     from chalk.knowledge import TOPIC_MODULES, load_model
     from chalk.symbolic.errors import ChalkError
-
     from selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
 
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -440,7 +439,6 @@ def bench_probe(probes: int = 1000) -> dict:
     import warnings
 
     from chalk.knowledge import load_model
-
     from selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
 
     warnings.simplefilter("ignore", RuntimeWarning)

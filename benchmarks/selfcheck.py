@@ -19,8 +19,6 @@ import random
 from dataclasses import dataclass
 
 import numpy as np
-
-from chalk.api import prepare, solve
 from chalk.knowledge import load_model
 from chalk.solvers.blocks import MULTI_START
 from chalk.solvers.execute import compile_plan
@@ -29,6 +27,8 @@ from chalk.solvers.vectorised import evaluate
 from chalk.symbolic.errors import AmbiguousSolution, ChalkError, DegenerateError, InconsistentPins
 from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.units import Q_
+
+from chalk.api import prepare, solve
 
 RTOL = 1e-9
 EPS = np.finfo(float).eps

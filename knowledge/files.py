@@ -150,6 +150,12 @@ def parse_yaml(text: str, shown: str) -> object:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or type(exc).__name__
+        if "maximum nesting depth" in problem:
+            # some libyaml builds stop deep nesting while scanning ahead, before the
+            # builder's own limit: the same refusal whichever comes first
+            line = mark.line + 1 if mark is not None else 0
+            raise DataError(shown, "-", "-", f"line {line}: nested more than {MAX_DEPTH} "
+                            "levels deep") from None
         raise DataError(shown, "-", "-", f"not valid YAML{where} ({problem})") from None
     finally:
         parser.dispose()

@@ -17,7 +17,6 @@ import warnings
 
 import pytest
 from chalk.knowledge import load_model
-
 from selfcheck import PROBE_CONDITIONING, Skip, consistent_state, probe
 
 PROBES = 30  # the 1,000-probe benchmark is the measure; this keeps the suite short

@@ -17,7 +17,6 @@ from chalk.knowledge import TOPIC_MODULES
 from chalk.symbolic.errors import ChalkError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from selfcheck import Skip, consistency, consistent_state, round_trip, topic_model
 
 # Slow tier: deselect with -m 'not slow' for the fast loop.

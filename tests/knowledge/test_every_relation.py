@@ -14,9 +14,9 @@ import sympy
 from chalk.knowledge import load_model
 from chalk.symbolic.errors import AmbiguousSolution, NoSolution
 from chalk.symbolic.units import Q_
+from selfcheck import submodel
 
 from chalk import solve
-from selfcheck import submodel
 
 MODEL = load_model()
 CASES = [(r, v) for r in sorted(MODEL.relations) for v in sorted(MODEL.variables_in(r))]
