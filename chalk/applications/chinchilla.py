@@ -67,7 +67,8 @@ def compute_optimal(compute_flops: float, fit: str = "besiroglu2024",
     curve = Curve(["loss", "pretrain_tokens"], "active_params",
                    {"train_flops": f"{compute_flops!r} FLOP"}, [fit])
     n = minimize_in_log(lambda size: curve(size)["loss"][0], *bounds, "active_params", "param",
-                        f"the compute-optimal model for {compute_flops:.4g} FLOP ({fit})")
+                        f"the compute-optimal model for {compute_flops:.4g} FLOP ({fit})",
+                        minimised="the loss")
     v = curve(n)
     if not all(math.isfinite(float(v[k][0])) for k in ("loss", "pretrain_tokens")):
         raise NoSolution("active_params", f"the loss at {compute_flops:.4g} FLOP ({fit}) is not "
@@ -156,7 +157,8 @@ def lifetime_optimum(target_loss: float, inference_tokens: float, fit: str = "be
     low = max(bounds[0], n_min)
     # the low end is a search bound only where it is not the size that reaches the loss
     n = minimize_in_log(total, low, bounds[1], "active_params", "param", question,
-                        edges=("below", "above") if low == bounds[0] else ("above",))
+                        edges=("below", "above") if low == bounds[0] else ("above",),
+                        minimised="the lifetime compute")
     v = curve(n)
     if not all(math.isfinite(float(v[k][0])) for k in v):
         raise NoSolution("active_params", f"{question}: the compute at the best size found "

@@ -42,7 +42,8 @@ class BeyondSearch(ChalkError, ValueError):
 
 
 def minimize_in_log(objective, low: float, high: float, name: str, unit: str,
-                    question: str, xatol: float = 1e-12, edges=("below", "above")) -> float:
+                    question: str, xatol: float = 1e-12, edges=("below", "above"),
+                    minimised: str = "the objective") -> float:
     """The x in [low, high] that minimises ``objective(x)``, searched in log x.
 
     Parameters
@@ -60,6 +61,8 @@ def minimize_in_log(objective, low: float, high: float, name: str, unit: str,
     edges : tuple of str
         Which ends are search bounds ("below" for ``low``, "above" for ``high``); an
         end that is a real constraint may hold the optimum.
+    minimised : str
+        What ``objective`` measures, for messages (``"the loss"``).
 
     Raises
     ------
@@ -74,7 +77,7 @@ def minimize_in_log(objective, low: float, high: float, name: str, unit: str,
     best = minimize_scalar(lambda t: objective(math.exp(t)), method="bounded",
                            bounds=(math.log(low), math.log(high)), options={"xatol": xatol})
     if not math.isfinite(best.fun):
-        raise NoSolution(name, f"{question}: the objective is not finite at any "
+        raise NoSolution(name, f"{question}: {minimised} is not a finite number at any "
                                f"{name} searched ({low:.4g}..{high:.4g} {unit})")
     for side, bound in (("below", low), ("above", high)):
         if side in edges and objective(bound) <= best.fun:

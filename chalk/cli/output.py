@@ -34,6 +34,7 @@ PLOT_FORMATS = {".png": "png", ".svg": "svg"}
 HTML_FORMATS = {".html": "html", ".htm": "html"}
 MARKDOWN_FORMATS = {".md": "md", ".markdown": "md"}
 
+_NAMES = {"png": "PNG", "svg": "SVG", "html": "HTML", "md": "Markdown"}
 _SHOWN = 120  # longest destination quoted whole in a message
 
 
@@ -124,14 +125,14 @@ class Outputs:
         self._check(path, option)
         suffix = Path(path).suffix.lower()
         fmt = formats.get(suffix)
-        names = " or ".join(dict.fromkeys(f.upper() for f in formats.values()))
+        names = " or ".join(dict.fromkeys(_NAMES.get(f, f) for f in formats.values()))
         if fmt is None:
             found = f"not {suffix!r}" if suffix else "and the name has no suffix"
             raise OutputError(path, f"{option} writes {names}, {found}: end the name in "
                                     + " or ".join(formats))
         if wanted is not None and fmt != wanted:
-            raise OutputError(path, f"{wanted.upper()} was asked for but the name ends in "
-                                    f"{suffix}: end it in "
+            raise OutputError(path, f"{_NAMES.get(wanted, wanted)} was asked for but the name "
+                                    f"ends in {suffix}: end it in "
                                     + " or ".join(s for s, f in formats.items() if f == wanted))
         return fmt
 
