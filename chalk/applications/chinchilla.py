@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from chalk.applications.optimize import BeyondSearch, Curve, minimize_in_log
-from chalk.symbolic.errors import NoSolution, UsageError
+from chalk.symbolic.errors import NoSolution
 
 
 @dataclass
@@ -59,11 +59,10 @@ def compute_optimal(compute_flops: float, fit: str = "besiroglu2024",
     BeyondSearch
         The optimum lies at or beyond an end of ``bounds``.
     NoSolution
-        A budget that is not positive and finite, or a loss that is not finite.
+        A loss that is not a finite number (a budget too small to train on).
+    ChalkError
+        A budget that is not positive.
     """
-    if not (math.isfinite(compute_flops) and compute_flops > 0):
-        raise UsageError(f"the training budget must be a positive, finite number of FLOP, "
-                         f"not {compute_flops!r}")
     curve = Curve(["loss", "pretrain_tokens"], "active_params",
                    {"train_flops": f"{compute_flops!r} FLOP"}, [fit])
     n = minimize_in_log(lambda size: curve(size)["loss"][0], *bounds, "active_params", "param",
