@@ -16,10 +16,9 @@ chalk's matrices have hundreds of rows, too few for threads to pay for waking up
 a busy machine the threads fight for the cores (a 330 x 420 least-squares solve measured
 0.6 s threaded and 0.06 s single-threaded with other work running on two cores).
 
-Everything :func:`main` does, from its first line, is inside one boundary: Ctrl-C prints
-``chalk: interrupted`` and exits with status 130, a closed pipe on stdout ends the
-command quietly, and an error chalk did not foresee prints one line naming it (status 1;
-``CHALK_TRACEBACK=1`` shows the traceback instead).
+Everything :func:`main` does, from its first line, is inside one boundary
+(:mod:`chalk.cli.boundary`): Ctrl-C exits with status 130, a closed pipe on stdout ends
+quietly, and an error chalk did not foresee is one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -27,6 +26,8 @@ from __future__ import annotations
 import gc
 import os
 import sys
+
+from chalk.cli.boundary import closed_pipe, internal_error, interrupted
 
 SINGLE_THREADED = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -41,34 +42,6 @@ def main() -> int:
         return closed_pipe()
     except Exception as exc:  # the last boundary: one line, never a traceback
         return internal_error(exc)
-
-
-def interrupted() -> int:
-    """Say the command was interrupted; the status of a Ctrl-C."""
-    print("chalk: interrupted", file=sys.stderr)
-    return 130
-
-
-def closed_pipe() -> int:
-    """End quietly when whatever read stdout has gone (``chalk list | head -1``)."""
-    # Python would flush stdout again at exit and fail on the closed pipe: point it at
-    # /dev/null first.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return 141  # 128 + SIGPIPE, as a process killed by the signal would report
-
-
-def internal_error(exc: Exception) -> int:
-    """One line for an error chalk did not foresee (a bug), status 1; with
-    ``CHALK_TRACEBACK=1`` in the environment, re-raise it for its traceback."""
-    if os.environ.get("CHALK_TRACEBACK") == "1":
-        raise exc
-    detail = (str(exc).splitlines() or [""])[0][:200]
-    print(f"chalk: internal error: {type(exc).__name__}" + (f": {detail}" if detail else "")
-          + "; this is a bug in chalk, please report it (CHALK_TRACEBACK=1 shows where)",
-          file=sys.stderr)
-    return 1
 
 
 def _main() -> int:

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     Ctrl-C, 1 for a problem in chalk itself (one line, or its traceback with
     ``CHALK_TRACEBACK=1``).
     """
-    from chalk.cli import internal_error, interrupted
+    from chalk.cli.boundary import internal_error, interrupted
 
     try:
         parser = build_parser()
