@@ -508,6 +508,11 @@ def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
         if fits:
             lines.append(f"normal tier memory_fill = {v['memory_fill'][0]:.4g}")
         return FastMode(True, b, b / shrink, lines)
+    if keep[-1] and np.nanargmax(s) == s.size - 1:
+        # the speed-up still grows at the largest batch searched: more is beyond the range
+        raise BeyondSearch("batch_size", "above", f"{max_batch:.4g} sequence",
+                           f"the normal-tier batch for {speedup:g}x the speed at "
+                           f"{price_ratio:g}x the price")
     best = float(np.nanmax(s))
     floor = curve(grid[-1:])["t_weight_fetch"][0]
     lines += [f"no normal batch with a step within {normal_step_limit} gives {speedup:g}x: at "

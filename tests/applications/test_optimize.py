@@ -325,3 +325,16 @@ def test_crossover_refuses_a_quantity_against_itself_and_different_dimensions():
                                          r"\(dimensionless\) have different dimensions"):
         crossover("step_time", "sparsity_factor", "batch_size", "1 sequence",
                   "100 sequence", H100x8)
+
+
+def test_fast_mode_speedup_still_growing_at_the_largest_batch_searched():
+    from chalk.applications.optimize import BeyondSearch
+
+    presets, pins = DSV3_H800
+    # free compute, 0.4-token context: step(B) = t_w + B t_kv with t_w / t_kv =
+    # 1.342e12 / (0.4 x 70272) = 4.77e7 = R, so the speed-up (R + B) / (R + B / 15) is 1.02
+    # at the 1e6 searched and reaches 2.5 only at B = 1.8 R = 8.6e7: beyond the range
+    given = {**pins, "n_chips": "4e6 chip", "context_length": "0.4 token",
+             "chip_flops": "1e21 FLOP/s"}
+    with pytest.raises(BeyondSearch, match=r"above 1e\+06 sequence"):
+        fast_mode(6, 2.5, given, presets)
