@@ -27,7 +27,9 @@ def test_ctrl_c_while_loading_is_one_line_and_status_130():
     a quiet machine), which used to print a traceback."""
     process = _chalk("solve", "critical_batch_size", "--preset", "lecture", "--given",
                      "sparsity_factor=8", env={"CHALK_NO_CACHE": "1"})
-    time.sleep(0.2)
+    time.sleep(0.3)  # past Python's own start-up, well inside chalk's
+    if process.poll() is not None:
+        pytest.skip("chalk finished loading before the signal could be sent")
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
