@@ -33,15 +33,23 @@ SINGLE_THREADED = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def main() -> int:
-    """Entry point of the ``chalk`` console script."""
+    """Entry point of the ``chalk`` console script (it ends the process on Ctrl-C)."""
     try:
-        return _main()
+        status = _main()
     except KeyboardInterrupt:
-        return interrupted()
+        status = interrupted()
     except BrokenPipeError:
         return closed_pipe()
     except Exception as exc:  # the last boundary: one line, never a traceback
         return internal_error(exc)
+    if status == 130:
+        # CPython remembers a Ctrl-C that passed through exec() or eval() (dataclasses and
+        # namedtuples use them while modules load) even after it was caught, and would end
+        # the process by SIGINT instead of with this status: leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    return status
 
 
 def _main() -> int:
