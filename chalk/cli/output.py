@@ -176,7 +176,7 @@ class Outputs:
         """Refuse ``path`` unless chalk may create or replace a regular file there."""
         if not path:
             raise OutputError(path, f"{option} needs a file name")
-        if path.endswith(("/", os.sep)) or Path(path).name in ("", ".", ".."):
+        if os.path.basename(path) in ("", ".", ".."):  # pathlib would read 'x.png/.' as x.png
             raise OutputError(path, f"{option} needs a file name, not a folder")
         if "\0" in path:
             raise OutputError(path, "the name contains a NUL character")
