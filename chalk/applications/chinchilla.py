@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from chalk.applications.optimize import Curve
+from chalk.applications.optimize import BeyondSearch, Curve, minimize_in_log
 from chalk.symbolic.errors import NoSolution
 
 
@@ -53,16 +53,25 @@ def compute_optimal(compute_flops: float, fit: str = "besiroglu2024",
     Optimum
         ``params``, ``tokens``, ``tokens_per_param``, the predicted ``loss`` and the
         ``compute``; ``line()`` prints it.
-    """
-    from scipy.optimize import minimize_scalar
 
+    Raises
+    ------
+    BeyondSearch
+        The optimum lies at or beyond an end of ``bounds``.
+    NoSolution
+        A loss that is not a finite number (a budget too small to train on).
+    ChalkError
+        A budget that is not positive.
+    """
     curve = Curve(["loss", "pretrain_tokens"], "active_params",
                    {"train_flops": f"{compute_flops!r} FLOP"}, [fit])
-    best = minimize_scalar(lambda log_n: curve(math.exp(log_n))["loss"][0],
-                           bounds=tuple(map(math.log, bounds)), method="bounded",
-                           options={"xatol": 1e-12})
-    n = math.exp(best.x)
+    n = minimize_in_log(lambda size: curve(size)["loss"][0], *bounds, "active_params", "param",
+                        f"the compute-optimal model for {compute_flops:.4g} FLOP ({fit})",
+                        minimised="the loss")
     v = curve(n)
+    if not all(math.isfinite(float(v[k][0])) for k in ("loss", "pretrain_tokens")):
+        raise NoSolution("active_params", f"the loss at {compute_flops:.4g} FLOP ({fit}) is not "
+                                          "a finite number: the budget is too small to train on")
     return Optimum(n, float(v["pretrain_tokens"][0]), float(v["loss"][0]), compute_flops,
                    f"compute-optimal ({fit})")
 
@@ -115,11 +124,11 @@ def lifetime_optimum(target_loss: float, inference_tokens: float, fit: str = "be
 
     Raises
     ------
-    ChalkError
+    NoSolution
         A target loss at or below the fit's irreducible loss.
+    BeyondSearch
+        The optimum (or the smallest model that reaches the loss) lies beyond ``bounds``.
     """
-    from scipy.optimize import minimize_scalar
-
     from chalk.api import solve
 
     pins = {"loss": f"{target_loss!r}", "inference_tokens": f"{inference_tokens!r} token",
@@ -127,21 +136,32 @@ def lifetime_optimum(target_loss: float, inference_tokens: float, fit: str = "be
     curve = Curve(["pretrain_tokens", "train_flops", "inference_compute"], "active_params",
                    pins, [fit])
 
-    def total(log_n):
-        v = curve(math.exp(log_n))
+    def total(n):
+        v = curve(n)
         value = v["train_flops"][0] + v["inference_compute"][0]
+        # a size that cannot reach the loss scores far above any real log-compute (a
+        # finite stand-in: the bounded search interpolates between its values)
         return math.log(value) if math.isfinite(value) and value > 0 else 1e6
 
     # Below some size no amount of data reaches the loss: search above it.
     e, a, alpha = (curve.base[k] for k in ("fit_e", "fit_a", "fit_alpha"))
     if target_loss <= e:
         raise NoSolution("active_params", f"loss {target_loss} is below the fit's floor E = {e}")
+    question = (f"the cheapest model over its life reaching loss {target_loss:g} with "
+                f"{inference_tokens:.4g} tokens served ({fit})")
     n_min = (a / (target_loss - e)) ** (1 / alpha) * 1.000001
-    low = math.log(max(bounds[0], n_min))
-    best = minimize_scalar(total, bounds=(low, math.log(bounds[1])), method="bounded",
-                           options={"xatol": 1e-12})
-    n = math.exp(best.x)
+    if n_min >= bounds[1]:
+        raise BeyondSearch("active_params", "above", f"{bounds[1]:.4g} param",
+                           f"{question}: reaching the loss needs at least {n_min:.4g} param")
+    low = max(bounds[0], n_min)
+    # the low end is a search bound only where it is not the size that reaches the loss
+    n = minimize_in_log(total, low, bounds[1], "active_params", "param", question,
+                        edges=("below", "above") if low == bounds[0] else ("above",),
+                        minimised="the lifetime compute")
     v = curve(n)
+    if not all(math.isfinite(float(v[k][0])) for k in v):
+        raise NoSolution("active_params", f"{question}: the compute at the best size found "
+                                          "is not a finite number")
     optimum = Optimum(n, float(v["pretrain_tokens"][0]), target_loss,
                       float(v["train_flops"][0] + v["inference_compute"][0]),
                       "optimum of pre-training + serving compute")

@@ -18,9 +18,70 @@ from chalk.api import prepare
 from chalk.compiled import Options, compile_question
 from chalk.solvers.pins import parse_given, read_value
 from chalk.symbolic.errors import ChalkError, NoSolution, UsageError
-from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.printing.quantities import describe_dimension, format_quantity
 
 GRID = 400
+
+
+@dataclass(eq=False)
+class BeyondSearch(ChalkError, ValueError):
+    """An optimum on an edge of the range searched: the answer lies beyond it, and the
+    edge is not an answer."""
+
+    name: str
+    side: str  # "above" or "below"
+    bound: str  # the edge, as text with its unit
+    question: str  # what was searched for, e.g. "the compute-optimal model at 1e+35 FLOP"
+
+    @property
+    def message(self) -> str:
+        edge = "largest" if self.side == "above" else "smallest"
+        return (f"{self.question}: the best {self.name} is {self.side} {self.bound}, the "
+                f"{edge} value searched; the answer is beyond the range searched")
+
+
+def minimize_in_log(objective, low: float, high: float, name: str, unit: str,
+                    question: str, xatol: float = 1e-12, edges=("below", "above"),
+                    minimised: str = "the objective") -> float:
+    """The x in [low, high] that minimises ``objective(x)``, searched in log x.
+
+    Parameters
+    ----------
+    objective : callable
+        float -> float, unimodal on the range.
+    low, high : float
+        The range searched (positive).
+    name, unit : str
+        The quantity searched and the unit ``low`` and ``high`` are in, for messages.
+    question : str
+        What the search answers, for messages.
+    xatol : float
+        Tolerance on log x.
+    edges : tuple of str
+        Which ends are search bounds ("below" for ``low``, "above" for ``high``); an
+        end that is a real constraint may hold the optimum.
+    minimised : str
+        What ``objective`` measures, for messages (``"the loss"``).
+
+    Raises
+    ------
+    BeyondSearch
+        The objective is no larger at a search bound than at the minimum found: the
+        optimum lies at or past that bound.
+    NoSolution
+        The objective is not finite at the minimum found.
+    """
+    from scipy.optimize import minimize_scalar
+
+    best = minimize_scalar(lambda t: objective(math.exp(t)), method="bounded",
+                           bounds=(math.log(low), math.log(high)), options={"xatol": xatol})
+    if not math.isfinite(best.fun):
+        raise NoSolution(name, f"{question}: {minimised} is not a finite number at any "
+                               f"{name} searched ({low:.4g}..{high:.4g} {unit})")
+    for side, bound in (("below", low), ("above", high)):
+        if side in edges and objective(bound) <= best.fun:
+            raise BeyondSearch(name, side, f"{bound:.4g} {unit}", question)
+    return math.exp(best.x)
 
 
 class Curve:
@@ -84,6 +145,20 @@ def _bounds(model, name, low, high):
     return lo, hi
 
 
+def _comparable(model, first: str, second: str) -> None:
+    """Refuse a comparison that cannot cross: a quantity with itself, or two quantities
+    of different dimensions (a time is never equal to a ratio)."""
+    a, b = model.variable(first), model.variable(second)
+    if a.name == b.name:
+        raise UsageError(f"crossover compares {a.name} with itself; name two different "
+                         "quantities")
+    if a.dimensionality != b.dimensionality:
+        raise UsageError(f"{a.name} ({describe_dimension(a.dimensionality)}) and {b.name} "
+                         f"({describe_dimension(b.dimensionality)}) have different "
+                         "dimensions, so they are never equal; compare two quantities of "
+                         "the same dimension")
+
+
 @dataclass
 class Crossover:
     """Where two quantities are equal as a third varies."""
@@ -132,6 +207,9 @@ def crossover(first: str, second: str, over: str, low, high, given=(), presets=(
     """
     from scipy.optimize import brentq
 
+    from chalk.knowledge import load_model
+
+    _comparable(load_model(), first, second)
     curve = Curve([first, second], over, given, presets, tie, regime)
     lo, hi = _bounds(curve.model, over, low, high)
     grid = np.geomspace(lo, hi, GRID)
@@ -278,6 +356,11 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
         else:
             batch = float(grid[first])
         active = "none: the compute-bound cost floor is reached"
+    if limit == hi and batch >= hi * (1 - 1e-9):
+        # no constraint stops the batch and the cost still falls at the largest batch
+        # searched: that edge is not the cheapest batch
+        raise BeyondSearch("batch_size", "above", f"{hi:.4g} sequence",
+                           f"the cheapest batch within a step of {latency_budget}")
     v = curve(batch)
     shown = {"batch_size": curve.show("batch_size", batch),
              "cost_per_token": curve.show("cost_per_token", v["cost_per_token"][0]),
@@ -346,8 +429,8 @@ def largest_batch(given=(), presets=(), latency_budget=None,
         while excess(math.log(high)) <= 0 and high < max_batch:
             high = min(high * 10, max_batch)
         if excess(math.log(high)) <= 0:
-            edges.append((max_batch, "none below the search limit"))
-            continue
+            raise BeyondSearch("batch_size", "above", f"{max_batch:.4g} sequence",
+                               f"the largest batch within the {label}")
         edges.append((math.exp(brentq(excess, math.log(max(high / 10, 1.0)), math.log(high),
                                       xtol=1e-14)), label))
     batch, active = min(edges)
@@ -425,6 +508,11 @@ def fast_mode(price_ratio: float, speedup: float, given=(), presets=(),
         if fits:
             lines.append(f"normal tier memory_fill = {v['memory_fill'][0]:.4g}")
         return FastMode(True, b, b / shrink, lines)
+    if keep[-1] and np.nanargmax(s) == s.size - 1:
+        # the speed-up still grows at the largest batch searched: more is beyond the range
+        raise BeyondSearch("batch_size", "above", f"{max_batch:.4g} sequence",
+                           f"the normal-tier batch for {speedup:g}x the speed at "
+                           f"{price_ratio:g}x the price")
     best = float(np.nanmax(s))
     floor = curve(grid[-1:])["t_weight_fetch"][0]
     lines += [f"no normal batch with a step within {normal_step_limit} gives {speedup:g}x: at "

@@ -266,26 +266,3 @@ def plot(name: str, given=(), presets=(), **options):
         raise UsageError(f"unknown plot {name!r}; choose from {', '.join(PLOTS)}")
     return PLOTS[name](given, presets, **options)
 
-
-def write_atomically(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file, so a failure leaves nothing."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"cannot write {path}: folder {folder} does not exist")
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".chalk-", suffix=target.suffix)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; files are not
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise

@@ -15,6 +15,10 @@ The command also asks for a single-threaded BLAS unless the environment says oth
 chalk's matrices have hundreds of rows, too few for threads to pay for waking up, and on
 a busy machine the threads fight for the cores (a 330 x 420 least-squares solve measured
 0.6 s threaded and 0.06 s single-threaded with other work running on two cores).
+
+Everything :func:`main` does, from its first line, is inside one boundary
+(:mod:`chalk.cli.boundary`): Ctrl-C exits with status 130, a closed pipe on stdout ends
+quietly, and an error chalk did not foresee is one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -23,10 +27,32 @@ import gc
 import os
 import sys
 
+from chalk.cli.boundary import closed_pipe, internal_error, interrupted
+
 SINGLE_THREADED = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def main() -> int:
+    """Entry point of the ``chalk`` console script (it ends the process on Ctrl-C)."""
+    try:
+        status = _main()
+    except KeyboardInterrupt:
+        status = interrupted()
+    except BrokenPipeError:
+        return closed_pipe()
+    except Exception as exc:  # the last boundary: one line, never a traceback
+        return internal_error(exc)
+    if status == 130:
+        # CPython remembers a Ctrl-C that passed through exec() or eval() (dataclasses and
+        # namedtuples use them while modules load) even after it was caught, and would end
+        # the process by SIGINT instead of with this status: leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    return status
+
+
+def _main() -> int:
     from chalk.cli.fast import answer
 
     cached = answer(sys.argv[1:])  # a question solved before: no sympy, pint or numpy

@@ -90,8 +90,11 @@ def load(name: str) -> dict | None:
 
 
 def store(name: str, entry: dict) -> bool:
-    """Write an entry atomically; False (and nothing written) if the folder is not
-    writable. A cache that cannot be written never stops an answer."""
+    """Write an entry atomically; False (and nothing written) if it cannot be written.
+
+    A cache that cannot be written never stops an answer: besides OS errors, a
+    ``CHALK_CACHE_DIR`` too deep for pathlib (RecursionError) or one that is not a
+    valid path (ValueError) only costs the entry."""
     folder = directory()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -103,6 +106,6 @@ def store(name: str, entry: dict) -> bool:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-    except OSError:
+    except (OSError, RecursionError, ValueError):
         return False
     return True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from chalk.cli.options import Parser, UsageProblem, add_pin_options, add_question, add_solve
@@ -119,9 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``chalk`` console script."""
-    parser = build_parser()
+    """Run the ``chalk`` command line on ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns the exit status: 0, 2 for a user mistake (one line on stderr), 130 on
+    Ctrl-C, 1 for a problem in chalk itself (one line, or its traceback with
+    ``CHALK_TRACEBACK=1``).
+    """
+    from chalk.cli.boundary import internal_error, interrupted
+
     try:
+        parser = build_parser()
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
@@ -137,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chalk: knowledge base error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("chalk: interrupted", file=sys.stderr)
-        return 130
+        return interrupted()
+    except Exception as exc:  # a bug: one line, not a page of Python
+        return internal_error(exc)
     sys.stdout.write(output if output.endswith("\n") else output + "\n")
     return 0
 
@@ -147,6 +156,8 @@ def _run(args) -> str:
     from chalk import api
 
     if args.command == "solve":
+        if args.seed < 0:
+            raise UsageProblem(f"--seed must be a whole number, 0 or more, not {args.seed}")
         options = {"regime": args.regime, "seed": args.seed}
         if args.samples is not None:
             if not 100 <= args.samples <= 10_000_000:
@@ -177,19 +188,16 @@ def _run(args) -> str:
     if args.command == "fit":
         return _fit(args)
     if args.command == "plot":
-        from pathlib import Path
+        from chalk.applications.plots import plot, render
+        from chalk.cli.output import PLOT_FORMATS, Outputs
 
-        from chalk.applications.plots import plot, render, write_atomically
-
-        folder = Path(args.out).parent
-        if not folder.is_dir():  # say so before drawing, not after
-            raise UsageProblem(f"cannot write {args.out}: folder {folder} does not exist")
-        fmt = "svg" if args.svg or args.out.lower().endswith(".svg") else "png"
+        outputs = Outputs([args.sheet])
+        fmt = outputs.declare("--out", args.out, PLOT_FORMATS, "svg" if args.svg else None)
         options = {"sheet": args.sheet} if args.sheet else {}
         if args.sheet and args.name != "cost_vs_context":
             raise UsageProblem("--sheet applies to cost_vs_context only")
         data = render(plot(args.name, args.given, args.preset, **options), fmt)
-        write_atomically(args.out, data)
+        outputs.write({args.out: data})
         return f"wrote {args.out} ({fmt}, {len(data):,} bytes)"
     if args.command == "optimize":
         from chalk.cli.optimize import run as run_optimize
@@ -204,32 +212,35 @@ def _run(args) -> str:
     return listing(args.what, args.filter, args.json)
 
 
-def _plot_folder(path: str | None) -> None:
-    """Say a --plot destination cannot be written before any work, not after."""
-    from pathlib import Path
+def _plot_destination(args, inputs=()):
+    """The checked ``--plot`` destination and its format (None without ``--plot``), found
+    before any work, not after."""
+    if args.plot is None:
+        return None
+    from chalk.cli.output import PLOT_FORMATS, Outputs
 
-    if path and not Path(path).parent.is_dir():
-        raise UsageProblem(f"cannot write {path}: folder {Path(path).parent} does not exist")
+    outputs = Outputs(inputs)
+    return outputs, outputs.declare("--plot", args.plot, PLOT_FORMATS)
 
 
-def _with_plot(out: str, args, figure) -> str:
-    """Write ``figure()`` to ``--plot`` (PNG, or SVG by the name) if asked, and say so."""
-    if not args.plot:
+def _with_plot(out: str, args, destination, figure) -> str:
+    """Write ``figure()`` to the ``--plot`` destination if there is one, and say so."""
+    if destination is None:
         return out
-    from chalk.applications.plots import render, write_atomically
+    from chalk.applications.plots import render
 
-    fmt = "svg" if args.plot.lower().endswith(".svg") else "png"
-    write_atomically(args.plot, render(figure(), fmt))
+    outputs, fmt = destination
+    outputs.write({args.plot: render(figure(), fmt)})
     return out if args.json else f"{out}\nwrote {args.plot}"
 
 
 def _atlas(args) -> str:
     from chalk.applications.atlas import atlas
 
-    _plot_folder(args.plot)
+    destination = _plot_destination(args)
     result = atlas()
     out = json.dumps(result.to_dict(), indent=2) if args.json else result.text()
-    return _with_plot(out, args, result.figure)
+    return _with_plot(out, args, destination, result.figure)
 
 
 def _imply(args) -> str:
@@ -240,7 +251,7 @@ def _imply(args) -> str:
         raise UsageProblem("give sheet ids or --all, not both")
     if not args.all and not args.sheets:
         raise UsageProblem("name a price sheet (chalk list sheets) or pass --all")
-    _plot_folder(args.plot)
+    destination = _plot_destination(args, args.sheets)
     if args.all:
         from chalk.knowledge.price_sheets import shipped_sheets
 
@@ -256,48 +267,49 @@ def _imply(args) -> str:
         result = compare(names, args.given, args.preset)
         implications = result.implications
         out = json.dumps(result.to_dict(), indent=2) if args.json else result.text()
-    return _with_plot(out, args, lambda: implied_tier_figure(implications))
+    return _with_plot(out, args, destination, lambda: implied_tier_figure(implications))
 
 
 def _fit(args) -> str:
     from chalk.applications.fit import fit
 
-    _plot_folder(args.plot)
+    destination = _plot_destination(args, [args.file])
     if args.outlier_z is not None and not 1 <= args.outlier_z <= 20:
         raise UsageProblem("--outlier-z must be between 1 and 20")
     result = fit(args.file, loss=args.loss, outlier_z=args.outlier_z)
     out = result.to_json() if args.json else result.text()
-    return _with_plot(out, args, result.figure)
+    return _with_plot(out, args, destination, result.figure)
 
 
 def _report(args) -> str:
     from pathlib import Path
 
-    from chalk.applications.plots import write_atomically
+    from chalk.cli.output import HTML_FORMATS, MARKDOWN_FORMATS, Outputs
     from chalk.report import build, markdown, render_html
+    from chalk.report.deduction import DEDUCTIONS_DIR
 
-    for given in (args.html, args.md):  # say so before minutes of work, not after
-        if given and not Path(given).parent.is_dir():
-            raise UsageProblem(f"cannot write {given}: folder {Path(given).parent} does not "
-                                "exist")
+    inputs = [args.file]
+    # os.path.exists, not Path.exists: a name the system cannot look up (too long) is
+    # no file here, and the reader says so in one line
+    if not os.path.exists(args.file) and not args.file.endswith(".toml"):
+        inputs.append(DEDUCTIONS_DIR / f"{args.file}.toml")  # a shipped file, by its name
+    outputs = Outputs(inputs)
+    if args.html is not None:  # say so before minutes of work, not after
+        outputs.declare("--html", args.html, HTML_FORMATS)
+    if args.md is not None:
+        outputs.declare("--md", args.md, MARKDOWN_FORMATS)
     built = build(args.file)
-    outputs: dict[Path, bytes] = {}
-    if args.html:
-        outputs[Path(args.html)] = render_html(built).encode("utf-8")
-    if args.md:
+    contents: dict[str, bytes] = {}
+    if args.html is not None:
+        contents[args.html] = render_html(built).encode("utf-8")
+    if args.md is not None:
         target = Path(args.md)
-        prefix = f"{target.stem}-"
-        text, assets = markdown(built, prefix)
-        outputs[target] = text.encode("utf-8")
+        text, assets = markdown(built, f"{target.stem}-")
+        contents[args.md] = text.encode("utf-8")
         for name, data in assets.items():
-            outputs[target.parent / name] = data
-    if not outputs:
+            contents[str(target.parent / name)] = data
+    if not contents:
         text, _ = markdown(built)
         return text
-    for path in outputs:  # check every destination before writing any
-        if not path.parent.is_dir():
-            raise UsageProblem(f"cannot write {path}: folder {path.parent} does not exist")
-    for path, data in outputs.items():
-        write_atomically(path, data)
-    return "wrote " + ", ".join(str(p) for p in outputs)
-
+    outputs.write(contents)
+    return "wrote " + ", ".join(contents)

@@ -247,3 +247,94 @@ def test_sweep_flag_shows_the_bound_with_its_unit():
     (flag,) = found.flags
     assert flag.startswith("batch_size is below 1 sequence at 1 of 5 points "
                            "(tokens_per_second 10 token/s): a batch holds whole sequences")
+
+
+# --- search bounds are never answers (issue 26) -------------------------------------------
+
+def test_compute_optimal_beyond_the_largest_model_searched():
+    from chalk.applications.optimize import BeyondSearch
+
+    n, _ = chinchilla_closed_form(1e33, 1.8172, 482.01, 2085.43, 0.3478, 0.3658)
+    assert n > 1e15  # about 3.9e15 param: past the 1e15 the search stops at
+    with pytest.raises(BeyondSearch, match=r"above 1e\+15 param") as caught:
+        compute_optimal(1e33, "besiroglu2024")
+    assert caught.value.side == "above"
+
+
+def test_compute_optimal_below_the_smallest_model_searched():
+    from chalk.applications.optimize import BeyondSearch
+
+    n, _ = chinchilla_closed_form(1e13, 1.8172, 482.01, 2085.43, 0.3478, 0.3658)
+    assert n < 1e6  # about 2.2e5 param
+    with pytest.raises(BeyondSearch, match=r"below 1e\+06 param"):
+        compute_optimal(1e13, "besiroglu2024")
+
+
+def test_compute_optimal_inside_the_range_near_its_top():
+    """1e31 FLOP puts the optimum at about 3.7e14 param, inside the range: answered."""
+    n, _ = chinchilla_closed_form(1e31, 1.8172, 482.01, 2085.43, 0.3478, 0.3658)
+    assert compute_optimal(1e31, "besiroglu2024").params == pytest.approx(n, rel=1e-5)
+
+
+def test_compute_optimal_with_a_budget_too_small_for_a_finite_loss():
+    # D = 1e-300 / (6 N) is below the smallest double for every N searched: no loss
+    with pytest.raises(NoSolution, match="the loss is not a finite number"):
+        compute_optimal(1e-300, "besiroglu2024")
+
+
+def test_lifetime_optimum_needs_a_model_beyond_the_range():
+    from chalk.applications.optimize import BeyondSearch
+
+    # the smallest model reaching loss 1.82: A / N^alpha = 1.82 - E, so
+    # N = (482.01 / 0.0028) ** (1 / 0.3478) = 1.13e15 param, above the 1e15 searched
+    assert (482.01 / (1.82 - 1.8172)) ** (1 / 0.3478) > 1e15
+    with pytest.raises(BeyondSearch, match="reaching the loss needs at least 1.13"):
+        lifetime_optimum(1.82, 1e12, "besiroglu2024")
+
+
+def test_largest_batch_beyond_the_largest_batch_searched():
+    from chalk.applications.optimize import BeyondSearch, largest_batch
+
+    presets, pins = DSV3_H800
+    # 4e6 chips x 80 GB hold (3.2e17 - 1.342e12) / 2.81088e8 = 1.14e9 sequences, past 1e9
+    assert (4e6 * 80e9 - DSV3_WEIGHTS) / DSV3_KV > 1e9
+    with pytest.raises(BeyondSearch, match=r"above 1e\+09 sequence"):
+        largest_batch({**pins, "n_chips": "4e6 chip"}, presets)
+
+
+def test_cheapest_batch_still_falling_at_the_largest_batch_searched():
+    from chalk.applications.optimize import BeyondSearch
+
+    presets, pins = DSV3_H800
+    # compute is free (1e21 FLOP/s) and 4e6 chips hold 1.1e9 sequences: the step is the
+    # weight read plus B KV reads, so cost per token ~ t_kv + t_weights / B keeps falling
+    # (by 4774 / B relative: 0.5% at the 1e6 searched), and no constraint stops it
+    given = {**pins, "n_chips": "4e6 chip", "chip_flops": "1e21 FLOP/s",
+             "chip_price": "2 USD/hour"}
+    with pytest.raises(BeyondSearch, match=r"above 1e\+06 sequence"):
+        cheapest_batch("1 s", given, presets)
+
+
+def test_crossover_refuses_a_quantity_against_itself_and_different_dimensions():
+    from chalk.symbolic.errors import UsageError
+
+    with pytest.raises(UsageError, match="compares step_time with itself"):
+        crossover("step_time", "step_time", "batch_size", "1 sequence", "100 sequence",
+                  H100x8)
+    with pytest.raises(UsageError, match=r"step_time \(time\) and sparsity_factor "
+                                         r"\(dimensionless\) have different dimensions"):
+        crossover("step_time", "sparsity_factor", "batch_size", "1 sequence",
+                  "100 sequence", H100x8)
+
+
+def test_fast_mode_speedup_still_growing_at_the_largest_batch_searched():
+    from chalk.applications.optimize import BeyondSearch
+
+    presets, pins = DSV3_H800
+    # free compute, 0.4-token context: step(B) = t_w + B t_kv with t_w / t_kv =
+    # 1.342e12 / (0.4 x 70272) = 4.77e7 = R, so the speed-up (R + B) / (R + B / 15) is 1.02
+    # at the 1e6 searched and reaches 2.5 only at B = 1.8 R = 8.6e7: beyond the range
+    given = {**pins, "n_chips": "4e6 chip", "context_length": "0.4 token",
+             "chip_flops": "1e21 FLOP/s"}
+    with pytest.raises(BeyondSearch, match=r"above 1e\+06 sequence"):
+        fast_mode(6, 2.5, given, presets)
