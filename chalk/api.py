@@ -9,8 +9,10 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from numbers import Integral, Real
 
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
@@ -37,6 +39,11 @@ from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.units import Q_
 
 DEFAULT_RTOL = PINS.agreement_rtol  # pins from public sources are rounded
+# What solve accepts, here and on the command line (chalk.cli.main reads these)
+SAMPLE_LIMITS = (100, 10_000_000)  # a 90% interval needs ~100 draws; 1e7 fit in memory
+RTOL_LIMITS = (0.0, 1.0)  # both open: 0 accepts no rounding, 1 accepts any two numbers
+REGIMES = ("compute-bound", "memory-bound")
+PREFERENCES = ("stated", "derived")
 
 Given = Mapping[str, object] | Iterable[str]
 
@@ -405,9 +412,93 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
                     extra, ranged)
 
 
+def _is_whole(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _names(argument: str, names, single: bool) -> None:
+    """Refuse ``names`` unless it is a list of names (or one name, if ``single``)."""
+    if isinstance(names, str) and single:
+        return
+    if isinstance(names, (str, Mapping)) or not isinstance(names, Iterable) or \
+            not all(isinstance(n, str) for n in names):
+        one = "a quantity name or " if single else ""
+        raise UsageError(f"{argument} must be {one}a list of quantity names, not "
+                         f"{_shown(names)}")
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _pin_value(name: str, value) -> None:
+    """Refuse a whole number (alone or as a Quantity's magnitude) no float can hold."""
+    magnitude = getattr(value, "magnitude", value)
+    if _is_whole(magnitude):
+        try:
+            float(magnitude)
+        except OverflowError:
+            raise UsageError(f"given {name}={_shown(magnitude)} is too large for a "
+                             f"floating-point number (at most about 1.8e308)") from None
+
+
+def _check_question(targets, given, presets) -> None:
+    """Refuse, with the argument's name and what it accepts, a question :func:`solve` or
+    :func:`explain` cannot read (the engine would fail on it with a bare TypeError)."""
+    _names("targets", targets, single=True)
+    pins = "given must be a mapping {name: value} or a list of \"NAME=VALUE UNIT\" texts"
+    if isinstance(given, Mapping):
+        items = list(given.items())
+    elif isinstance(given, Iterable) and not isinstance(given, str):
+        items = [item for item in given if not isinstance(item, str)]
+        if not all(isinstance(item, tuple) and len(item) == 2 for item in items):
+            raise UsageError(f"{pins}, not {_shown(given)}")
+    else:
+        raise UsageError(f"{pins}, not {_shown(given)}")
+    for name, value in items:
+        if not isinstance(name, str):
+            raise UsageError(f"{pins}: the name {_shown(name)} is not text")
+        _pin_value(name, value)
+    if presets is not None and not isinstance(presets, (str, Preset)) and (
+            not isinstance(presets, Iterable)
+            or not all(isinstance(p, (str, Preset)) for p in presets)):
+        raise UsageError(f"presets must be a preset name or a list of them, not "
+                         f"{_shown(presets)}")
+
+
+def _check_options(regime, rtol, timeout, samples, seed, prefer, drop) -> None:
+    """Refuse what the command line refuses: the same choices and limits."""
+    if regime is not None and regime not in REGIMES:
+        raise UsageError(f"regime must be None, {' or '.join(map(repr, REGIMES))}, not "
+                         f"{_shown(regime)}")
+    if prefer not in PREFERENCES:
+        raise UsageError(f"prefer must be {' or '.join(map(repr, PREFERENCES))}, not "
+                         f"{_shown(prefer)}")
+    low, high = RTOL_LIMITS
+    if not _is_real(rtol) or not low < rtol < high:
+        raise UsageError(f"rtol must be a number between {low:g} and {high:g} (both "
+                         f"excluded), not {_shown(rtol)}")
+    if not _is_real(timeout) or not 0 < timeout < math.inf:
+        raise UsageError(f"timeout must be a positive number of seconds, not "
+                         f"{_shown(timeout)}")
+    low, high = SAMPLE_LIMITS
+    if samples is not None and (not _is_whole(samples) or not low <= samples <= high):
+        raise UsageError(f"samples must be a whole number from {low:,} to {high:,}, not "
+                         f"{_shown(samples)}")
+    if not _is_whole(seed) or seed < 0:
+        raise UsageError(f"seed must be a whole number, 0 or more, not {_shown(seed)}")
+    _names("drop", drop, single=False)
+
+
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
             model: Model | None = None) -> Explanation:
     """The plan and diagnosis for a question, without computing numbers."""
+    _check_question(targets, given, presets)
     q = prepare(targets, given, presets, model)
     return Explanation(q.model, q.plan, q.pins, q.notes, q.conventions)
 
@@ -462,6 +553,8 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         under-determined (with the pins that would complete it), inconsistent
         pins (with the relation and both values), no or several physical values.
     """
+    _check_question(targets, given, presets)
+    _check_options(regime, rtol, timeout, samples, seed, prefer, drop)
     q = prepare(targets, given, presets, model, drop)
     options = dict(regime=regime, rtol=rtol, timeout=timeout, samples=samples, seed=seed)
     if q.stated:
@@ -487,8 +580,6 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
     propagation = None
     used = _used_quantities(q.model, plan)
     if any(p.spread is not None and n in used for n, p in q.pins.items()):
-        if samples is not None and samples < 100:
-            raise UsageError("use at least 100 samples for a range or distribution")
         # a range on a pin this answer does not use has no share in its spread
         pins = {n: p for n, p in q.pins.items() if p.spread is None or n in used}
         propagation = propagate(done.compiled, pins, q.targets + tuple(q.range_checks),
