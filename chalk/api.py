@@ -420,15 +420,19 @@ def _is_real(value) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
-def _names(argument: str, names, single: bool) -> None:
-    """Refuse ``names`` unless it is a list of names (or one name, if ``single``)."""
+def _names(argument: str, names, single: bool):
+    """``names`` as a list (a single name as it is, if ``single``); UsageError unless it
+    is a list of names."""
     if isinstance(names, str) and single:
-        return
-    if isinstance(names, (str, Mapping)) or not isinstance(names, Iterable) or \
-            not all(isinstance(n, str) for n in names):
-        one = "a quantity name or " if single else ""
+        return names
+    one = "a quantity name or " if single else ""
+    if isinstance(names, (str, Mapping)) or not isinstance(names, Iterable):
         raise UsageError(f"{argument} must be {one}a list of quantity names, not "
                          f"{_shown(names)}")
+    names = list(names)  # read once: a generator is empty the second time
+    if not all(isinstance(n, str) for n in names):
+        raise UsageError(f"{argument} must be {one}a list of quantity names (text)")
+    return names
 
 
 def _shown(value) -> str:
@@ -447,32 +451,36 @@ def _pin_value(name: str, value) -> None:
                              f"floating-point number (at most about 1.8e308)") from None
 
 
-def _check_question(targets, given, presets) -> None:
-    """Refuse, with the argument's name and what it accepts, a question :func:`solve` or
-    :func:`explain` cannot read (the engine would fail on it with a bare TypeError)."""
-    _names("targets", targets, single=True)
+def _question(targets, given, presets) -> tuple:
+    """``(targets, given, presets)`` read once each (lists for iterables), or UsageError
+    naming the argument and what it accepts, for what :func:`solve` and :func:`explain`
+    cannot read (the engine would fail on it with a bare TypeError or OverflowError)."""
+    targets = _names("targets", targets, single=True)
     pins = "given must be a mapping {name: value} or a list of \"NAME=VALUE UNIT\" texts"
     if isinstance(given, Mapping):
         items = list(given.items())
     elif isinstance(given, Iterable) and not isinstance(given, str):
+        given = list(given)
         items = [item for item in given if not isinstance(item, str)]
         if not all(isinstance(item, tuple) and len(item) == 2 for item in items):
-            raise UsageError(f"{pins}, not {_shown(given)}")
+            raise UsageError(pins)
     else:
         raise UsageError(f"{pins}, not {_shown(given)}")
     for name, value in items:
         if not isinstance(name, str):
             raise UsageError(f"{pins}: the name {_shown(name)} is not text")
         _pin_value(name, value)
-    if presets is not None and not isinstance(presets, (str, Preset)) and (
-            not isinstance(presets, Iterable)
-            or not all(isinstance(p, (str, Preset)) for p in presets)):
-        raise UsageError(f"presets must be a preset name or a list of them, not "
-                         f"{_shown(presets)}")
+    if presets is None or isinstance(presets, (str, Preset)):
+        return targets, given, presets
+    presets = list(presets) if isinstance(presets, Iterable) else None
+    if presets is None or not all(isinstance(p, (str, Preset)) for p in presets):
+        raise UsageError("presets must be a preset name or a list of them")
+    return targets, given, presets
 
 
-def _check_options(regime, rtol, timeout, samples, seed, prefer, drop) -> None:
-    """Refuse what the command line refuses: the same choices and limits."""
+def _options(regime, rtol, timeout, samples, seed, prefer, drop) -> list[str]:
+    """``drop`` as a list, or UsageError for an option the command line would refuse (the
+    same choices and limits) or the engine could not use."""
     if regime is not None and regime not in REGIMES:
         raise UsageError(f"regime must be None, {' or '.join(map(repr, REGIMES))}, not "
                          f"{_shown(regime)}")
@@ -492,13 +500,13 @@ def _check_options(regime, rtol, timeout, samples, seed, prefer, drop) -> None:
                          f"{_shown(samples)}")
     if not _is_whole(seed) or seed < 0:
         raise UsageError(f"seed must be a whole number, 0 or more, not {_shown(seed)}")
-    _names("drop", drop, single=False)
+    return _names("drop", drop, single=False)
 
 
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
             model: Model | None = None) -> Explanation:
     """The plan and diagnosis for a question, without computing numbers."""
-    _check_question(targets, given, presets)
+    targets, given, presets = _question(targets, given, presets)
     q = prepare(targets, given, presets, model)
     return Explanation(q.model, q.plan, q.pins, q.notes, q.conventions)
 
@@ -553,8 +561,8 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         under-determined (with the pins that would complete it), inconsistent
         pins (with the relation and both values), no or several physical values.
     """
-    _check_question(targets, given, presets)
-    _check_options(regime, rtol, timeout, samples, seed, prefer, drop)
+    targets, given, presets = _question(targets, given, presets)
+    drop = _options(regime, rtol, timeout, samples, seed, prefer, drop)
     q = prepare(targets, given, presets, model, drop)
     options = dict(regime=regime, rtol=rtol, timeout=timeout, samples=samples, seed=seed)
     if q.stated:
