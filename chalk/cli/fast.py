@@ -42,7 +42,12 @@ from chalk.symbolic.variables import BOUND_RTOL, within_bounds
 # overflow or underflow and may refuse, so the cache cannot promise the same answer;
 # any sensible question lies far inside (training FLOPs ~1e26, a token's price ~1e-7 USD).
 MAGNITUDE = (1e-60, 1e60)
-# What a damaged or foreign entry can raise while it is replayed: it is then ignored
+# The top of an entry as _freeze writes it; an entry laid out otherwise is ignored, and
+# one that differs deeper down raises one of _UNFIT while it is replayed (ignored too)
+_LAYOUT = {"targets": list, "conventions": str, "rtol": float, "seconds": list,
+           "unused": list, "given": list, "pins": list, "steps": list, "checks": list,
+           "conditions": list, "variables": dict, "reported": list, "notes": list,
+           "relations": dict}
 _UNFIT = (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError,
           OverflowError, RecursionError)
 
@@ -112,7 +117,7 @@ def answer(argv: list[str]) -> str | None:
     if question is None:
         return None
     entry = cache.load(cache.key(question))
-    if entry is None:
+    if entry is None or any(type(entry.get(k)) is not t for k, t in _LAYOUT.items()):
         return None
     try:
         return _replay(entry, args)
