@@ -531,16 +531,17 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         ``"compute-bound"`` or ``"memory-bound"`` to resolve a max(...) that
         both regimes could satisfy.
     rtol : float
-        Relative tolerance for cross-checks of surplus pins.
+        Relative tolerance for cross-checks of surplus pins, between 0 and 1.
     timeout : float
-        Seconds allowed for any one symbolic solve before falling back to a
-        numeric one.
+        Seconds (positive) allowed for any one symbolic solve before falling back
+        to a numeric one.
     model : Model, optional
         Another set of relations (default: the knowledge base).
     samples, seed : int
         Monte Carlo samples and random seed, used when a pin is a range or a
-        distribution (``"100e9..300e9 param"``, ``"2 TB/s ±10%"``). By default 100,000
-        samples, fewer (and said) if a step with no closed form would take too long.
+        distribution (``"100e9..300e9 param"``, ``"2 TB/s ±10%"``): 100 to 10,000,000
+        samples, by default 100,000, fewer (and said) if a step with no closed form
+        would take too long; a seed of 0 or more.
     prefer : {"stated", "derived"}
         For a target a preset or the conventions state a value for (``chip_flops``
         with ``--preset h100``): answer with the statement (default) or with what the
@@ -559,7 +560,9 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
     ChalkError
         Subclasses name the problem: unknown name, wrong dimension,
         under-determined (with the pins that would complete it), inconsistent
-        pins (with the relation and both values), no or several physical values.
+        pins (with the relation and both values), no or several physical values;
+        :class:`~chalk.symbolic.errors.UsageError` for an argument outside what is
+        accepted above, naming it.
     """
     targets, given, presets = _question(targets, given, presets)
     drop = _options(regime, rtol, timeout, samples, seed, prefer, drop)
