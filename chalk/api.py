@@ -9,8 +9,10 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from numbers import Integral, Real
 
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
@@ -38,6 +40,11 @@ from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.units import Q_
 
 DEFAULT_RTOL = PINS.agreement_rtol  # pins from public sources are rounded
+# What solve accepts, here and on the command line (chalk.cli.main reads these)
+SAMPLE_LIMITS = (100, 10_000_000)  # a 90% interval needs ~100 draws; 1e7 fit in memory
+RTOL_LIMITS = (0.0, 1.0)  # both open: 0 accepts no rounding, 1 accepts any two numbers
+REGIMES = ("compute-bound", "memory-bound")
+PREFERENCES = ("stated", "derived")
 
 Given = Mapping[str, object] | Iterable[str]
 
@@ -478,9 +485,101 @@ def moved_pin(model: Model, pin: Pin, value: float) -> Pin:
     return replace(pin, value=base, text=text, spread=None)  # a ranged pin at one point
 
 
+def _is_whole(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _names(argument: str, names, single: bool):
+    """``names`` as a list (a single name as it is, if ``single``); UsageError unless it
+    is a list of names."""
+    if isinstance(names, str) and single:
+        return names
+    one = "a quantity name or " if single else ""
+    if isinstance(names, (str, Mapping)) or not isinstance(names, Iterable):
+        raise UsageError(f"{argument} must be {one}a list of quantity names, not "
+                         f"{_shown(names)}")
+    names = list(names)  # read once: a generator is empty the second time
+    if not all(isinstance(n, str) for n in names):
+        raise UsageError(f"{argument} must be {one}a list of quantity names (text)")
+    return names
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _pin_value(name: str, value) -> None:
+    """Refuse a whole number (alone or as a Quantity's magnitude) no float can hold."""
+    magnitude = getattr(value, "magnitude", value)
+    if _is_whole(magnitude):
+        try:
+            float(magnitude)
+        except OverflowError:
+            raise UsageError(f"given {name}={_shown(magnitude)} is too large for a "
+                             f"floating-point number (at most about 1.8e308)") from None
+
+
+def _question(targets, given, presets) -> tuple:
+    """``(targets, given, presets)`` read once each (lists for iterables), or UsageError
+    naming the argument and what it accepts, for what :func:`solve` and :func:`explain`
+    cannot read (the engine would fail on it with a bare TypeError or OverflowError)."""
+    targets = _names("targets", targets, single=True)
+    pins = "given must be a mapping {name: value} or a list of \"NAME=VALUE UNIT\" texts"
+    if isinstance(given, Mapping):
+        items = list(given.items())
+    elif isinstance(given, Iterable) and not isinstance(given, str):
+        given = list(given)
+        items = [item for item in given if not isinstance(item, str)]
+        if not all(isinstance(item, tuple) and len(item) == 2 for item in items):
+            raise UsageError(pins)
+    else:
+        raise UsageError(f"{pins}, not {_shown(given)}")
+    for name, value in items:
+        if not isinstance(name, str):
+            raise UsageError(f"{pins}: the name {_shown(name)} is not text")
+        _pin_value(name, value)
+    if presets is None or isinstance(presets, (str, Preset)):
+        return targets, given, presets
+    presets = list(presets) if isinstance(presets, Iterable) else None
+    if presets is None or not all(isinstance(p, (str, Preset)) for p in presets):
+        raise UsageError("presets must be a preset name or a list of them")
+    return targets, given, presets
+
+
+def _options(regime, rtol, timeout, samples, seed, prefer, drop) -> list[str]:
+    """``drop`` as a list, or UsageError for an option the command line would refuse (the
+    same choices and limits) or the engine could not use."""
+    if regime is not None and regime not in REGIMES:
+        raise UsageError(f"regime must be None, {' or '.join(map(repr, REGIMES))}, not "
+                         f"{_shown(regime)}")
+    if prefer not in PREFERENCES:
+        raise UsageError(f"prefer must be {' or '.join(map(repr, PREFERENCES))}, not "
+                         f"{_shown(prefer)}")
+    low, high = RTOL_LIMITS
+    if not _is_real(rtol) or not low < rtol < high:
+        raise UsageError(f"rtol must be a number between {low:g} and {high:g} (both "
+                         f"excluded), not {_shown(rtol)}")
+    if not _is_real(timeout) or not 0 < timeout < math.inf:
+        raise UsageError(f"timeout must be a positive number of seconds, not "
+                         f"{_shown(timeout)}")
+    low, high = SAMPLE_LIMITS
+    if samples is not None and (not _is_whole(samples) or not low <= samples <= high):
+        raise UsageError(f"samples must be a whole number from {low:,} to {high:,}, not "
+                         f"{_shown(samples)}")
+    if not _is_whole(seed) or seed < 0:
+        raise UsageError(f"seed must be a whole number, 0 or more, not {_shown(seed)}")
+    return _names("drop", drop, single=False)
+
+
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
             model: Model | None = None) -> Explanation:
     """The plan and diagnosis for a question, without computing numbers."""
+    targets, given, presets = _question(targets, given, presets)
     q = prepare(targets, given, presets, model)
     return Explanation(q.model, q.plan, q.pins, q.notes, q.conventions)
 
@@ -505,16 +604,17 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         ``"compute-bound"`` or ``"memory-bound"`` to resolve a max(...) that
         both regimes could satisfy.
     rtol : float
-        Relative tolerance for cross-checks of surplus pins.
+        Relative tolerance for cross-checks of surplus pins, between 0 and 1.
     timeout : float
-        Seconds allowed for any one symbolic solve before falling back to a
-        numeric one.
+        Seconds (positive) allowed for any one symbolic solve before falling back
+        to a numeric one.
     model : Model, optional
         Another set of relations (default: the knowledge base).
     samples, seed : int
         Monte Carlo samples and random seed, used when a pin is a range or a
-        distribution (``"100e9..300e9 param"``, ``"2 TB/s ±10%"``). By default 100,000
-        samples, fewer (and said) if a step with no closed form would take too long.
+        distribution (``"100e9..300e9 param"``, ``"2 TB/s ±10%"``): 100 to 10,000,000
+        samples, by default 100,000, fewer (and said) if a step with no closed form
+        would take too long; a seed of 0 or more.
     prefer : {"stated", "derived"}
         For a target a preset or the conventions state a value for (``chip_flops``
         with ``--preset h100``): answer with the statement (default) or with what the
@@ -533,12 +633,35 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
     ChalkError
         Subclasses name the problem: unknown name, wrong dimension,
         under-determined (with the pins that would complete it), inconsistent
-        pins (with the relation and both values), no or several physical values.
+        pins (with the relation and both values), no or several physical values;
+        :class:`~chalk.symbolic.errors.UsageError` for an argument outside what is
+        accepted above, naming it.
     """
+    targets, given, presets = _question(targets, given, presets)
+    drop = _options(regime, rtol, timeout, samples, seed, prefer, drop)
     options = Options(regime=regime, rtol=rtol, timeout=timeout, prefer=prefer,
                       samples=samples, seed=seed)
     # the body chalk.compiled.CompiledQuestion.solve runs at the pins as given
     return solve_prepared(prepare(targets, given, presets, model, drop), options)
+
+
+def checked_arguments(targets, given, presets, options: Options, drop=()):
+    """The arguments of a question, each checked as :func:`solve` checks them.
+
+    Returns
+    -------
+    targets, given, presets, drop
+        With iterators read once into lists.
+
+    Raises
+    ------
+    UsageError
+        Naming the first argument outside what is accepted.
+    """
+    targets, given, presets = _question(targets, given, presets)
+    drop = _options(options.regime, options.rtol, options.timeout, options.samples,
+                    options.seed, options.prefer, drop)
+    return targets, given, presets, drop
 
 
 def solve_prepared(q: Prepared, options: Options) -> Solution:
@@ -568,8 +691,6 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
     propagation = None
     used = _used_quantities(q.model, plan)
     if any(p.spread is not None and n in used for n, p in q.pins.items()):
-        if samples is not None and samples < 100:
-            raise UsageError("use at least 100 samples for a range or distribution")
         # a range on a pin this answer does not use has no share in its spread
         pins = {n: p for n, p in q.pins.items() if p.spread is None or n in used}
         propagation = propagate(done.compiled, pins, q.targets + tuple(q.range_checks),

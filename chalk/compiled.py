@@ -33,6 +33,7 @@ from chalk.api import (
     Options,
     Prepared,
     Solution,
+    checked_arguments,
     moved_pin,
     prepare,
     solve_prepared,
@@ -286,7 +287,8 @@ def compile_question(targets: str | Sequence[str], given: Given = (), presets=()
     CompiledQuestion
     """
     options = options or Options()
-    given = list(given.items()) if isinstance(given, Mapping) else given
+    targets, given, presets, drop = checked_arguments(targets, given, presets, options, drop)
+    given = list(given.items()) if isinstance(given, Mapping) else list(given)
     q = prepare(targets, given, presets, model, drop)
     source = {"targets": targets, "given": given, "presets": presets, "model": model,
               "drop": tuple(drop)}

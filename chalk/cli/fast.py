@@ -12,9 +12,11 @@ Only questions whose answer cannot depend on the numbers in any other way are st
 straight-line closed forms (one root; sums, products and quotients without subtraction,
 so no conditioning note; a max() only evaluated forwards, its regime chosen again from
 the numbers), no ranges, no stated targets, no placeholders, no pin that could give way
-to another. At replay, a value outside its quantity's bounds, a failed cross-check or any
-text the cache cannot read hands the question to the full solver, which then gives the
-answer or the error in its own words.
+to another. At replay, a value outside its quantity's bounds or beyond :data:`MAGNITUDE`,
+a failed cross-check, an entry whose digest does not match or whose layout is not one
+:func:`remember` writes, or any text the cache cannot read hands the question to the full
+solver, which then gives the answer or the error in its own words: a cached answer is
+exactly the full solver's answer, or there is none.
 """
 
 from __future__ import annotations
@@ -34,6 +36,20 @@ from chalk.symbolic.ir import evaluate_ir
 from chalk.symbolic.parsing import looks_uncertain, parse_number, split_pin
 from chalk.symbolic.printing.numbers import UnitDisplay, format_display
 from chalk.symbolic.variables import BOUND_RTOL, within_bounds
+
+# Base-unit magnitudes the replay answers for (exact zeros apart). Beyond them the full
+# solver's own checks at the solution (log-space gradients, products of several values)
+# overflow or underflow and may refuse, so the cache cannot promise the same answer;
+# any sensible question lies far inside (training FLOPs ~1e26, a token's price ~1e-7 USD).
+MAGNITUDE = (1e-60, 1e60)
+# The top of an entry as _freeze writes it; an entry laid out otherwise is ignored, and
+# one that differs deeper down raises one of _UNFIT while it is replayed (ignored too)
+_LAYOUT = {"targets": list, "conventions": str, "rtol": float, "seconds": list,
+           "unused": list, "given": list, "pins": list, "steps": list, "checks": list,
+           "conditions": list, "variables": dict, "reported": list, "notes": list,
+           "relations": dict}
+_UNFIT = (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError,
+          OverflowError, RecursionError)
 
 
 @dataclass(frozen=True)
@@ -101,11 +117,11 @@ def answer(argv: list[str]) -> str | None:
     if question is None:
         return None
     entry = cache.load(cache.key(question))
-    if entry is None:
+    if entry is None or any(type(entry.get(k)) is not t for k, t in _LAYOUT.items()):
         return None
     try:
         return _replay(entry, args)
-    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+    except _UNFIT:
         return None  # an entry that does not fit these numbers: solve in full
 
 
@@ -157,6 +173,9 @@ def _replay(entry: dict, args) -> str | None:
         if not record.ok(entry["rtol"]):
             return None  # the full solver names the conflict
         checks.append(record)
+    sides = [v for c in checks for v in (c.lhs, c.rhs)]
+    if not all(_moderate(v) for v in (*env.values(), *sides)):
+        return None
     targets = tuple(entry["targets"])
     found = tuple(flag_text(c["quantity"], env[c["quantity"]], c["bound"], c["kind"],
                             c["meaning"], variables[c["quantity"]].display,
@@ -178,6 +197,12 @@ def _replay(entry: dict, args) -> str | None:
     headline = [f"{t} = {derivation.show(t)}" for t in targets]
     return ("\n".join([*headline, *derivation.reported_lines(), *derivation.flag_lines()])
             + "\n\n" + derivation.text())
+
+
+def _moderate(value: float) -> bool:
+    """Whether a base-unit value is zero or within :data:`MAGNITUDE`."""
+    low, high = MAGNITUDE
+    return value == 0 or low <= abs(value) <= high
 
 
 def _regime(step: dict, env: dict, seconds: UnitDisplay) -> tuple[str | None, str]:
@@ -208,8 +233,11 @@ def remember(args, solution) -> bool:
     question = shape(args)
     if question is None:
         return False
-    entry = _freeze(args, question, solution)
-    return entry is not None and cache.store(cache.key(question), entry)
+    try:
+        entry = _freeze(args, question, solution)
+        return entry is not None and cache.store(cache.key(question), cache.sealed(entry))
+    except Exception:  # noqa: BLE001 - the answer is already made: a cache never costs it
+        return False
 
 
 def _freeze(args, question: dict, solution) -> dict | None:
@@ -284,7 +312,7 @@ def _freeze(args, question: dict, solution) -> dict | None:
                       "replaces": pin.replaces, "zero": pin.value == 0})
     pins = []
     for name, pin in d.pins.items():
-        if pin.layer is Layer.GIVEN:
+        if name in given_names:
             pins.append({"given": given_names.index(name)})
         else:
             pins.append({"name": name, "value": pin.value, "text": pin.text,

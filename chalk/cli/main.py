@@ -160,12 +160,14 @@ def _run(args) -> str:
             raise UsageProblem(f"--seed must be a whole number, 0 or more, not {args.seed}")
         options = {"regime": args.regime, "seed": args.seed}
         if args.samples is not None:
-            if not 100 <= args.samples <= 10_000_000:
-                raise UsageProblem("--samples must be between 100 and 10000000")
+            low, high = api.SAMPLE_LIMITS
+            if not low <= args.samples <= high:
+                raise UsageProblem(f"--samples must be between {low} and {high}")
             options["samples"] = args.samples
         if args.rtol is not None:
-            if not 0 < args.rtol < 1:
-                raise UsageProblem("--rtol must be between 0 and 1")
+            low, high = api.RTOL_LIMITS
+            if not low < args.rtol < high:
+                raise UsageProblem(f"--rtol must be between {low:g} and {high:g}")
             options["rtol"] = args.rtol
         solution = api.solve(args.targets, args.given, args.preset, **options)
         output = solution.to_json() if args.json else str(solution)

@@ -101,6 +101,10 @@ BAD_INPUTS = [
      "write a number then a unit, e.g. '3.35 TB/s'"),
     (["solve", "critical_batch_size", "--given", "hbm_bandwidth=1e999 B/s"],
      "chalk: error: cannot read '1e999 B/s': exponent 999 is out of range (at most ±300)"),
+    # a negative seed reached numpy with a range pin: was ValueError and a traceback
+    (["solve", "hbm_drain_time", "--given", "hbm_capacity=288 GB",
+      "--given", "hbm_bandwidth=10..20 TB/s", "--seed", "-1"],
+     "chalk: error: --seed must be a whole number, 0 or more, not -1"),
     (["frobnicate"],
      "chalk: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'solve', "
      "'explain', 'imply', 'atlas', 'sweep', 'plot', 'fit', 'report', 'optimize', 'list'); "

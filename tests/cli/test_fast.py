@@ -172,3 +172,154 @@ def test_the_digest_covers_code_relations_data_and_units():
                      "chalk.knowledge/data/accelerators.yaml",
                      "chalk.knowledge/deductions/lecture.toml", "chalk.symbolic/units.txt"):
         assert expected in files
+
+
+# Issue 22: the cache's edges. Each test stores an entry by running the CLI in-process (the
+# full solver), then asks chalk.cli.fast.answer, the cached path, for the same argv.
+
+# Llama 3.1 8B's architecture given as numbers, and no MoE layers: the zero makes
+# expert_params follow as 0, a pin at the user's layer that the user did not type
+LLAMA_8B = ["solve", "total_params", "--given", "n_layers=32", "--given", "d_model=4096",
+            "--given", "n_heads=32", "--given", "n_kv_heads=8", "--given", "d_head=128",
+            "--given", "d_ff=14336", "--given", "vocab_size=128256",
+            "--given", "untied_embeddings=1", "--given", "n_moe_layers=0", "--preset", "fp8"]
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    """A cache of this test's own, switched on."""
+    monkeypatch.setenv("CHALK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CHALK_NO_CACHE", raising=False)
+    return tmp_path
+
+
+def _entry(folder):
+    (path,) = folder.glob("*.json")
+    return path
+
+
+def test_a_pin_that_follows_from_a_zero_is_cached_not_a_traceback(run_cli, folder):
+    from chalk.cli.fast import answer
+
+    status, out, err = run_cli(*LLAMA_8B)  # was ValueError: 'expert_params' is not in list
+    assert (status, err) == (0, "")
+    # embeddings 2 · 128,256 · 4,096 = 1,050,673,152 (untied); per layer: attention
+    # 4,096·4,096 (q) + 2·4,096·1,024 (k, v: 8 heads of 128) + 4,096·4,096 (o) = 41,943,040
+    # and MLP 3·4,096·14,336 = 176,160,768, so 32 · 218,103,808 = 6,979,321,856;
+    # total 8,029,995,008 = 8.03e9
+    assert out.startswith("total_params = 8.03e9 param\n")
+    assert answer(LLAMA_8B) == out.rstrip("\n")
+
+
+def test_a_failure_while_storing_never_costs_the_answer(run_cli, folder, monkeypatch):
+    from chalk.cli import fast
+
+    def broken(*_):
+        raise RuntimeError("a bug in freezing an entry")
+
+    monkeypatch.setattr(fast, "_freeze", broken)
+    status, out, err = run_cli(*CRITICAL)
+    assert (status, err) == (0, "")
+    assert out.startswith("critical_batch_size = 5,354 sequence\n")
+    assert list(folder.iterdir()) == []
+
+
+def test_a_cached_answer_is_refused_where_the_full_solver_refuses(run_cli, folder,
+                                                                  monkeypatch):
+    from chalk.cli.fast import answer
+
+    argv = QUESTIONS["step time through max()"]
+    assert run_cli(*argv)[0] == 0  # stored
+    assert answer(argv) is not None
+    tiny = [a.replace("n_chips=8 chip", "n_chips=8e-200 chip") for a in argv]
+    monkeypatch.setenv("CHALK_NO_CACHE", "1")
+    status, out, err = run_cli(*tiny)
+    assert (status, out) == (2, "") and "several physical values" in err
+    monkeypatch.delenv("CHALK_NO_CACHE")
+    assert answer(tiny) is None  # was the 58.73e192 day the solver refuses
+
+
+def test_an_edited_number_in_an_entry_is_not_replayed(run_cli, folder):
+    from chalk.cli.fast import answer
+
+    status, out, _ = run_cli(*CRITICAL)
+    assert status == 0 and answer(CRITICAL) == out.rstrip("\n")
+    path = _entry(folder)
+    entry = json.loads(path.read_text())
+    # TB/s to B/s is 1e12: an entry saying 2e12 would halve the critical batch
+    (pin,) = [g for g in entry["given"] if g["name"] == "hbm_bandwidth"]
+    assert pin["factor"] == 1e12
+    pin["factor"] = 2e12
+    path.write_text(json.dumps(entry))
+    assert answer(CRITICAL) is None
+    entry.pop("digest")
+    path.write_text(json.dumps(entry))
+    assert answer(CRITICAL) is None
+
+
+@pytest.mark.parametrize("damage", ["variables: []", "steps: {}", "a step's IR a string",
+                                    "nested 100,000 deep", "a number as text"])
+def test_an_entry_of_the_wrong_shape_is_ignored(run_cli, folder, damage):
+    from chalk.cli.fast import answer
+
+    assert run_cli(*CRITICAL)[0] == 0
+    path = _entry(folder)
+    entry = json.loads(path.read_text())
+    if damage == "nested 100,000 deep":
+        path.write_text("[" * 100_000 + "]" * 100_000)  # json.load hits its recursion limit
+    else:
+        if damage == "variables: []":
+            entry["variables"] = []
+        elif damage == "steps: {}":
+            entry["steps"] = {}
+        elif damage == "a step's IR a string":
+            entry["steps"][0]["ir"] = "hbm_bandwidth"
+        else:
+            entry["rtol"] = "0.01"
+        path.write_text(json.dumps(cache.sealed(entry)))  # a digest that matches
+    assert answer(CRITICAL) is None
+
+
+def test_a_fifo_where_an_entry_belongs_does_not_block(run_cli, folder):
+    from chalk.cli.fast import answer
+
+    assert run_cli(*CRITICAL)[0] == 0
+    path = _entry(folder)
+    path.unlink()
+    os.mkfifo(path)
+    with ThreadPoolExecutor(1) as pool:
+        # no writer ever opens the FIFO: a blocking open would wait for ever
+        future = pool.submit(answer, CRITICAL)
+        try:
+            assert future.result(timeout=30) is None
+        finally:
+            if not future.done():  # free a reader stuck in open(): fail, do not hang
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    status, out, _ = run_cli(*CRITICAL)  # the full solver answers (the FIFO stays)
+    assert status == 0 and out.startswith("critical_batch_size = 5,354 sequence\n")
+
+
+@pytest.mark.parametrize("home, xdg, expected", [
+    ("", "", None),  # was /.cache/chalk
+    ("relative/home", "", None),
+    ("/home/someone", "", "/home/someone/.cache/chalk"),
+    ("", "/var/cache/me", "/var/cache/me/chalk"),
+    ("/home/someone", "relative", "/home/someone/.cache/chalk"),  # XDG: relative ignored
+])
+def test_the_cache_lives_only_where_the_environment_says_sanely(monkeypatch, home, xdg,
+                                                                 expected):
+    monkeypatch.delenv("CHALK_CACHE_DIR", raising=False)
+    monkeypatch.delenv("CHALK_NO_CACHE", raising=False)
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    found = cache.directory()
+    assert (None if found is None else str(found)) == expected
+    assert cache.enabled() is (expected is not None)
+
+
+@pytest.mark.parametrize("value, on", [("", True), ("0", True), ("false", True),
+                                       ("no", True), ("1", False), ("true", False),
+                                       ("YES", False), ("on", False)])
+def test_only_a_truthy_chalk_no_cache_turns_the_cache_off(monkeypatch, folder, value, on):
+    monkeypatch.setenv("CHALK_NO_CACHE", value)
+    assert cache.enabled() is on  # CHALK_NO_CACHE=0 turned it off
