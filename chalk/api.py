@@ -348,6 +348,18 @@ def _zeros_used(plan: Plan, original: Model, zeros: frozenset[str]) -> Plan:
     return replace(plan, unused_pins=tuple(p for p in plan.unused_pins if p not in used))
 
 
+def _with_reported(model: Model, pins: Mapping[str, Pin], names: tuple[str, ...], plan: Plan,
+                   ranged: Iterable[str] = ()) -> tuple[Plan, tuple[tuple[str, str], ...]]:
+    """``plan`` for ``names`` planned again with what the conditions report beside them
+    (``memory_fill`` beside a serving answer) and the ranged pins set aside, and the
+    reported (name, bound) pairs; one rule for every pin set a question is solved at."""
+    extra = reported(model, plan, names) if plan.determined else ()
+    ranged = tuple(ranged)
+    if extra or ranged:
+        plan = make_plan(model, frozenset(pins), names + tuple(n for n, _ in extra) + ranged)
+    return plan, extra
+
+
 def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
             drop: Iterable[str] = ()) -> Prepared:
     """Resolve pins and plan a question (what :func:`solve` does before computing)."""
@@ -395,12 +407,9 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
     ranged = {}
     if plan.checks and plan.determined:
         pins, ranged = set_aside_ranges(model, pins, names, _used_quantities(model, plan))
-    extra = reported(model, plan, names) if plan.determined else ()
-    if extra or ranged:
-        plan = make_plan(model, frozenset(pins),
-                         names + tuple(n for n, _ in extra) + tuple(ranged))
-        if original is not None:
-            plan = _zeros_used(plan, original, zero_pins(pins))
+    plan, extra = _with_reported(model, pins, names, plan, ranged)
+    if (extra or ranged) and original is not None:
+        plan = _zeros_used(plan, original, zero_pins(pins))
     return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated,
                     extra, ranged)
 
@@ -515,11 +524,18 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
     user's own numbers).
     """
     model, names = q.model, q.targets
+
+    def answered_with(pins: dict) -> Prepared:
+        # planned as prepare plans, so what is reported beside the answers (memory_fill)
+        # does not depend on which targets a statement answers
+        rest = tuple(t for t in names if t not in pins) or names
+        plan, extra = _with_reported(model, pins, rest,
+                                     make_plan(model, frozenset(pins), rest), q.range_checks)
+        return replace(q, pins=pins, stated={}, plan=plan, reported=extra)
+
     derivable = {t for t in q.stated if q.plan.determines(t)}
-    pins = {**q.pins, **{t: p for t, p in q.stated.items() if t not in derivable}}
-    rest = tuple(t for t in names if t not in pins)
-    main = replace(q, pins=pins, stated={},
-                   plan=make_plan(model, frozenset(pins), rest or names))
+    main = answered_with({**q.pins, **{t: p for t, p in q.stated.items()
+                                       if t not in derivable}})
     failure = ""
     try:
         solution = _solve_prepared(main, **options)
@@ -528,11 +544,7 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
             raise
         # the other pins would give a value but cannot be solved here: use the statements
         failure = exc.message
-        pins = {**q.pins, **q.stated}
-        rest = tuple(t for t in names if t not in pins)
-        main = replace(q, pins=pins, stated={},
-                       plan=make_plan(model, frozenset(pins), rest or names))
-        solution = _solve_prepared(main, **options)
+        solution = _solve_prepared(answered_with({**q.pins, **q.stated}), **options)
     values = solution.derivation.values
     info, notes, override = {}, [], {}
     for t, pin in q.stated.items():

@@ -137,8 +137,9 @@ def _question(section: Section) -> list[str]:
     if solution.uncertainty is not None:
         out.append(f'<p class="note">{_e(solution.uncertainty.method())}. '
                    f"{_e(range_note(section))}</p>")
-    out.append(f'<p class="meta">Conventions: {_e(shown.derivation.conventions)}</p>'
-               "<ol>")
+    out.append(f'<p class="meta">Conventions: {_e(shown.derivation.conventions)}</p>')
+    out.extend(f'<p class="note">{_e(line)}.</p>' for line in shown.derivation.cancel_lines())
+    out.append("<ol>")
     for _, step, _, text, subst, result, cite, expression in step_parts(shown):
         if expression is not None:
             lhs = sympy.Symbol(step.variables[0])
