@@ -99,8 +99,9 @@ def _question(section: Section) -> list[str]:
         out += ["", f"The lecture{at}: {c.stated}{quote}; {c.agreement}."]
     if solution.uncertainty is not None:
         out += ["", f"*{solution.uncertainty.method()}. {range_note(section)}*"]
-    out += ["", f"Conventions: {shown.derivation.conventions}.", ""]
-    out += [f"*{line}.*" for line in shown.derivation.cancel_lines()]
+    out += ["", f"Conventions: {shown.derivation.conventions}."]
+    for line in shown.derivation.cancel_lines():
+        out += ["", f"*{line}.*"]
     out += ["", "Derivation:", ""]
     for index, _, equation, _, subst, result, cite, _ in step_parts(shown):
         out += [f"{index}. $${equation}$$", f"   = {subst}  ", f"   = **{result}**  ",
