@@ -88,6 +88,16 @@ class Derivation:
         """A quantity as a step shows it: its value, or its name if that is a stand-in."""
         return name if self.held(name) else self.show(name)
 
+    def block_results(self, step: StepRecord) -> list[str]:
+        """What a step solved together found: ``name = value`` for each quantity the pins
+        fix, then one clause naming those that move with what cancels."""
+        out = [f"{n} = {self.show(n)}" for n in step.variables if not self.held(n)]
+        held = [n for n in step.variables if self.held(n)]
+        if held:
+            out.append(f"{', '.join(held)}: not fixed by the pins (they move with what "
+                       "cancels)")
+        return out
+
     def step_result(self, name: str) -> str:
         """What a step found for ``name``: its value, or that the pins do not fix it."""
         if not self.held(name):
@@ -122,12 +132,7 @@ class Derivation:
             lines.append(f"{index}. solve for {', '.join(step.variables)}:")
             for r in relations:
                 lines.append(f"     {r.equation}")
-            lines.extend(f"     {n} = {self.show(n)}" for n in step.variables
-                         if not self.held(n))
-            held = [n for n in step.variables if self.held(n)]
-            if held:
-                lines.append(f"     {', '.join(held)}: not fixed by the pins (they move with "
-                             "what cancels)")
+            lines.extend(f"     {line}" for line in self.block_results(step))
         lines.append(f"     [{cite} | {step.method}]")
         if step.note:
             lines.append(f"     note: {step.note}")
@@ -258,8 +263,7 @@ class Derivation:
                     f" = **{self.step_result(name)}** — {cite}")
             else:
                 eqs = ", ".join(f"${latex(r.lhs)} = {latex(r.rhs)}$" for r in relations)
-                vals = ", ".join(f"{n} = **{self.step_result(n)}**"
-                                 for n in step.variables)
+                vals = "; ".join(f"**{line}**" for line in self.block_results(step))
                 lines.append(f"{index}. solve {eqs} together: {vals} — {cite}")
             if step.note:
                 lines.append(f"   *{step.note}*")

@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
+from chalk.knowledge.price_sheets import shipped_sheets
+from chalk.solvers.derivation import Derivation
 
 from chalk import solve
 from chalk.applications.imply import imply
-from chalk.knowledge.price_sheets import shipped_sheets
-from chalk.solvers.derivation import Derivation
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,8 +105,8 @@ def test_solve_names_what_cancels_in_text_and_json():
     assert d.placeholders == ("active_params",)
     assert {"flops_per_token", "train_flops"} <= held(d)
     text, body = str(s), s.to_dict()
-    assert "active_params cancels from the answer" in text
     assert_nothing_held_is_printed(d, text, json.dumps(body), d.markdown())
+    assert "active_params cancels from the answer" in text
     assert body["cancels"] == ["active_params"]
     values = {n: v for step in body["steps"] for n, v in step["values"].items()}
     assert values["active_params"] == {"value": None, "unit": "param", "cancels": True}
@@ -152,18 +152,20 @@ def test_no_shipped_report_prints_a_stand_in():
                 assert printed(page_part, held(d)) == []
                 by_index = {i: (subst, result) for i, _, _, _, subst, result, _, _
                             in step_parts(solution)}
-                assert shown_in_steps(d, lambda i, _: by_index[i]) == []
+                assert shown_in_steps(d, lambda i, _, parts=by_index: parts[i]) == []
 
 
 @pytest.mark.slow
 def test_no_example_fit_prints_a_stand_in():
-    from chalk.api import prepare
-    from chalk.applications.fit import fit
-    from chalk.applications.fit.spec import load_spec
     from chalk.knowledge import load_model
     from chalk.symbolic.units import Q_
 
+    from chalk.api import prepare
+    from chalk.applications.fit import fit
+    from chalk.applications.fit.spec import load_spec
+
     model = load_model()
+    planned = 0
     for path in sorted((ROOT / "docs" / "examples").glob("*.toml")):
         spec = load_spec(path, model)
         result = fit(path)
@@ -182,3 +184,5 @@ def test_no_example_fit_prints_a_stand_in():
             plan = prepare(targets, given, [*spec.presets, *subject.presets]).plan
             names = set(plan.placeholders) | set(plan.provisional)
             assert printed(text, names) == [] and printed(body, names) == []
+            planned += 1
+    assert planned  # each subject's question was planned and its stand-ins looked for

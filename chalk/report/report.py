@@ -354,7 +354,7 @@ def step_parts(solution: Solution):
         else:
             equation = ", \\quad ".join(f"{latex(r.lhs)} = {latex(r.rhs)}" for r in relations)
             text = "; ".join(r.equation for r in relations)
-            result = ", ".join(f"{n} = {d.step_result(n)}" for n in step.variables)
+            result = "; ".join(d.block_results(step))
             yield index, step, equation, text, "solved together", result, cite, None
 
 
