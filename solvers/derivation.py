@@ -100,11 +100,9 @@ class Derivation:
 
     def step_result(self, name: str) -> str:
         """What a step found for ``name``: its value, or that the pins do not fix it."""
-        if not self.held(name):
-            return self.show(name)
-        if name in self.placeholders:
-            return "any value (it cancels from the answer)"
-        return "not fixed by the pins (it moves with what cancels)"
+        if self.held(name):
+            return "not fixed by the pins (it moves with what cancels)"
+        return self.show(name)
 
     def show(self, name: str) -> str:
         """A quantity's value for people, e.g. ``14.4 ms``."""

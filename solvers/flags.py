@@ -2,7 +2,8 @@
 
 No relation forces a batch to hold at least one sequence, or the KV cache to fit in
 memory; an answer past such a bound is still an answer, but a suspicious one, and says
-so on its own line. Plain functions over numbers, so a cached answer flags the same way.
+so on its own line. Plain functions over numbers (and the flag line, a str that knows its
+quantity), so a cached answer flags the same way.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class Flag(str):
 def _as_shown(x):
     """``x`` rounded to the significant digits values are printed with (elementwise for
     an array)."""
-    if not hasattr(x, "shape"):  # a plain number: the cached CLI path loads no numpy
+    if isinstance(x, (int, float)):  # a number: the cached CLI path loads no numpy
         if x == 0 or not math.isfinite(x):
             return x
         return round(x, SHOWN_DIGITS - 1 - math.floor(math.log10(abs(x))))
