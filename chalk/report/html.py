@@ -127,6 +127,9 @@ def _question(section: Section) -> list[str]:
     solution, shown = section.solution, section.shown
     out = ['<div class="answer">' + "<br>".join(f"{_e(t)} = {_e(section.answer(t))}"
                                                for t in solution.targets) + "</div>"]
+    # the conditions reported beside the answers: those that hold, then those that fail
+    out.extend(f"<p>{_e(line)}</p>" for line in (*shown.derivation.reported_lines(),
+                                                 *shown.derivation.flag_lines()))
     c = section.comparison
     if c is not None:
         at = f" at {c.at}" if c.at else ""

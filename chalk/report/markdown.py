@@ -92,6 +92,9 @@ def markdown(report: Report, asset_prefix: str = "") -> tuple[str, dict[str, byt
 def _question(section: Section) -> list[str]:
     solution, shown = section.solution, section.shown
     out = [f"**{t} = {section.answer(t)}**  " for t in solution.targets]
+    # the conditions reported beside the answers: those that hold, then those that fail
+    out += [f"{line}  " for line in (*shown.derivation.reported_lines(),
+                                     *shown.derivation.flag_lines())]
     c = section.comparison
     if c is not None:
         at = f" at {c.at}" if c.at else ""
