@@ -348,16 +348,28 @@ def _zeros_used(plan: Plan, original: Model, zeros: frozenset[str]) -> Plan:
     return replace(plan, unused_pins=tuple(p for p in plan.unused_pins if p not in used))
 
 
-def _with_reported(model: Model, pins: Mapping[str, Pin], names: tuple[str, ...], plan: Plan,
-                   ranged: Iterable[str] = ()) -> tuple[Plan, tuple[tuple[str, str], ...]]:
-    """``plan`` for ``names`` planned again with what the conditions report beside them
-    (``memory_fill`` beside a serving answer) and the ranged pins set aside, and the
-    reported (name, bound) pairs; one rule for every pin set a question is solved at."""
+def _settle(model: Model, pins: dict[str, Pin], names: tuple[str, ...], plan: Plan,
+            ranged: Mapping[str, Pin] | None = None) -> tuple:
+    """The last passes over a final pin set, the same whichever targets were asked.
+
+    Ranged pins that the other pins determine are set aside (each is judged against what
+    the plan derives), and the quantities conditions report beside the answers
+    (``memory_fill`` beside a serving answer) are planned with the targets.
+
+    Returns
+    -------
+    plan, pins, reported (name, bound) pairs, and the ranged pins set aside (with
+    ``ranged``, those set aside before)
+    """
+    ranged = dict(ranged or {})
+    if plan.checks and plan.determined:
+        pins, more = set_aside_ranges(model, pins, names, _used_quantities(model, plan))
+        ranged.update(more)
     extra = reported(model, plan, names) if plan.determined else ()
-    ranged = tuple(ranged)
     if extra or ranged:
-        plan = make_plan(model, frozenset(pins), names + tuple(n for n, _ in extra) + ranged)
-    return plan, extra
+        plan = make_plan(model, frozenset(pins),
+                         names + tuple(n for n, _ in extra) + tuple(ranged))
+    return plan, pins, extra, ranged
 
 
 def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
@@ -404,10 +416,7 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
         plan = _zeros_used(plan, original, zero_pins(pins))
     elif not final:
         plan = make_plan(model, frozenset(pins), names)
-    ranged = {}
-    if plan.checks and plan.determined:
-        pins, ranged = set_aside_ranges(model, pins, names, _used_quantities(model, plan))
-    plan, extra = _with_reported(model, pins, names, plan, ranged)
+    plan, pins, extra, ranged = _settle(model, pins, names, plan)
     if (extra or ranged) and original is not None:
         plan = _zeros_used(plan, original, zero_pins(pins))
     return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated,
@@ -526,12 +535,14 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
     model, names = q.model, q.targets
 
     def answered_with(pins: dict) -> Prepared:
-        # planned as prepare plans, so what is reported beside the answers (memory_fill)
-        # does not depend on which targets a statement answers
+        # settled as prepare settles, so the reported conditions (memory_fill) and the
+        # ranges set aside do not depend on which targets a statement answers
         rest = tuple(t for t in names if t not in pins) or names
-        plan, extra = _with_reported(model, pins, rest,
-                                     make_plan(model, frozenset(pins), rest), q.range_checks)
-        return replace(q, pins=pins, stated={}, plan=plan, reported=extra)
+        plan, pins, extra, ranged = _settle(model, pins, rest,
+                                            make_plan(model, frozenset(pins), rest),
+                                            q.range_checks)
+        return replace(q, pins=pins, stated={}, plan=plan, reported=extra,
+                       range_checks=ranged)
 
     derivable = {t for t in q.stated if q.plan.determines(t)}
     main = answered_with({**q.pins, **{t: p for t, p in q.stated.items()
