@@ -405,6 +405,30 @@ def _zeros_used(plan: Plan, original: Model, zeros: frozenset[str]) -> Plan:
     return replace(plan, unused_pins=tuple(p for p in plan.unused_pins if p not in used))
 
 
+def _settle(model: Model, pins: dict[str, Pin], names: tuple[str, ...], plan: Plan,
+            ranged: Mapping[str, Pin] | None = None) -> tuple:
+    """The last passes over a final pin set, the same whichever targets were asked.
+
+    Ranged pins that the other pins determine are set aside (each is judged against what
+    the plan derives), and the quantities conditions report beside the answers
+    (``memory_fill`` beside a serving answer) are planned with the targets.
+
+    Returns
+    -------
+    plan, pins, reported (name, bound) pairs, and the ranged pins set aside (with
+    ``ranged``, those set aside before)
+    """
+    ranged = dict(ranged or {})
+    if plan.checks and plan.determined:
+        pins, more = set_aside_ranges(model, pins, names, _used_quantities(model, plan))
+        ranged.update(more)
+    extra = reported(model, plan, names) if plan.determined else ()
+    if extra or ranged:
+        plan = make_plan(model, frozenset(pins),
+                         names + tuple(n for n, _ in extra) + tuple(ranged))
+    return plan, pins, extra, ranged
+
+
 def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
             drop: Iterable[str] = (), values: Mapping[str, float] | None = None) -> Prepared:
     """Resolve pins and plan a question (what :func:`solve` does before computing).
@@ -463,15 +487,9 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
         plan = _zeros_used(plan, original, zero_pins(pins))
     elif not final:
         plan = make_plan(model, frozenset(pins), names)
-    ranged = {}
-    if plan.checks and plan.determined:
-        pins, ranged = set_aside_ranges(model, pins, names, _used_quantities(model, plan))
-    extra = reported(model, plan, names) if plan.determined else ()
-    if extra or ranged:
-        plan = make_plan(model, frozenset(pins),
-                         names + tuple(n for n, _ in extra) + tuple(ranged))
-        if original is not None:
-            plan = _zeros_used(plan, original, zero_pins(pins))
+    plan, pins, extra, ranged = _settle(model, pins, names, plan)
+    if (extra or ranged) and original is not None:
+        plan = _zeros_used(plan, original, zero_pins(pins))
     return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated,
                     extra, ranged, sensitive)
 
@@ -727,11 +745,7 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
             raise
         # the other pins would give a value but cannot be solved here: use the statements
         failure = exc.message
-        pins = {**q.pins, **q.stated}
-        rest = tuple(t for t in names if t not in pins)
-        main = replace(q, pins=pins, stated={},
-                       plan=make_plan(model, frozenset(pins), rest or names))
-        solution = _solve_prepared(main, **options)
+        solution = _solve_prepared(_answered_with(q, {**q.pins, **q.stated}), **options)
     values = solution.derivation.values
     info, notes, override = {}, [], {}
     for t, pin in q.stated.items():
@@ -776,10 +790,20 @@ def stated_plan(q: Prepared) -> Prepared:
     pins determine is solved for (its statement checks it); one they do not is taken
     from the statement as a pin."""
     derivable = {t for t in q.stated if q.plan.determines(t)}
-    pins = {**q.pins, **{t: p for t, p in q.stated.items() if t not in derivable}}
-    rest = tuple(t for t in q.targets if t not in pins)
-    return replace(q, pins=pins, stated={},
-                   plan=make_plan(q.model, frozenset(pins), rest or q.targets))
+    return _answered_with(q, {**q.pins, **{t: p for t, p in q.stated.items()
+                                          if t not in derivable}})
+
+
+def _answered_with(q: Prepared, pins: dict) -> Prepared:
+    """``q`` run with ``pins`` (statements among them), settled as :func:`prepare`
+    settles, so the reported conditions (``memory_fill``) and the ranges set aside do not
+    depend on which targets a statement answers."""
+    names = q.targets
+    rest = tuple(t for t in names if t not in pins) or names
+    plan, pins, extra, ranged = _settle(q.model, pins, rest,
+                                        make_plan(q.model, frozenset(pins), rest),
+                                        q.range_checks)
+    return replace(q, pins=pins, stated={}, plan=plan, reported=extra, range_checks=ranged)
 
 
 def _outranked(q: Prepared, target: str) -> bool:

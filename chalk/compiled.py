@@ -98,7 +98,7 @@ class CompiledQuestion:
     @property
     def reported(self) -> tuple[str, ...]:
         """Quantities a condition reports beside the targets (``memory_fill``)."""
-        return tuple(n for n, _ in self.prepared.reported)
+        return tuple(n for n, _ in self._main.reported)
 
     @property
     def pins(self) -> tuple[str, ...]:

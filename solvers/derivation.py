@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chalk.solvers.flags import Flag
 from chalk.solvers.steps import CheckRecord, StepRecord
 from chalk.symbolic.printing.numbers import format_display, format_gap
 
@@ -41,7 +42,7 @@ class Derivation:
     placeholders: tuple[str, ...] = ()  # quantities that cancel, held at arbitrary values
     provisional: frozenset[str] = frozenset()  # computed from a placeholder: not answers
     targets: tuple[str, ...] = ()
-    flags: tuple[str, ...] = ()  # answers past a bound the model declares (solvers.flags)
+    flags: tuple[Flag, ...] = ()  # answers past a bound the model declares (solvers.flags)
     # (name, bound) reported beside the targets whenever determined (solvers.flags.reported)
     reported: tuple[tuple[str, str], ...] = ()
 
@@ -50,29 +51,58 @@ class Derivation:
         return [f"flag: {text}" for text in self.flags]
 
     def reported_lines(self) -> list[str]:
-        """One line per reported quantity, after the answers and before the flags."""
+        """One line per reported quantity whose condition holds, after the answers and
+        before the flags; one whose condition fails is said once, by its flag."""
         return [f"{name} = {self.show(name)} (checked: {bound})"
-                for name, bound in self.reported if name in self.values]
+                for name, bound in self._reported() if name not in self._failed()]
+
+    def _reported(self) -> list[tuple[str, str]]:
+        return [(name, bound) for name, bound in self.reported if self.determined(name)]
+
+    def _failed(self) -> set[str]:
+        return {flag.quantity for flag in self.flags}
 
     def determined(self, name: str) -> bool:
         """Whether ``name``'s value is fixed by the pins (not an artefact of a placeholder)."""
         return (name in self.values and name not in self.placeholders
                 and name not in self.provisional)
 
+    def held(self, name: str) -> bool:
+        """Whether ``name`` holds a stand-in value: a placeholder (it cancels from the
+        answer) or a quantity computed from one. Such a value is never shown."""
+        return name in self.placeholders or name in self.provisional
+
     def cancel_lines(self) -> list[str]:
-        """What cancels, and the placeholder values the steps ran with."""
+        """What cancels from the answer, and that the steps' stand-in values are not shown."""
         if not self.placeholders:
             return []
-        held = ", ".join(f"{n} = {self.show(n)}" for n in self.placeholders)
         names = ", ".join(self.placeholders)
-        verb = "cancels" if len(self.placeholders) == 1 else "cancel"
+        one = len(self.placeholders) == 1
         wanted = ", ".join(self.targets) or "the answer"
-        return [f"{names} {verb}: any value gives the same {wanted}; the steps below hold "
-                f"{held} (placeholder), and values marked † depend on it"]
+        return [f"{names} {'cancels' if one else 'cancel'} from the answer: any value gives "
+                f"the same {wanted}. The steps hold {'it' if one else 'them'} at a stand-in "
+                f"value, so {'it' if one else 'they'} and the values that move with "
+                f"{'it' if one else 'them'} are named, not shown"]
 
-    def _shown(self, name: str) -> str:
-        return self.show(name) + (" †" if name in self.provisional
-                                  or name in self.placeholders else "")
+    def step_value(self, name: str) -> str:
+        """A quantity as a step shows it: its value, or its name if that is a stand-in."""
+        return name if self.held(name) else self.show(name)
+
+    def block_results(self, step: StepRecord) -> list[str]:
+        """What a step solved together found: ``name = value`` for each quantity the pins
+        fix, then one clause naming those that move with what cancels."""
+        out = [f"{n} = {self.show(n)}" for n in step.variables if not self.held(n)]
+        held = [n for n in step.variables if self.held(n)]
+        if held:
+            out.append(f"{', '.join(held)}: not fixed by the pins (they move with what "
+                       "cancels)")
+        return out
+
+    def step_result(self, name: str) -> str:
+        """What a step found for ``name``: its value, or that the pins do not fix it."""
+        if self.held(name):
+            return "not fixed by the pins (it moves with what cancels)"
+        return self.show(name)
 
     def show(self, name: str) -> str:
         """A quantity's value for people, e.g. ``14.4 ms``."""
@@ -92,16 +122,15 @@ class Derivation:
         lines = []
         if step.closed_form:
             name = step.variables[0]
-            shown = {n: self._shown(n) for n in step.inputs}
+            shown = {n: self.step_value(n) for n in step.inputs}
             lines.append(f"{index}. {name} = {step.formula_text()}")
             lines.append(f"     = {step.substituted_text(shown)}")
-            lines.append(f"     = {self._shown(name)}")
+            lines.append(f"     = {self.step_result(name)}")
         else:
             lines.append(f"{index}. solve for {', '.join(step.variables)}:")
             for r in relations:
                 lines.append(f"     {r.equation}")
-            for n in step.variables:
-                lines.append(f"     {n} = {self._shown(n)}")
+            lines.extend(f"     {line}" for line in self.block_results(step))
         lines.append(f"     [{cite} | {step.method}]")
         if step.note:
             lines.append(f"     note: {step.note}")
@@ -163,7 +192,7 @@ class Derivation:
             if step.closed_form:
                 entry["expression"] = step.formula_text()
                 entry["substituted"] = step.substituted_text(
-                    {n: self.show(n) for n in step.inputs})
+                    {n: self.step_value(n) for n in step.inputs})
             if step.regime:
                 entry["regime"] = step.regime
             if any(n in self.provisional for n in step.variables):
@@ -195,16 +224,22 @@ class Derivation:
         ]
         out = {"conventions": self.conventions, "pins": pins, "steps": steps,
                "checks": checks, "notes": list(self.notes), "flags": list(self.flags)}
-        if self.reported:
-            out["reported"] = {name: {**self.json_value(name), "condition": bound}
-                               for name, bound in self.reported if name in self.values}
+        if self._reported():
+            out["reported"] = {name: {**self.json_value(name), "condition": bound,
+                                      "holds": name not in self._failed()}
+                               for name, bound in self._reported()}
         if self.placeholders:
-            out["cancels"] = {n: self.json_value(n) for n in self.placeholders}
+            out["cancels"] = list(self.placeholders)
         return out
 
     def json_value(self, name: str) -> dict:
+        """``{"value": ..., "unit": ...}`` in the declared unit; a stand-in value is
+        ``None``, with ``"cancels"`` or ``"depends_on_placeholder"`` saying why."""
         variable = self.model.variables[name]
-        return {"value": self.declared(name), "unit": variable.unit}
+        if not self.held(name):
+            return {"value": self.declared(name), "unit": variable.unit}
+        why = "cancels" if name in self.placeholders else "depends_on_placeholder"
+        return {"value": None, "unit": variable.unit, why: True}
 
     def markdown(self) -> str:
         """Markdown with LaTeX maths, for notebooks and reports."""
@@ -223,10 +258,10 @@ class Derivation:
                 name = step.variables[0]
                 lines.append(
                     f"{index}. $\\mathrm{{{_tex(name)}}} = {latex(step.expression)}$"
-                    f" = **{self.show(name)}** — {cite}")
+                    f" = **{self.step_result(name)}** — {cite}")
             else:
                 eqs = ", ".join(f"${latex(r.lhs)} = {latex(r.rhs)}$" for r in relations)
-                vals = ", ".join(f"{n} = **{self.show(n)}**" for n in step.variables)
+                vals = "; ".join(f"**{line}**" for line in self.block_results(step))
                 lines.append(f"{index}. solve {eqs} together: {vals} — {cite}")
             if step.note:
                 lines.append(f"   *{step.note}*")

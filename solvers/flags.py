@@ -2,11 +2,13 @@
 
 No relation forces a batch to hold at least one sequence, or the KV cache to fit in
 memory; an answer past such a bound is still an answer, but a suspicious one, and says
-so on its own line. Plain functions over numbers, so a cached answer flags the same way.
+so on its own line. Plain functions over numbers (and the flag line, a str that knows its
+quantity), so a cached answer flags the same way.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -18,19 +20,56 @@ if TYPE_CHECKING:  # pragma: no cover
     from chalk.symbolic.model import Model
     from chalk.symbolic.relations import Condition
 
+SHOWN_DIGITS = 4  # significant digits a flagged value and its bound are printed with
 
-def violated(value: float, bound: float, kind: str) -> bool:
-    """Whether ``value`` is past ``bound`` (beyond rounding)."""
+
+class Flag(str):
+    """A flag's line, knowing the quantity it is about (``flag.quantity``).
+
+    A str, so flags print, compare and serialise as their lines; the quantity lets a
+    reported value that is flagged be shown once, as failed.
+    """
+
+    quantity: str
+
+    def __new__(cls, quantity: str, text: str) -> Flag:
+        flag = super().__new__(cls, text)
+        flag.quantity = quantity
+        return flag
+
+
+def _as_shown(x):
+    """``x`` rounded to the significant digits values are printed with (elementwise for
+    an array)."""
+    if isinstance(x, (int, float)):  # a number: the cached CLI path loads no numpy
+        if x == 0 or not math.isfinite(x):
+            return x
+        return round(x, SHOWN_DIGITS - 1 - math.floor(math.log10(abs(x))))
+    import numpy as np
+
+    return np.vectorize(_as_shown, otypes=[float])(x)
+
+
+def violated(value, bound: float, kind: str):
+    """Whether ``value`` is past ``bound`` (elementwise for an array).
+
+    Past it beyond the arithmetic's rounding and as printed: a value that prints as the
+    bound (``memory_fill = 1`` at 1.00002) is on it, so it is never called past it.
+    """
     slack = STEPS.guard_rtol * abs(bound)
-    return value < bound - slack if kind == ">=" else value > bound + slack
+    shown, edge = _as_shown(value), _as_shown(bound)
+    if kind == ">=":
+        return (value < bound - slack) & (shown < edge)
+    return (value > bound + slack) & (shown > edge)
 
 
 def flag_text(quantity: str, value: float, bound: float, kind: str, meaning: str,
-              display: UnitDisplay, to_base: float) -> str:
+              display: UnitDisplay, to_base: float) -> Flag:
     """One line: the value, the bound it is past, and what that says."""
     side = "below" if kind == ">=" else "above"
-    return (f"{quantity} = {format_display(value / to_base, display)} is {side} "
-            f"{format_display(bound / to_base, display)}: {meaning}")
+    return Flag(quantity,
+                f"{quantity} = {format_display(value / to_base, display, SHOWN_DIGITS)} is "
+                f"{side} {format_display(bound / to_base, display, SHOWN_DIGITS)}: {meaning}")
 
 
 def bound_value(condition: Condition) -> float:
@@ -44,7 +83,7 @@ def bound_value(condition: Condition) -> float:
 
 
 def flags(model: Model, values: Mapping[str, float],
-          determined: Callable[[str], bool]) -> tuple[str, ...]:
+          determined: Callable[[str], bool]) -> tuple[Flag, ...]:
     """A line for every condition broken by a determined value, in declaration order."""
     out = []
     for condition in model.conditions.values():

@@ -106,6 +106,8 @@ class Implication:
                 start = body.index("derivation") if "derivation" in body else 0
                 if d.solution.uncertainty is not None:
                     body[start] = "derivation (at each range's mid-point)"
+                # what cancels is said with the pins, which are not shown here
+                body[start:start] = d.solution.derivation.cancel_lines()
                 lines.extend(f"   {line}" for line in body[start:])
         return "\n".join(lines)
 

@@ -127,6 +127,9 @@ def _question(section: Section) -> list[str]:
     solution, shown = section.solution, section.shown
     out = ['<div class="answer">' + "<br>".join(f"{_e(t)} = {_e(section.answer(t))}"
                                                for t in solution.targets) + "</div>"]
+    # the conditions reported beside the answers: those that hold, then those that fail
+    out.extend(f"<p>{_e(line)}</p>" for line in (*shown.derivation.reported_lines(),
+                                                 *shown.derivation.flag_lines()))
     c = section.comparison
     if c is not None:
         at = f" at {c.at}" if c.at else ""
@@ -137,8 +140,9 @@ def _question(section: Section) -> list[str]:
     if solution.uncertainty is not None:
         out.append(f'<p class="note">{_e(solution.uncertainty.method())}. '
                    f"{_e(range_note(section))}</p>")
-    out.append(f'<p class="meta">Conventions: {_e(shown.derivation.conventions)}</p>'
-               "<ol>")
+    out.append(f'<p class="meta">Conventions: {_e(shown.derivation.conventions)}</p>')
+    out.extend(f'<p class="note">{_e(line)}.</p>' for line in shown.derivation.cancel_lines())
+    out.append("<ol>")
     for _, step, _, text, subst, result, cite, expression in step_parts(shown):
         if expression is not None:
             lhs = sympy.Symbol(step.variables[0])

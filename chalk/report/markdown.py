@@ -92,6 +92,9 @@ def markdown(report: Report, asset_prefix: str = "") -> tuple[str, dict[str, byt
 def _question(section: Section) -> list[str]:
     solution, shown = section.solution, section.shown
     out = [f"**{t} = {section.answer(t)}**  " for t in solution.targets]
+    # the conditions reported beside the answers: those that hold, then those that fail
+    out += [f"{line}  " for line in (*shown.derivation.reported_lines(),
+                                     *shown.derivation.flag_lines())]
     c = section.comparison
     if c is not None:
         at = f" at {c.at}" if c.at else ""
@@ -99,7 +102,10 @@ def _question(section: Section) -> list[str]:
         out += ["", f"The lecture{at}: {c.stated}{quote}; {c.agreement}."]
     if solution.uncertainty is not None:
         out += ["", f"*{solution.uncertainty.method()}. {range_note(section)}*"]
-    out += ["", f"Conventions: {shown.derivation.conventions}.", "", "Derivation:", ""]
+    out += ["", f"Conventions: {shown.derivation.conventions}."]
+    for line in shown.derivation.cancel_lines():
+        out += ["", f"*{line}.*"]
+    out += ["", "Derivation:", ""]
     for index, _, equation, _, subst, result, cite, _ in step_parts(shown):
         out += [f"{index}. $${equation}$$", f"   = {subst}  ", f"   = **{result}**  ",
                 f"   <sub>{linked(cite)}</sub>"]

@@ -347,13 +347,14 @@ def step_parts(solution: Solution):
             name = step.variables[0]
             equation = f"\\mathrm{{{name.replace('_', chr(92) + '_')}}} = {latex(step.expression)}"
             text = f"{name} = {plain(step.expression)}"
-            subst = substituted(step.expression, {n: d.show(n) for n in step.inputs})
-            result = d.show(name)
+            # a stand-in value (it cancels) is named, never shown as a number
+            subst = substituted(step.expression, {n: d.step_value(n) for n in step.inputs})
+            result = d.step_result(name)
             yield index, step, equation, text, subst, result, cite, step.expression
         else:
             equation = ", \\quad ".join(f"{latex(r.lhs)} = {latex(r.rhs)}" for r in relations)
             text = "; ".join(r.equation for r in relations)
-            result = ", ".join(f"{n} = {d.show(n)}" for n in step.variables)
+            result = "; ".join(d.block_results(step))
             yield index, step, equation, text, "solved together", result, cite, None
 
 

@@ -51,6 +51,11 @@ QUESTIONS = {
                                 "--given", "batch_size=64 sequence",
                                 "--given", "n_chips=8 chip", "--given", "context_length=4k token"],
 }
+# the same with a batch whose KV cache does not fit: (1,342e9 byte + 20,000 x 4,000 x 70,272
+# byte) / (8 x 80e9 byte) = 10.88, and weights alone 1,342e9 / 640e9 = 2.097: each reported
+# once, by its flag (issue 22)
+QUESTIONS["a fill past 1"] = [a.replace("batch_size=64", "batch_size=20000")
+                              for a in QUESTIONS["step time through max()"]]
 
 
 @pytest.mark.slow

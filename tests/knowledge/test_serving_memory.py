@@ -43,11 +43,15 @@ def test_per_user_speed_on_32_h800s_gives_a_batch_that_does_not_fit():
     (flag,) = s.derivation.flags
     assert flag.startswith(f"memory_fill = {fill:.4g} is above 1")
     lines = str(s).splitlines()
-    assert lines[1] == f"memory_fill = {fill:.4g} (checked: memory_fill <= 1)"
-    assert lines[3] == f"flag: {flag}"
+    # the failed condition is said once, as failed: no "(checked ...)" line beside the flag
+    assert lines[1] == "weight_fill = 0.5242 (checked: weight_fill <= 1)"
+    assert lines[2] == f"flag: {flag}"
+    assert not any(line.startswith("memory_fill = ") for line in lines)
     reported = s.to_dict()["reported"]
     assert reported["memory_fill"]["value"] == pytest.approx(fill, rel=1e-6)
     assert reported["memory_fill"]["condition"] == "memory_fill <= 1"
+    assert reported["memory_fill"]["holds"] is False
+    assert reported["weight_fill"]["holds"] is True
     assert json.loads(s.to_json())["flags"] == [flag]
 
 
@@ -101,3 +105,66 @@ def test_the_fill_is_reported_with_no_zero_pinned():
                             "hbm_bandwidth": "3 TB/s", "pipeline_stages": 1,
                             "t_compute": "1 ms"}, ["none"])
     assert s.value("memory_fill") == pytest.approx((1e12 + 10 * 1e9) / (8 * 80e9), rel=1e-12)
+
+
+# Issue 22: Llama 3.1 70B in bf16 on 8 H100s (80 GB, 3.35 TB/s), 8,000 tokens of context.
+# KV per token: 80 layers x 8 KV heads x 128 x 2 (K and V) x 2 byte = 327,680 byte, so
+# 2,621,440,000 byte per sequence; the weights are pinned at the published 70.55e9 params,
+# 141.1e9 byte, so the arithmetic below does not hang on the architecture's own count.
+LLAMA = ["h100", "bf16", "llama_3_1_70b"]
+LLAMA_PINS = {"n_chips": "8 chip", "context_length": "8000 token",
+              "total_params": "70.55e9 param"}
+LLAMA_WEIGHTS = 70.55e9 * 2  # byte
+LLAMA_KV = 8000 * 80 * 8 * 128 * 2 * 2  # byte per sequence
+HBM = 8 * 80e9  # byte
+
+
+def _lines(s) -> list[str]:
+    return s.summary().splitlines()
+
+
+def test_a_failed_fill_reads_as_failed_and_a_fill_on_the_bound_is_not_called_above_it():
+    # batch 1000: (141.1e9 + 1000 x 2.62144e9) / 640e9 = 4.316, past 1
+    fill = (LLAMA_WEIGHTS + 1000 * LLAMA_KV) / HBM
+    assert f"{fill:.4g}" == "4.316"
+    s = solve("tokens_per_second", {**LLAMA_PINS, "batch_size": "1000 sequence"}, LLAMA)
+    assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
+    lines = _lines(s)
+    assert ("flag: memory_fill = 4.316 is above 1: the weights and KV cache this needs do "
+            "not fit in the chips' HBM") in lines
+    assert not any("(checked: memory_fill" in line for line in lines)
+    # batch 191: (141.1e9 + 191 x 2.62144e9) / 640e9 = 1.0028, shown 1.003: above 1
+    s = solve("tokens_per_second", {**LLAMA_PINS, "batch_size": "191 sequence"}, LLAMA)
+    assert s.value("memory_fill") == pytest.approx((LLAMA_WEIGHTS + 191 * LLAMA_KV) / HBM)
+    assert [f.quantity for f in s.derivation.flags] == ["memory_fill"]
+    assert s.derivation.flags[0].startswith("memory_fill = 1.003 is above 1")
+    # batch 190.32: (141.1e9 + 190.32 x 2.62144e9) / 640e9 = 1.0000195, shown 1: on the
+    # bound, so it holds (was "memory_fill = 1 (checked ...)" and "flag: memory_fill = 1 is
+    # above 1")
+    on_bound = (LLAMA_WEIGHTS + 190.32 * LLAMA_KV) / HBM
+    assert 1 < on_bound < 1.00005
+    s = solve("tokens_per_second", {**LLAMA_PINS, "batch_size": "190.32 sequence"}, LLAMA)
+    assert s.value("memory_fill") == pytest.approx(on_bound, rel=1e-9)
+    assert s.derivation.flags == ()
+    assert "memory_fill = 1 (checked: memory_fill <= 1)" in _lines(s)
+
+
+def test_the_fill_is_reported_whatever_else_is_asked():
+    # Regression: asking for chip_flops too (which the h100 preset states) dropped the
+    # memory line and its flag. Memory-bound at batch 1000: a step reads the weights and
+    # every sequence's KV once, (141.1e9 + 1000 x 2.62144e9) byte / (8 x 3.35e12 byte/s)
+    # = 0.10308 s, so 1000 / 0.10308 = 9,701 token/s
+    step = (LLAMA_WEIGHTS + 1000 * LLAMA_KV) / (8 * 3.35e12)
+    fill = (LLAMA_WEIGHTS + 1000 * LLAMA_KV) / HBM  # 4.316
+    pins = {**LLAMA_PINS, "batch_size": "1000 sequence"}
+    alone = solve("tokens_per_second", pins, LLAMA)
+    stated = solve(["tokens_per_second", "chip_flops"], pins, LLAMA)
+    derived = solve(["tokens_per_second", "chip_flops"], pins, LLAMA, prefer="derived")
+    for s in (alone, stated, derived):
+        assert s.value("tokens_per_second", "token/s") == pytest.approx(1000 / step, rel=1e-9)
+        assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
+        assert [n for n, _ in s.derivation.reported] == ["memory_fill", "weight_fill"]
+        assert [f.quantity for f in s.derivation.flags] == ["memory_fill"]
+        assert s.to_dict()["reported"]["memory_fill"]["holds"] is False
+    assert stated.value("chip_flops", "TFLOP/s") == 989  # stated by h100
+    assert _lines(alone)[1:] == _lines(stated)[2:]  # the same lines after the answers

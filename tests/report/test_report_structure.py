@@ -2,6 +2,7 @@
 once each, URLs as links, ranged sections with one number, complete sensitivity lists,
 sweep columns in one unit, plots whose series and legend stay readable."""
 
+import html
 import math
 import re
 
@@ -227,3 +228,23 @@ def test_many_series_plot_keeps_styles_apart_and_legend_off_the_axes():
     assert box.x0 >= frame.x1  # beside the axes: it covers no curve and no label
     assert not math.isnan(box.width)
     plt.close(figure)
+
+
+def test_a_section_says_which_conditions_hold_and_which_fail(tmp_path):
+    # Llama 3.1 70B in bf16 on 8 H100s (8 x 80e9 byte), 8,000 tokens of context: KV
+    # 80 x 8 x 128 x 2 x 2 = 327,680 byte/token. Weights 70.55e9 x 2 = 141.1e9 byte fill
+    # 141.1e9 / 640e9 = 0.2205; at batch 1000 the fill is (141.1e9 + 1000 x 8000 x 327,680)
+    # / 640e9 = 4.316, past 1, said once as failed (sections printed no condition at all)
+    path = tmp_path / "fill.toml"
+    path.write_text('title = "fill"\npresets = ["h100", "bf16", "llama_3_1_70b"]\n'
+                    '[pins]\nn_chips = "8 chip"\ncontext_length = "8000 token"\n'
+                    'total_params = "70.55e9 param"\nbatch_size = "1000 sequence"\n'
+                    '[[questions]]\ntitle = "q"\ntargets = ["tokens_per_second"]\n')
+    report = build(str(path))
+    text, _ = markdown(report)
+    page = render_html(report)
+    held = "weight_fill = 0.2205 (checked: weight_fill <= 1)"
+    failed = "flag: memory_fill = 4.316 is above 1"
+    for out, shown in ((text, str), (page, html.escape)):
+        assert shown(held) in out and shown(failed) in out
+        assert "(checked: memory_fill" not in out

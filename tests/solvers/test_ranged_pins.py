@@ -58,3 +58,19 @@ def test_of_two_ranges_that_fix_each_other_the_wider_is_judged():
     assert low == pytest.approx(8 * a * (b / a) ** 0.05, rel=5e-3)
     assert high == pytest.approx(8 * a * (b / a) ** 0.95, rel=5e-3)
     assert any(n.startswith("chip_flops:") and "overlaps" in n for n in s.derivation.notes)
+
+
+def test_a_range_is_judged_the_same_whatever_else_is_asked():
+    # Regression (issue 22): asking for chip_flops too, which the h100 preset states, left
+    # the range a plain pin checked at its mid-point, 24.49 ms (the geometric mean of 20
+    # and 30 ms), against 80e9 / 3.35e12 = 23.88 ms: "pins disagree". Both answers are
+    # 989e12 / 3.35e12 = 295.2 FLOP/byte, and the range is judged by overlap in both.
+    given = {"hbm_drain_time": "20 ms..30 ms"}
+    alone = solve("hardware_intensity", given, ["h100"])
+    both = solve(["hardware_intensity", "chip_flops"], given, ["h100"])
+    for s in (alone, both):
+        assert s.value("hardware_intensity", "FLOP/byte") == pytest.approx(H100_INTENSITY,
+                                                                             rel=1e-9)
+        note = next(n for n in s.derivation.notes if n.startswith("hbm_drain_time:"))
+        assert "23.88 ms, which lies inside your range 20 ms to 30 ms" in note
+    assert both.value("chip_flops", "TFLOP/s") == 989
