@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
+from chalk.solvers.counts import fractional_counts
 from chalk.solvers.derivation import Derivation
 from chalk.solvers.flags import reported
 from chalk.solvers.pinned import Pin
@@ -25,7 +26,13 @@ from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
 from chalk.solvers.uncertainty import SENSITIVITY_METHOD, Propagation, propagate
 from chalk.solvers.variants import for_pins
-from chalk.solvers.yielding import outranked, yield_defaults
+from chalk.solvers.yielding import (
+    held_counts,
+    outranked,
+    override_presets,
+    yield_defaults,
+    yield_headlines,
+)
 from chalk.solvers.zeros import following_pins, put_zeros, used_zeros, zero_pins
 from chalk.solvers.zeros import note as absent_note
 from chalk.symbolic.errors import ChalkError, UsageError
@@ -367,10 +374,25 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
     # which need not say what would complete an under-determined question
     final = not zero_pins(pins)
     plan = make_plan(model, frozenset(pins), names, explain=final)
+    # a count the model's preset states keeps its value when asked for beside a serving
+    # figure that would re-derive it (n_local_layers beside a given KV size)
+    held = held_counts(model, resolved.stated, plan)
+    if held:
+        pins = {**pins, **held}
+        plan = make_plan(model, frozenset(pins), names, explain=final)
     if plan.checks:
         yielded = yield_defaults(model, pins, names)
         if yielded.notes:
             pins, notes = yielded.pins, notes + yielded.notes
+            plan = make_plan(model, frozenset(pins), names, explain=final)
+    headlines = yield_headlines(model, pins)  # one size per model, whatever is asked
+    if headlines.notes:
+        pins, notes = headlines.pins, notes + headlines.notes
+        plan = make_plan(model, frozenset(pins), names, explain=final)
+    if plan.checks:  # a user's pin stands over what presets alone derive for it
+        overridden = override_presets(model, pins, names)
+        if overridden.set_aside:
+            model, notes = overridden.model, notes + overridden.notes
             plan = make_plan(model, frozenset(pins), names, explain=final)
     zeros = zero_pins(pins)
     if plan.determined and not zeros & _used_quantities(model, plan):
@@ -496,10 +518,12 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
     if q.range_checks:
         notes += judge_ranges(q.model, q.range_checks, q.plan, done.values, propagation,
                               rtol)
+    counts = fractional_counts(q.model, done.values, (
+        n for n in done.values if n not in q.pins and n not in plan.placeholders))
     derivation = Derivation(q.model, q.conventions, q.pins, done.records, done.checks,
                             done.values, notes + done.notes, plan.unused_pins, rtol,
-                            plan.placeholders, plan.provisional, q.targets, done.flags,
-                            q.reported)
+                            plan.placeholders, plan.provisional, q.targets,
+                            done.flags + counts, q.reported)
     return Solution(q.targets, derivation, plan, propagation, stated or {})
 
 
@@ -515,7 +539,8 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
     user's own numbers).
     """
     model, names = q.model, q.targets
-    derivable = {t for t in q.stated if q.plan.determines(t)}
+    # a held count (held_counts) is pinned: the plan "determines" it only as a pin
+    derivable = {t for t in q.stated if t not in q.pins and q.plan.determines(t)}
     pins = {**q.pins, **{t: p for t, p in q.stated.items() if t not in derivable}}
     rest = tuple(t for t in names if t not in pins)
     main = replace(q, pins=pins, stated={},
@@ -548,7 +573,7 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
             verdict = (f"they agree within {format_gap(gap)}" if gap <= options["rtol"]
                        else f"they differ: {format_gap(gap)}")
             behind = q.plan.analysis.pins_behind(model, t)
-            replaced = outranked(pin, [q.pins[b] for b in behind])
+            replaced = outranked(pin, [q.pins[b] for b in behind], model)
             if prefer == "derived" or replaced:
                 entry["answer"] = "derived"
                 why = (f", set aside: {', '.join(behind)} determine it" if replaced
@@ -563,8 +588,11 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
         else:
             entry["answer"] = "stated"
             why = (f"the other pins would give it but cannot be solved ({failure})" if failure
-                   and t in derivable else "the other pins do not determine it, so there is "
-                   "nothing to check it against")
+                   and t in derivable
+                   else "a count of the model's config, kept: the other pins would derive "
+                   "it from serving figures" if t in q.pins
+                   else "the other pins do not determine it, so there is nothing to check "
+                   "it against")
             notes.append(f"{t}: {pin.origin} states {stated_text}; {why}")
         info[t] = entry
     derivation = replace(solution.derivation, notes=solution.derivation.notes + tuple(notes),
