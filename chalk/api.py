@@ -389,6 +389,11 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
     if headlines.notes:
         pins, notes = headlines.pins, notes + headlines.notes
         plan = make_plan(model, frozenset(pins), names, explain=final)
+        if plan.checks:  # what the architecture now derives may outrank other defaults
+            yielded = yield_defaults(model, pins, names)
+            if yielded.notes:
+                pins, notes = yielded.pins, notes + yielded.notes
+                plan = make_plan(model, frozenset(pins), names, explain=final)
     if plan.checks:  # a user's pin stands over what presets alone derive for it
         overridden = override_presets(model, pins, names)
         if overridden.set_aside:
@@ -406,7 +411,7 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
         if absent_note(absent):
             notes += (absent_note(absent),)
         plan = make_plan(model, frozenset(pins), names)
-        if plan.checks:  # with the absent terms gone, more may now give way (headlines)
+        if plan.checks:  # with the absent terms gone, more may now give way
             yielded = yield_defaults(model, pins, names)
             if yielded.notes:
                 pins, notes = yielded.pins, notes + yielded.notes

@@ -42,24 +42,24 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     and bandwidth; a preset value yields to what the user gave. A number yields only to
     pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
     the disagreement stays and is reported as a conflict; a zero stands for absence and
-    always yields. Conflicts among equals remain errors.
+    always yields. Conflicts among equals remain errors. Published headlines are left to
+    :func:`yield_headlines`.
     """
     pins = dict(pins)
     notes = []
     over = _over_determined(model, pins, targets)
     for layer in (Layer.CONVENTIONS, Layer.PRESET):
-        for name in sorted(n for n, p in pins.items() if p.layer is layer and n in over):
+        # headlines are yield_headlines' (whatever is asked), after these have given way
+        for name in sorted(n for n, p in pins.items()
+                           if p.layer is layer and n in over and not p.headline):
             higher = _determined_from_above(model, pins, targets, name)
             if higher is None:
                 continue
             without = {n: p for n, p in pins.items() if n != name}
             default = pins[name].value
             implied = implied_value(model, without, name) if default else None
-            if pins[name].headline:
-                if implied is None:
-                    continue
-            elif default and (implied is None
-                              or abs(implied - default) > PINS.yield_rtol * abs(default)):
+            if default and (implied is None
+                            or abs(implied - default) > PINS.yield_rtol * abs(default)):
                 continue
             notes.append(_yield_note(pins[name], higher))
             pins = without
@@ -165,24 +165,35 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
     """
     pins = dict(pins)
     notes = []
-    for name in sorted(n for n, p in pins.items() if p.headline):
-        without = {n: p for n, p in pins.items() if n != name}
-        absent = put_zeros(model, zero_pins(without))
-        if absent.model is not model:
-            without_all = {**without, **following_pins(absent, model, without)}
-        else:
-            without_all = without
-        plan = make_plan(absent.model, frozenset(without_all), (name,), explain=False)
-        if not plan.determined:
-            continue
-        behind = plan.analysis.pins_behind(absent.model, name)
-        if not outranked(pins[name], [without_all[b] for b in behind], model):
-            continue
-        if implied_value(absent.model, without_all, name) is None:
-            continue
-        notes.append(_yield_note(pins[name], behind))
-        pins = without
+    headlines = sorted(n for n, p in pins.items() if p.headline)
+    for name in headlines:
+        # the architecture alone first, so that one headline is not named as the
+        # ground of another; then with the other headlines still in force
+        alone = {n: p for n, p in pins.items() if n not in headlines}
+        for without in (alone, {n: p for n, p in pins.items() if n != name}):
+            behind = _determined_by(model, without, pins[name])
+            if behind is not None:
+                notes.append(_yield_note(pins[name], behind))
+                del pins[name]
+                break
     return Yielded(pins, tuple(notes))
+
+
+def _determined_by(model: Model, without: Mapping[str, Pin], pin: Pin):
+    """The pins behind ``pin``'s quantity if ``without`` (zeros put in) determine it, pins
+    that outrank it, and give it a value; otherwise None."""
+    absent = put_zeros(model, zero_pins(without))
+    if absent.model is not model:
+        without = {**without, **following_pins(absent, model, without)}
+    plan = make_plan(absent.model, frozenset(without), (pin.name,), explain=False)
+    if not plan.determined:
+        return None
+    behind = plan.analysis.pins_behind(absent.model, pin.name)
+    if not outranked(pin, [without[b] for b in behind], model):
+        return None
+    if implied_value(absent.model, without, pin.name) is None:
+        return None
+    return behind
 
 
 @dataclass(frozen=True)
