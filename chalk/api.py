@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
-from chalk.solvers.counts import fractional_counts
+from chalk.solvers.counts import fractional_counts, redrawn_counts
 from chalk.solvers.derivation import Derivation
 from chalk.solvers.flags import reported
 from chalk.solvers.pinned import Pin
@@ -523,8 +523,9 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
     if q.range_checks:
         notes += judge_ranges(q.model, q.range_checks, q.plan, done.values, propagation,
                               rtol)
-    counts = fractional_counts(q.model, done.values, (
-        n for n in done.values if n not in q.pins and n not in plan.placeholders))
+    derived = [n for n in done.values if n not in q.pins and n not in plan.placeholders]
+    counts = fractional_counts(q.model, done.values, derived)
+    notes += redrawn_counts(q.model, plan.analysis, derived)
     derivation = Derivation(q.model, q.conventions, q.pins, done.records, done.checks,
                             done.values, notes + done.notes, plan.unused_pins, rtol,
                             plan.placeholders, plan.provisional, q.targets,

@@ -7,6 +7,10 @@ sources: the Hugging Face config.json files) in the comments beside it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from chalk.knowledge import load_model
 from chalk.solvers.pinned import Layer, Pin
@@ -100,6 +104,9 @@ def test_a_fractional_count_is_flagged():
     assert s.value("n_kv_layers") == pytest.approx(39.0625, rel=1e-12)
     assert any(f.startswith("n_kv_layers = 39.06 is not a whole number")
                for f in s.derivation.flags)
+    assert any(n.startswith("n_kv_layers is a count of the model's config, here derived "
+                            "from kv_bytes_per_element, kv_bytes_per_token")
+               for n in s.derivation.notes)
     # 327,680 / 4096 = 80 layers exactly: nothing to flag
     whole = solve("n_kv_layers", {"kv_bytes_per_token": "327680 byte/token",
                                   "n_kv_heads": "8", "d_head": "128"}, "bf16")
@@ -142,3 +149,23 @@ def test_an_imply_sheet_uses_one_size():
     assert all(v == pytest.approx(active, rel=1e-12) for v in sizes)
     listed = next(v for n, _, v in implication.assumptions if n == "preset qwen3_235b_a22b")
     assert "active_params = 22e9 param published, the architecture's count used" in listed
+
+
+def test_a_count_redrawn_from_a_kv_size_is_not_replayed_from_the_cache(tmp_path):
+    """An answer asked first at 327,680 byte/token (80 layers, whole) must not be
+    replayed by the command-line cache at 160,000 (39.06 layers) without the flag."""
+    env = {**os.environ, "CHALK_CACHE_DIR": str(tmp_path)}
+    env.pop("CHALK_NO_CACHE", None)
+
+    def chalk(kv: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "chalk", "solve", "n_kv_layers", "--preset", "bf16",
+             "--given", f"kv_bytes_per_token={kv}", "--given", "n_kv_heads=8",
+             "--given", "d_head=128"], capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert chalk("327680 byte/token").startswith("n_kv_layers = 80\n")
+    fractional = chalk("160000 byte/token")
+    assert fractional.startswith("n_kv_layers = 39.06\n")
+    assert "flag: n_kv_layers = 39.06 is not a whole number" in fractional
