@@ -180,18 +180,25 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
 
 
 def _determined_by(model: Model, without: Mapping[str, Pin], pin: Pin):
-    """The pins behind ``pin``'s quantity if ``without`` (zeros put in) determine it, pins
-    that outrank it, and give it a value; otherwise None."""
-    absent = put_zeros(model, zero_pins(without))
-    if absent.model is not model:
-        without = {**without, **following_pins(absent, model, without)}
-    plan = make_plan(absent.model, frozenset(without), (pin.name,), explain=False)
+    """The pins behind ``pin``'s quantity if ``without`` determine it (with the zeros put
+    in, if it takes them), pins that outrank it, and give it a value; otherwise None."""
+    used = model
+    plan = make_plan(model, frozenset(without), (pin.name,), explain=False)
     if not plan.determined:
-        return None
-    behind = plan.analysis.pins_behind(absent.model, pin.name)
+        # a dense model's size needs its zero experts put in; that narrowed model is
+        # planned only then, as finding its reference point is costly
+        absent = put_zeros(model, zero_pins(without))
+        if absent.model is model:
+            return None
+        used = absent.model
+        without = {**without, **following_pins(absent, model, without)}
+        plan = make_plan(used, frozenset(without), (pin.name,), explain=False)
+        if not plan.determined:
+            return None
+    behind = plan.analysis.pins_behind(used, pin.name)
     if not outranked(pin, [without[b] for b in behind], model):
         return None
-    if implied_value(absent.model, without, pin.name) is None:
+    if implied_value(used, without, pin.name) is None:
         return None
     return behind
 
