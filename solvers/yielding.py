@@ -159,9 +159,10 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
 
     A model has one size within a question: where its preset's architecture determines
     ``active_params`` (69.50e9 for Llama 3.1 70B), every answer uses that count, not the
-    rounded headline (70.55e9) for some targets and the count for others. Zeros are put
-    in first (no routed experts, no sliding-window layers), as the architecture needs
-    them to give a count; the headline stays named in the note as the count's cross-check.
+    rounded headline (70.55e9) for some targets and the count for others. Where the
+    architecture gives a count only with its zeros put in (a dense model's absent
+    experts), they are put in for this test; the headline stays named in the note as the
+    count's cross-check.
     """
     pins = dict(pins)
     notes = []
