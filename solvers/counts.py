@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from chalk.solvers.tolerances import STEPS
-from chalk.symbolic.model import Model
 from chalk.symbolic.printing.numbers import format_display
 
 if TYPE_CHECKING:  # pragma: no cover
     from chalk.solvers.rank import RankAnalysis
+    from chalk.symbolic.model import Model
 
 
 def fractional_counts(model: Model, values: Mapping[str, float],

@@ -169,3 +169,16 @@ def test_a_count_redrawn_from_a_kv_size_is_not_replayed_from_the_cache(tmp_path)
     fractional = chalk("160000 byte/token")
     assert fractional.startswith("n_kv_layers = 39.06\n")
     assert "flag: n_kv_layers = 39.06 is not a whole number" in fractional
+
+
+def test_the_cost_plots_floor_line_uses_the_architecture_count():
+    pytest.importorskip("matplotlib")
+    from chalk.applications.plots import cost_vs_batch
+
+    fig = cost_vs_batch({"n_chips": "8 chip", "context_length": "8k token",
+                         "chip_price": "3.6 USD/hour"}, SERVING_PRESETS)
+    (line,) = [ln for ln in fig.axes[0].lines if ln.get_label().startswith("compute floor")]
+    # 3.6 USD/h = 1e-3 USD/s per chip; 2 * 69,501,714,432 FLOP/token at the H100's
+    # 989e12 FLOP/s (datasheet, knowledge/data/accelerators.yaml); per million tokens
+    assert line.get_ydata()[0] == pytest.approx(1e-3 * 2 * LLAMA_ACTIVE / 989e12 * 1e6,
+                                                rel=1e-9)
