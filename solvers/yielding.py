@@ -285,7 +285,7 @@ def _override_note(model: Model, pin: Pin, implied: float, behind: Sequence[Pin]
     verdict = (f"they agree within {format_gap(gap)}" if gap <= PINS.agreement_rtol
                else format_gap(gap))
     return (f"{pin.name}: you gave {given}; {origin} {shown}: {verdict} (relation "
-            f"{relation} set aside: the given value is used)")
+            f"{relation} set aside: your value stands)")
 
 
 @lru_cache(maxsize=32)
