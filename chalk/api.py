@@ -16,6 +16,7 @@ from numbers import Integral, Real
 
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
+from chalk.solvers.counts import fractional_counts, redrawn_counts
 from chalk.solvers.derivation import Derivation
 from chalk.solvers.execute import compile_plan
 from chalk.solvers.flags import reported
@@ -28,7 +29,13 @@ from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
 from chalk.solvers.uncertainty import SENSITIVITY_METHOD, Propagation, elasticities, propagate
 from chalk.solvers.variants import for_pins
-from chalk.solvers.yielding import outranked, yield_defaults
+from chalk.solvers.yielding import (
+    held_counts,
+    outranked,
+    override_presets,
+    yield_defaults,
+    yield_headlines,
+)
 from chalk.solvers.zeros import following_pins, put_zeros, used_zeros, zero_pins
 from chalk.solvers.zeros import note as absent_note
 from chalk.symbolic.errors import ChalkError, UsageError
@@ -460,11 +467,35 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
     # which need not say what would complete an under-determined question
     final = not zero_pins(pins)
     plan = make_plan(model, frozenset(pins), names, explain=final)
+    # a count the model's preset states keeps its value when asked for beside a serving
+    # figure that would re-derive it (n_local_layers beside a given KV size)
+    held = held_counts(model, resolved.stated, plan)
+    if held:
+        pins = {**pins, **held}
+        plan = make_plan(model, frozenset(pins), names, explain=final)
     if plan.checks:
         yielded = yield_defaults(model, pins, names)
         sensitive |= yielded.sensitive
         if yielded.notes:
             pins, notes = yielded.pins, notes + yielded.notes
+            plan = make_plan(model, frozenset(pins), names, explain=final)
+    headlines = yield_headlines(model, pins)  # one size per model, whatever is asked
+    if headlines.notes:
+        pins, notes = headlines.pins, notes + headlines.notes
+        plan = make_plan(model, frozenset(pins), names, explain=final)
+        if plan.checks:  # what the architecture now derives may outrank other defaults
+            yielded = yield_defaults(model, pins, names)
+            sensitive |= yielded.sensitive
+            if yielded.notes:
+                pins, notes = yielded.pins, notes + yielded.notes
+                plan = make_plan(model, frozenset(pins), names, explain=final)
+    if plan.checks:  # a user's pin stands over what presets alone derive for it
+        overridden = override_presets(model, pins, names)
+        if overridden.set_aside:
+            model, notes = overridden.model, notes + overridden.notes
+            # the notes compare the user's value with what the presets give: any other
+            # value is prepared again, so no note quotes a value no longer asked
+            sensitive |= frozenset(pins)
             plan = make_plan(model, frozenset(pins), names, explain=final)
     zeros = zero_pins(pins)
     if plan.determined and not zeros & _used_quantities(model, plan):
@@ -478,7 +509,7 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
         if absent_note(absent):
             notes += (absent_note(absent),)
         plan = make_plan(model, frozenset(pins), names)
-        if plan.checks:  # with the absent terms gone, more may now give way (headlines)
+        if plan.checks:  # with the absent terms gone, more may now give way
             yielded = yield_defaults(model, pins, names)
             sensitive |= yielded.sensitive
             if yielded.notes:
@@ -716,10 +747,13 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
     if q.range_checks:
         notes += judge_ranges(q.model, q.range_checks, q.plan, done.values, propagation,
                               rtol)
+    derived = [n for n in done.values if n not in q.pins and n not in plan.placeholders]
+    counts = fractional_counts(q.model, done.values, derived)
+    notes += redrawn_counts(q.model, plan.analysis, derived)
     derivation = Derivation(q.model, q.conventions, q.pins, done.records, done.checks,
                             done.values, notes + done.notes, plan.unused_pins, rtol,
-                            plan.placeholders, plan.provisional, q.targets, done.flags,
-                            q.reported)
+                            plan.placeholders, plan.provisional, q.targets,
+                            done.flags + counts, q.reported)
     return Solution(q.targets, derivation, plan, propagation, stated or {})
 
 
@@ -735,7 +769,7 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
     user's own numbers).
     """
     model, names = q.model, q.targets
-    derivable = {t for t in q.stated if q.plan.determines(t)}
+    derivable = _derivable(q)
     main = stated_plan(q)
     failure = ""
     try:
@@ -776,8 +810,11 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
         else:
             entry["answer"] = "stated"
             why = (f"the other pins would give it but cannot be solved ({failure})" if failure
-                   and t in derivable else "the other pins do not determine it, so there is "
-                   "nothing to check it against")
+                   and t in derivable
+                   else "a count of the model's config, kept: the other pins would derive "
+                   "it from serving figures" if t in q.pins
+                   else "the other pins do not determine it, so there is nothing to check "
+                   "it against")
             notes.append(f"{t}: {pin.origin} states {stated_text}; {why}")
         info[t] = entry
     derivation = replace(solution.derivation, notes=solution.derivation.notes + tuple(notes),
@@ -789,7 +826,7 @@ def stated_plan(q: Prepared) -> Prepared:
     """The question as run when presets state some targets: a stated target the other
     pins determine is solved for (its statement checks it); one they do not is taken
     from the statement as a pin."""
-    derivable = {t for t in q.stated if q.plan.determines(t)}
+    derivable = _derivable(q)
     return _answered_with(q, {**q.pins, **{t: p for t, p in q.stated.items()
                                           if t not in derivable}})
 
@@ -806,18 +843,25 @@ def _answered_with(q: Prepared, pins: dict) -> Prepared:
     return replace(q, pins=pins, stated={}, plan=plan, reported=extra, range_checks=ranged)
 
 
+def _derivable(q: Prepared) -> set[str]:
+    """The stated targets the other pins determine: solved for, the statement their
+    check. A held count (:func:`chalk.solvers.yielding.held_counts`) is pinned, so the
+    plan "determines" it only as a pin."""
+    return {t for t in q.stated if t not in q.pins and q.plan.determines(t)}
+
+
 def _outranked(q: Prepared, target: str) -> bool:
     """Whether what derives a stated target comes from higher layers than the statement."""
     behind = q.plan.analysis.pins_behind(q.model, target)
-    return outranked(q.stated[target], [q.pins[b] for b in behind])
+    return outranked(q.stated[target], [q.pins[b] for b in behind], q.model)
 
 
 def stated_answers(q: Prepared, prefer: str) -> dict[str, str]:
     """For each stated target, ``"stated"`` or ``"derived"``: which one is the answer
     when the other pins can be solved (as :func:`solve` decides)."""
     out = {}
+    derivable = _derivable(q)
     for t in q.stated:
-        derivable = q.plan.determines(t)
-        out[t] = ("derived" if derivable and (prefer == "derived" or _outranked(q, t))
+        out[t] = ("derived" if t in derivable and (prefer == "derived" or _outranked(q, t))
                   else "stated")
     return out

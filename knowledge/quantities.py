@@ -11,7 +11,7 @@ from chalk.symbolic.variables import Variable
 
 def _v(name, unit, description, topic, **options) -> Variable:
     return Variable(name=name, unit=unit, description=description, topic=topic,
-                    derived=name in DERIVED, **options)
+                    derived=name in DERIVED, structural=name in STRUCTURAL, **options)
 
 
 # Quantities relations normally compute; the rest are inputs a user or preset pins.
@@ -40,6 +40,15 @@ t_train_ep_comm train_dp_comm_ratio train_fsdp_comm_ratio train_tp_comm_ratio
 train_ep_comm_ratio train_dp_critical_tokens_per_chip train_fsdp_critical_tokens_per_chip
 attention_layer_params dense_mlp_params expert_mlp_params input_embedding_params
 moe_shared_params
+""".split())
+
+# Whole-number counts of a model's config (config.json): a model preset states them, and
+# no serving figure (a KV size, a step time) may re-derive them.
+STRUCTURAL = frozenset("""
+n_layers n_kv_layers n_local_layers n_global_layers n_dense_layers n_moe_layers
+n_heads n_kv_heads d_head d_model d_ff moe_d_ff vocab_size untied_embeddings
+n_experts n_active_experts n_shared_experts
+kv_lora_rank q_lora_rank qk_rope_head_dim qk_nope_head_dim v_head_dim
 """.split())
 
 

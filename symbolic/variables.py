@@ -69,6 +69,10 @@ class Variable:
     derived : bool
         Whether it is normally an output of relations rather than an input;
         used to suggest pins "from inputs" when a question is under-determined.
+    structural : bool
+        Whether it is a whole-number count of a model's config (layers, heads,
+        experts, widths): a preset's value gives way only to other such counts, and a
+        fractional value is flagged.
     """
 
     name: str
@@ -82,6 +86,7 @@ class Variable:
     scale_like: bool = True
     topic: str = ""
     derived: bool = False  # usually computed from others, rarely pinned by hand
+    structural: bool = False
 
     def __post_init__(self):
         validate_name(self.name)

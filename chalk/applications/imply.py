@@ -20,6 +20,8 @@ from chalk.knowledge import load_model
 from chalk.knowledge.price_sheets import PriceSheet, price_sheet
 from chalk.solvers.pinned import Layer
 from chalk.solvers.pins import parse_given
+from chalk.solvers.variants import for_pins
+from chalk.solvers.yielding import yield_headlines
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.parsing import parse_unit_cached
 from chalk.symbolic.printing.numbers import format_gap, format_number
@@ -170,11 +172,17 @@ class _Context:
 
     def _list_pins(self):
         by_preset: dict[str, list[str]] = {}
+        # a headline size the architecture determines gives way to it in every deduction
+        # (yield_headlines): listed as what it is, not as the size used
+        model, _ = for_pins(self.model, self.pinned)
+        kept = yield_headlines(model, self.pinned).pins
         for name, pin in self.pinned.items():
             if pin.layer is Layer.GIVEN:
                 self.assumptions.append((name, pin.text, "given"))
             elif pin.layer is Layer.PRESET:
-                by_preset.setdefault(pin.preset, []).append(f"{name} = {pin.text}")
+                shown = (f"{name} = {pin.text} published, the architecture's count used"
+                         if name not in kept else f"{name} = {pin.text}")
+                by_preset.setdefault(pin.preset, []).append(shown)
         for preset, values in by_preset.items():
             shown = "; ".join(values[:4]) + (f"; and {len(values) - 4} more" if len(values) > 4
                                              else "")

@@ -1,0 +1,184 @@
+"""Which pins give way (issue 22): a user's pin beside a preset's architecture, and one
+size per model whatever is asked.
+
+Every number is worked from the model configs in knowledge/data/models.yaml (their
+sources: the Hugging Face config.json files) in the comments beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from chalk.knowledge import load_model
+from chalk.solvers.pinned import Layer, Pin
+from chalk.solvers.yielding import outranked
+
+from chalk import solve
+from chalk.applications.imply import imply
+
+# Llama 3.1 70B: 80 layers, d_model 8192, 64 query heads, 8 KV heads, d_head 128,
+# d_ff 28672, vocab 128256, untied embeddings, no sliding-window layers.
+# attention per layer: 2*8192*64*128 + 2*8192*8*128 = 134,217,728 + 16,777,216
+# MLP per layer: 3*8192*28672 = 704,643,072
+# output head: 128256*8192 = 1,050,673,152 (the input table is as large, looked up only)
+LLAMA_LAYER = 134_217_728 + 16_777_216 + 704_643_072
+LLAMA_HEAD = 128_256 * 8192
+LLAMA_ACTIVE = 80 * LLAMA_LAYER + LLAMA_HEAD  # 69,501,714,432 (published: 70.55e9)
+LLAMA_TOTAL = LLAMA_ACTIVE + LLAMA_HEAD  # 70,552,387,584
+LLAMA_KV = 2 * 80 * 8 * 128 * 2  # 327,680 byte/token at bf16: K and V, 80 layers
+
+KV_GIVEN = {"kv_bytes_per_token": "160 kB/token"}
+SERVING = {**KV_GIVEN, "n_chips": "8 chip", "batch_size": "32 sequence",
+           "context_length": "8k token"}
+SERVING_PRESETS = ["llama_3_1_70b", "h100", "bf16"]
+
+
+def _step_time() -> float:
+    """The step time in seconds at SERVING with the H100 datasheet's 3.35 TB/s and
+    989 TFLOP/s (knowledge/data/accelerators.yaml), weights and KV at 2 bytes."""
+    bandwidth = 8 * 3.35e12
+    weights = 2 * LLAMA_TOTAL / bandwidth  # 141.1 GB: 5.265 ms
+    kv = 32 * 8000 * 160_000 / bandwidth  # the given KV size, not 327,680: 1.528 ms
+    # compute: 2 FLOP per active parameter plus attention, whose FLOP per KV byte is
+    # 2 * (2*64*128) / (2 byte * 2*8*128) = 8, over the given KV: 8 * 1.28e9 per token
+    compute = 32 * (2 * LLAMA_ACTIVE + 8 * 8000 * 160_000) / (8 * 989e12)  # 0.604 ms
+    assert compute < weights + kv  # memory-bound
+    return weights + kv  # 6.793 ms
+
+
+@pytest.mark.parametrize("targets", [
+    ["n_local_layers", "n_kv_layers"],
+    ["step_time", "n_local_layers"],
+    ["n_local_layers"],
+])
+def test_a_given_kv_size_never_redraws_the_models_layers(targets):
+    """The preset states 0 sliding-window layers; 160 kB/token given beside it is used
+    for the KV traffic, and does not make 40.94 of the 80 layers sliding-window ones
+    (80 - 160,000 / (2*8*128 * 2 byte)), whatever else is asked."""
+    s = solve(targets, SERVING, SERVING_PRESETS)
+    assert s.value("n_local_layers") == 0
+    assert s.stated["n_local_layers"]["answer"] == "stated"
+    if "n_kv_layers" in targets:
+        assert s.value("n_kv_layers") == 80
+    if "step_time" in targets:
+        assert s.value("step_time", "s") == pytest.approx(_step_time(), rel=1e-9)
+    # the presets' own size stays beside the given one as its cross-check:
+    # 327,680 / 160,000 = 2.048
+    note = next(n for n in s.derivation.notes if n.startswith("kv_bytes_per_token:"))
+    assert "you gave 160,000 byte/token" in note
+    assert "give 327,680 byte/token" in note and "llama_3_1_70b" in note
+    assert "a factor 2.05 apart" in note
+    assert LLAMA_KV == 327_680
+
+
+def test_the_step_time_is_the_same_asked_alone():
+    s = solve("step_time", SERVING, SERVING_PRESETS)
+    assert s.value("step_time", "s") == pytest.approx(_step_time(), rel=1e-9)
+    assert s.derivation.values["kv_bytes_per_token"] == 160_000
+    assert any(n.startswith("kv_bytes_per_token: you gave 160,000 byte/token")
+               for n in s.derivation.notes)
+
+
+def test_a_structural_count_gives_way_only_to_counts():
+    model = load_model()
+    zero = Pin("n_local_layers", 0.0, "0", Layer.PRESET, "some_model")
+    layers = Pin("n_layers", 80.0, "80", Layer.PRESET, "some_model")
+    kv = Pin("kv_bytes_per_token", 160e3, "160 kB/token")
+    global_layers = Pin("n_global_layers", 10.0, "10")
+    # a serving figure behind the derivation: the count stands
+    assert not outranked(zero, [kv, layers], model)
+    # counts alone (the user's full-context layers): the zero gives way, as before
+    assert outranked(zero, [global_layers, layers], model)
+    # a quantity that is no count keeps the old rule: a zero yields to a higher layer
+    fill = Pin("attention_flops_per_token", 0.0, "0 FLOP/token", Layer.CONVENTIONS,
+               "careful")
+    assert outranked(fill, [kv, layers], model)
+
+
+def test_a_fractional_count_is_flagged():
+    # 160,000 byte/token / (2 * 8 KV heads * 128 * 2 byte) = 39.0625 full-context layers
+    s = solve("n_kv_layers", {**KV_GIVEN, "n_kv_heads": "8", "d_head": "128"}, "bf16")
+    assert s.value("n_kv_layers") == pytest.approx(39.0625, rel=1e-12)
+    assert any(f.startswith("n_kv_layers = 39.06 is not a whole number")
+               for f in s.derivation.flags)
+    assert any(n.startswith("n_kv_layers is a count of the model's config, here derived "
+                            "from kv_bytes_per_element, kv_bytes_per_token")
+               for n in s.derivation.notes)
+    # 327,680 / 4096 = 80 layers exactly: nothing to flag
+    whole = solve("n_kv_layers", {"kv_bytes_per_token": "327680 byte/token",
+                                  "n_kv_heads": "8", "d_head": "128"}, "bf16")
+    assert whole.value("n_kv_layers") == pytest.approx(80, rel=1e-12)
+    assert not whole.derivation.flags
+
+
+def test_one_size_per_model_whatever_is_asked():
+    """The cost floor and the training time used the published 70.55e9 while the step
+    time used the architecture's 69.50e9; every path now uses the count."""
+    pins = {"chip_flops": "1000 TFLOP/s", "chip_price": "3.6 USD/hour"}
+    floor = solve("cost_per_token_floor", pins, ["llama_3_1_70b", "bf16"])
+    # 3.6 USD/h = 1e-3 USD/s; 2 * 69,501,714,432 FLOP/token at 1e15 FLOP/s
+    assert floor.value("cost_per_token_floor", "USD/token") == pytest.approx(
+        1e-3 * 2 * LLAMA_ACTIVE / 1e15, rel=1e-9)
+    training = solve("training_time", {**pins, "pretrain_tokens": "15e12 token",
+                                       "training_chips": "16000 chip", "mfu": "0.4"},
+                     ["llama_3_1_70b", "bf16"])
+    # 6 FLOP per parameter per token over 16,000 chips at 40% of 1e15 FLOP/s
+    assert training.value("training_time", "s") == pytest.approx(
+        6 * LLAMA_ACTIVE * 15e12 / (16000 * 1e15 * 0.4), rel=1e-9)
+    serving = solve("step_time", SERVING, SERVING_PRESETS)
+    for s in (floor, training, serving):
+        assert s.derivation.values["active_params"] == pytest.approx(LLAMA_ACTIVE, rel=1e-12)
+        assert any("70.55e9 param (a published headline) of active_params set aside" in n
+                   for n in s.derivation.notes)
+
+
+def test_an_imply_sheet_uses_one_size():
+    """Qwen3-235B-A22B: 94 MoE layers, d_model 4096, 64 query and 4 KV heads of 128,
+    128 experts of which 8 are active with moe_d_ff 1536, vocab 151,936."""
+    attention = 2 * 4096 * 64 * 128 + 2 * 4096 * 4 * 128  # 71,303,168
+    experts = 8 * 3 * 4096 * 1536  # the 8 routed experts a token uses: 150,994,944
+    router = 4096 * 128  # 524,288
+    active = 94 * (attention + experts + router) + 151_936 * 4096  # 21,567,635,456
+    implication = imply("deepseek_v3_chat", presets=["qwen3_235b_a22b"])
+    sizes = [d.solution.derivation.values["active_params"] for d in implication.deductions
+             if d.solution is not None and "active_params" in d.solution.derivation.values]
+    assert sizes
+    assert all(v == pytest.approx(active, rel=1e-12) for v in sizes)
+    listed = next(v for n, _, v in implication.assumptions if n == "preset qwen3_235b_a22b")
+    assert "active_params = 22e9 param published, the architecture's count used" in listed
+
+
+def test_a_count_redrawn_from_a_kv_size_is_not_replayed_from_the_cache(tmp_path):
+    """An answer asked first at 327,680 byte/token (80 layers, whole) must not be
+    replayed by the command-line cache at 160,000 (39.06 layers) without the flag."""
+    env = {**os.environ, "CHALK_CACHE_DIR": str(tmp_path)}
+    env.pop("CHALK_NO_CACHE", None)
+
+    def chalk(kv: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "chalk", "solve", "n_kv_layers", "--preset", "bf16",
+             "--given", f"kv_bytes_per_token={kv}", "--given", "n_kv_heads=8",
+             "--given", "d_head=128"], capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert chalk("327680 byte/token").startswith("n_kv_layers = 80\n")
+    fractional = chalk("160000 byte/token")
+    assert fractional.startswith("n_kv_layers = 39.06\n")
+    assert "flag: n_kv_layers = 39.06 is not a whole number" in fractional
+
+
+def test_the_cost_plots_floor_line_uses_the_architecture_count():
+    pytest.importorskip("matplotlib")
+    from chalk.applications.plots import cost_vs_batch
+
+    fig = cost_vs_batch({"n_chips": "8 chip", "context_length": "8k token",
+                         "chip_price": "3.6 USD/hour"}, SERVING_PRESETS)
+    (line,) = [ln for ln in fig.axes[0].lines if ln.get_label().startswith("compute floor")]
+    # 3.6 USD/h = 1e-3 USD/s per chip; 2 * 69,501,714,432 FLOP/token at the H100's
+    # 989e12 FLOP/s (datasheet, knowledge/data/accelerators.yaml); per million tokens
+    assert line.get_ydata()[0] == pytest.approx(1e-3 * 2 * LLAMA_ACTIVE / 989e12 * 1e6,
+                                                rel=1e-9)
