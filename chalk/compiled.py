@@ -183,14 +183,20 @@ class CompiledQuestion:
         arrays = {n: np.broadcast_to(v, (size,)) for n, v in changes.items()}
         names = self.targets + self.reported
         out = {n: np.full(size, np.nan) for n in names}
+        if not self._main.plan.determined:
+            # solve refuses every point so, before any number (the pins that would do)
+            error = self._main.plan.underdetermined_error()
+            return Evaluation(out, dict.fromkeys(range(size), error),
+                              np.zeros(size, dtype=bool))
         trusted = np.zeros(size, dtype=bool)
         regimes: dict[str, np.ndarray] = {}
         if self._vouched and not self._value_sensitive(arrays):
-            same_zeros = np.ones(size, dtype=bool)
+            as_given = np.ones(size, dtype=bool)  # values solve would read as they are
             for name, array in arrays.items():
-                same_zeros &= (array == 0) == (self.prepared.pins[name].value == 0)
+                as_given &= (array == 0) == (self.prepared.pins[name].value == 0)
+                as_given &= self.model.variables[name].admits_each(array)
             run, ok = self._run(arrays, size)
-            trusted = same_zeros & ok
+            trusted = as_given & ok
             for n in names:
                 if n in run.values:
                     out[n] = np.where(trusted, run.values[n], np.nan)

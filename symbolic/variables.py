@@ -155,6 +155,21 @@ class Variable:
         return within_bounds(base_value / self.to_base, self.lower, self.upper,
                              self.allow_zero, rtol)
 
+    def admits_each(self, base_values, rtol: float = BOUND_RTOL):
+        """:meth:`admits` for every element of an array (a boolean array back)."""
+        import numpy as np  # only array callers pay for it
+
+        declared = np.asarray(base_values, dtype=float) / self.to_base
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(declared) & (declared >= 0)
+            if not self.allow_zero:
+                ok &= declared != 0
+            if self.lower is not None:
+                ok &= declared >= self.lower * (1 - rtol)
+            if self.upper is not None:
+                ok &= declared <= self.upper * (1 + rtol)
+        return ok
+
 
 @dataclass(frozen=True)
 class Constant:

@@ -12,12 +12,12 @@ import csv
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from chalk.compiled import SETTLE, Options, compile_question
-from chalk.symbolic.errors import ChalkError, UsageError
+from chalk.symbolic.errors import BoundsError, ChalkError, UsageError
 from chalk.symbolic.parsing import parse_number, parse_spread, parse_value
 from chalk.symbolic.printing.numbers import format_display, format_number
 
@@ -38,6 +38,7 @@ class Sweep:
     changes: list[tuple[int, str, str, str]]  # (index, quantity, before, after)
     flags: tuple[str, ...] = ()  # conditions broken at some points (memory_fill > 1)
     gaps: tuple[str, ...] = ()  # runs of points with no solution, and why, in words
+    refusals: dict = field(default_factory=dict)  # point index -> the error solve gives there
 
     def rows(self) -> list[dict]:
         out = []
@@ -101,7 +102,8 @@ def _num(x: float) -> str:
 
 
 def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
-          log: bool = False, given=(), presets=(), regime: str | None = None) -> Sweep:
+          log: bool = False, given=(), presets=(), regime: str | None = None, *,
+          model=None) -> Sweep:
     """Evaluate ``targets`` on a grid of values of one pin, ``over``.
 
     Parameters
@@ -116,7 +118,7 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
         Grid points, ends included (2 to 1,000,000).
     log : bool
         Space the grid geometrically instead of linearly (both ends positive).
-    given, presets, regime
+    given, presets, regime, model
         As for :func:`chalk.solve`; ``given`` must not pin ``over``.
 
     Returns
@@ -138,20 +140,23 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     from chalk.solvers.pins import parse_given, read_value
 
     targets = [targets] if isinstance(targets, str) else list(targets)
-    variable = load_model().variable(over)
-    if variable.name in {load_model().variable(t).name for t in targets}:
+    model = model if model is not None else load_model()
+    variable = model.variable(over)
+    if variable.name in {model.variable(t).name for t in targets}:
         raise UsageError(f"{variable.name} is both swept and asked for; sweep another "
                          "quantity or drop it from the targets")
     try:
         low, _ = read_value(variable, start)
         high, _ = read_value(variable, stop)
+    except BoundsError:
+        raise  # names the quantity and its value: the refusal solve gives that value
     except ChalkError as exc:
         raise UsageError(f"--over {variable.name}={start}..{stop}: {exc.message}") from None
     if low >= high:
         raise UsageError(f"--over {variable.name}: empty range (the low end is not below the "
                          "high end)")
     question = compile_question(targets, [*parse_given(given), (over, start)], presets,
-                                options=Options(regime=regime))
+                                model=model, options=Options(regime=regime))
     q = question.prepared
     ranged = sorted(n for n, p in q.pins.items() if p.spread is not None)
     if ranged:
@@ -163,7 +168,7 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
         raise q.plan.underdetermined_error()
     if log and (low <= 0 or high <= 0):
         raise UsageError("a --log sweep needs positive ends")
-    model = question.model
+    model = question.model  # with absent terms taken out, if any
     # quantities a condition reports beside these answers (memory_fill) become columns
     names = question.targets + question.reported
     grid = np.geomspace(low, high, steps) if log else np.linspace(low, high, steps)
@@ -178,7 +183,8 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     xs = grid / variable.to_base
     return Sweep(variable.name, variable.unit, xs, tuple(names),
                  {t: model.variables[t].unit for t in names}, ys, result.regimes, changes,
-                 _broken(model, variable, xs, result.values), _gaps(variable, xs, result))
+                 _broken(model, variable, xs, result.values), _gaps(variable, xs, result),
+                 dict(result.refusals))
 
 
 def _gaps(over, xs: np.ndarray, result) -> tuple[str, ...]:
