@@ -21,8 +21,6 @@ note: str (optional), estimate: bool (optional)}``. Files:
     long_context: {...}, cache_writes: [...], fast_mode: {...}}]``; a price
     written as a bare string inherits its section's (or the sheet's) source
     and date (every field in ``docs/PRICE_SHEETS.md``).
-``training.yaml``
-    ``facts: [{id, ...fact}]``
 """
 
 from __future__ import annotations
@@ -180,20 +178,3 @@ def models() -> Mapping[str, Record]:
 def memory_tiers() -> Mapping[str, Record]:
     """Memory tiers (HBM, host DRAM, flash, disk) by id."""
     return _records(DATA_DIR / "memory_tiers.yaml", "tiers", ("name", "kind"))
-
-
-@cache
-def training_facts() -> Mapping[str, Record]:
-    """Training facts (token counts, GPU-hours) by id."""
-    data = files.load_yaml(DATA_DIR / "training.yaml")
-    out = {}
-    for index, raw in enumerate((data or {}).get("facts", [])):
-        ident = raw.get("id") if isinstance(raw, Mapping) else None
-        if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
-            raise DataError("training.yaml", f"#{index}", "id", "missing or not an identifier")
-        body = {k: v for k, v in raw.items()
-                if k in ("value", "source", "date", "note", "estimate")}
-        fact = read_fact(body, "training.yaml", ident, "value")
-        fields = {k: v for k, v in raw.items() if k not in body}
-        out[ident] = Record(ident, str(raw.get("name", ident)), fields, {"value": fact})
-    return out

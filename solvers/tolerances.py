@@ -139,18 +139,6 @@ class ScanOptions:
 
 
 @dataclass(frozen=True)
-class ClosedFormOptions:
-    """A block that a regime makes triangular, solved by its closed forms in sequence.
-
-    accept : largest relative residual of any relation of the block at the solution
-        (the closed forms hold it by construction; this only catches a form evaluated
-        off its domain).
-    """
-
-    accept: float = 1e-9
-
-
-@dataclass(frozen=True)
 class NewtonOptions:
     """Newton in log space from several starts (two or more torn quantities; not
     proven complete).
@@ -222,8 +210,6 @@ class StepOptions:
 
     guard_rtol : a regime inequality may fail by this much (relative) and still hold.
     distinct_rtol : roots of one relation closer than this (relative) are one.
-    bound_rtol : a value may pass a declared bound by this much (relative) and still be
-        physical.
     placeholder_rtol : how far the targets may move between two placeholder values before
         the answer is declared to depend on them (rounding only).
     placeholder_factors : multiples of the typical value tried in turn for quantities
@@ -241,7 +227,6 @@ class StepOptions:
 
     guard_rtol: float = 1e-9
     distinct_rtol: float = 1e-9
-    bound_rtol: float = 1e-9
     placeholder_factors: tuple[float, ...] = (1.0, 1e-3, 1e3, 1e-6, 1e6)
     placeholder_rtol: float = 1e-6
     placeholder_scan_points: int = 49
@@ -287,7 +272,6 @@ class PinOptions:
 REFERENCE = ReferenceOptions()
 SCAN = ScanOptions()
 RANK = RankOptions()
-CLOSED_FORM = ClosedFormOptions()
 NEWTON = NewtonOptions()
 CONTINUATION = ContinuationOptions()
 BLOCK = BlockOptions()

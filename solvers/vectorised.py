@@ -37,18 +37,15 @@ class VectorResult:
 
 
 def _admits(model: Model, name: str, values: np.ndarray, provisional=False) -> np.ndarray:
-    """Elementwise :func:`solvers.steps.physical`."""
+    """Elementwise :func:`solvers.steps.physical`: a provisional value (one that cancels)
+    need only be finite and non-negative, or positive unless zero is allowed."""
     v = model.variables[name]
+    if not provisional:
+        return v.admits_each(values)
     declared = values / v.to_base
     ok = np.isfinite(declared) & (declared >= 0)
     if not v.allow_zero:
         ok &= declared > 0
-    if provisional:
-        return ok
-    if v.lower is not None:
-        ok &= declared >= v.lower * (1 - STEPS.bound_rtol)
-    if v.upper is not None:
-        ok &= declared <= v.upper * (1 + STEPS.bound_rtol)
     return ok
 
 

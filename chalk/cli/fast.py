@@ -30,7 +30,6 @@ from chalk.solvers.derivation import Derivation
 from chalk.solvers.flags import flag_text, violated
 from chalk.solvers.pinned import Layer, Pin
 from chalk.solvers.steps import CheckRecord, StepRecord, regime_taken
-from chalk.solvers.tolerances import STEPS
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.ir import evaluate_ir
 from chalk.symbolic.parsing import looks_uncertain, parse_number, split_pin
@@ -156,8 +155,7 @@ def _replay(entry: dict, args) -> str | None:
     for step in entry["steps"]:
         name = step["variable"]
         value = evaluate_ir(step["ir"], env)
-        if not isinstance(value, float) or not variables[name].admits(value,
-                                                                       STEPS.bound_rtol):
+        if not isinstance(value, float) or not variables[name].admits(value):
             return None
         env[name] = value
         regime, note = _regime(step, env, UnitDisplay(*entry["seconds"]))
