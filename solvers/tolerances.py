@@ -284,6 +284,54 @@ class PinOptions:
     gain_step: float = 1e-4
 
 
+@dataclass(frozen=True)
+class BatchNewtonOptions:
+    """Newton in log space on every Monte Carlo sample at once, for a block torn at
+    several quantities (solvers.batched_newton, solvers.vectorised).
+
+    pilots : samples, evenly spaced through the batch, solved one at a time by the
+        block's own multi-start search first; each solution found seeds the batch.
+    iterations : Newton steps before a sample still off the equations is handed to the
+        one-at-a-time search (and counted).
+    halvings : a step that does not lower the residual is halved this often before the
+        sample is given up (handed on likewise).
+    max_step : largest change of any ln x in one step (a damped start far away).
+    difference_step : the step in ln x of the forward differences of the Jacobian.
+    singular : a Jacobian whose determinant, relative to the product of its rows' largest
+        entries, is below this is singular there (a flat block): handed on likewise.
+    reuse : a sample keeps its Jacobian for the next step while a step multiplies its
+        sum of squared residuals by at most this; otherwise it is computed afresh.
+    """
+
+    pilots: int = 3
+    iterations: int = 40
+    halvings: int = 12
+    max_step: float = 2.0
+    difference_step: float = 1e-7
+    singular: float = 1e-12
+    reuse: float = 1e-2
+
+
+@dataclass(frozen=True)
+class LongWorkOptions:
+    """Bounds on work whose size the user chooses (solvers.uncertainty, chalk.budget).
+
+    chunk : Monte Carlo samples evaluated together; memory then grows with the samples
+        kept (the pins drawn and the targets), not with every quantity of the plan.
+    pilot : samples timed before a large run to estimate its cost.
+    pilot_above : runs of at most this many samples are not estimated first (the pilot
+        would be a sizeable share of them).
+    max_seconds, max_bytes : a run estimated to take longer, or to hold more, is refused
+        up front with the estimate; the user can ask for fewer samples.
+    """
+
+    chunk: int = 65_536
+    pilot: int = 2_000
+    pilot_above: int = 200_000
+    max_seconds: float = 600.0
+    max_bytes: float = 4e9
+
+
 REFERENCE = ReferenceOptions()
 SCAN = ScanOptions()
 RANK = RankOptions()
@@ -294,3 +342,5 @@ BLOCK = BlockOptions()
 STEPS = StepOptions()
 CONDITIONING = ConditioningOptions()
 PINS = PinOptions()
+BATCH_NEWTON = BatchNewtonOptions()
+LONG_WORK = LongWorkOptions()

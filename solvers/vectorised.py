@@ -3,8 +3,11 @@
 This is what Monte Carlo, sweeps and optimisation call: the closed forms are
 evaluated elementwise with numpy, each element keeps its own physical root and
 regime, and elements where no root (or more than one) qualifies become NaN and
-are counted. Steps without a closed form fall back to one scalar solve per
-element, which is correct but slower; the result says so.
+are counted. A block torn at several quantities is solved by Newton on every element
+at once (solvers.batched_newton), seeded by the block's own search on a few pilot
+elements; an element that Newton does not bring onto every relation of the block is
+solved alone, as are all elements of a one-relation step with no closed form. Both are
+counted, and the result says so.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from chalk.solvers import batched_newton
 from chalk.solvers.blocks import run_block, set_aside
 from chalk.solvers.execute import CompiledPlan, run_numeric
 from chalk.solvers.placeholders import placeholder_values
 from chalk.solvers.steps import physical, regime_for
 from chalk.solvers.strategies import NEWTON_MULTI_START, search_range
-from chalk.solvers.tolerances import BLOCK, SCAN, STEPS
-from chalk.symbolic.errors import ChalkError
+from chalk.solvers.tolerances import BATCH_NEWTON, BLOCK, NEWTON, SCAN, STEPS
+from chalk.symbolic.errors import AmbiguousSolution, ChalkError
 from chalk.symbolic.model import Model
 
 
@@ -33,6 +37,8 @@ class VectorResult:
     failed: dict[str, int] = field(default_factory=dict)  # variable -> elements with no value
     ambiguous: dict[str, int] = field(default_factory=dict)
     scalar_steps: list[str] = field(default_factory=list)
+    # a block's quantities -> elements Newton did not solve, solved one at a time instead
+    one_at_a_time: dict[str, int] = field(default_factory=dict)
     raw: dict = field(default_factory=dict)  # every value as computed (scalars stay scalars)
 
 
@@ -62,10 +68,14 @@ def _holds(guards, env, size) -> np.ndarray:
 
 
 def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | None = None,
-             size: int | None = None, keep=None) -> VectorResult:
+             size: int | None = None, keep=None, seeds: dict | None = None) -> VectorResult:
     """Run ``compiled`` on arrays (or scalars) of base-unit pin values.
 
     ``keep`` limits the returned values to those names (default: every quantity).
+    ``seeds`` (step index to a list of solutions) holds what the pilot elements of a
+    block torn at several quantities found; pass the same dict to later calls on the
+    same plan (chunks of one Monte Carlo run) so they start from it instead of solving
+    pilots again.
     """
     model = compiled.model
     env: dict[str, object] = dict(compiled.constants)
@@ -82,13 +92,13 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
     if size is None:
         size = max(sizes)
     result = VectorResult({})
+    seeds = {} if seeds is None else seeds
     with np.errstate(all="ignore"):
-        for cstep in compiled.steps:
+        for index, cstep in enumerate(compiled.steps):
             if cstep.kind == "explicit":
                 _explicit(model, cstep, env, regime, size, result)
-            elif cstep.kind == "block" and all(b.strategy != NEWTON_MULTI_START
-                                               for b in cstep.block_branches):
-                _block(model, cstep, env, regime, size, result)
+            elif cstep.kind == "block":
+                _block(model, cstep, env, regime, size, result, seeds, index)
             else:
                 _scalar_fallback(model, cstep, env, regime, size, result)
     names = model.variables if keep is None else keep
@@ -172,23 +182,37 @@ def _regime_labels(cstep, env, size, result, name):
     result.regimes[name] = labels[winner(stacked, axis=0)]
 
 
-def _block(model, cstep, env, regime, size, result):
+def _block(model, cstep, env, regime, size, result, seeds, index):
     """A simultaneous block over every element at once.
 
     Each regime combination is evaluated for all elements together: with no torn
     quantity by its closed forms in sequence, with one by a scan of the torn quantity
-    over its plausible range (solvers.tolerances.SCAN) and bisection of each sign change.
-    An element keeps the solution of the regime whose inequalities hold there; none is a
-    failure, several distinct ones an ambiguity.
+    over its plausible range (solvers.tolerances.SCAN) and bisection of each sign change,
+    with several by batched Newton from the solutions of a few pilot elements and from
+    the typical values. An element keeps the solution of the regime whose inequalities
+    hold there; several distinct ones are an ambiguity. An element with none is a
+    failure when every search was complete; otherwise the block's own search (multi-start,
+    then a path from the reference point) solves it alone, and it is counted.
     """
     names = list(cstep.step.variables)
+    searched = any(b.strategy == NEWTON_MULTI_START for b in cstep.block_branches
+                   if not set_aside(cstep, b, regime))
+    if searched and size <= BATCH_NEWTON.pilots and index not in seeds:  # all pilots
+        _scalar_fallback(model, cstep, env, regime, size, result)
+        return
+    if searched and index not in seeds:
+        seeds[index] = _pilot_solutions(model, cstep, env, regime, size)
+    if searched and seeds[index] is None:  # a pilot had several solutions: no shortcut
+        _scalar_fallback(model, cstep, env, regime, size, result)
+        return
+    starts = [*seeds.get(index, ()), _typical(model, names)]
     chosen = {n: np.full(size, np.nan) for n in names}
     count = np.zeros(size, dtype=int)
     labels = np.full(size, "", dtype=object)
     for branch in cstep.block_branches:
         if set_aside(cstep, branch, regime):
             continue
-        for scope in _branch_solutions(model, branch, env, size):
+        for scope in _branch_solutions(model, branch, env, size, starts):
             ok = np.ones(size, dtype=bool)
             for n in names:
                 ok &= _admits(model, n, np.broadcast_to(scope[n], (size,)),
@@ -215,22 +239,79 @@ def _block(model, cstep, env, regime, size, result):
     failed = count == 0
     for n in names:
         env[n] = np.where(ambiguous | failed, np.nan, chosen[n])
-        if failed.any():
-            result.failed[n] = int(failed.sum())
         if ambiguous.any():
             result.ambiguous[n] = int(ambiguous.sum())
+    if searched and failed.any():  # Newton proves nothing: the block's own search decides
+        result.one_at_a_time[", ".join(names)] = int(failed.sum())
+        _scalar_fallback(model, cstep, env, regime, size, result, np.flatnonzero(failed))
+    elif failed.any():
+        for n in names:
+            result.failed[n] = int(failed.sum())
     if any(branch.labels for branch in cstep.block_branches):
         result.regimes[names[0]] = labels
 
 
-def _branch_solutions(model, branch, env, size):
+def _typical(model, names) -> dict[str, float]:
+    """The block's typical values in base units (the first start of its own search)."""
+    return {n: (model.variables[n].typical or 1.0) * model.variables[n].to_base for n in names}
+
+
+def _pilot_solutions(model, cstep, env, regime, size):
+    """The block's values at a few elements spread through the batch, each solved by
+    the block's own search (``BATCH_NEWTON.pilots``); ``None`` if one has several."""
+    solutions = []
+    for i in np.linspace(0, size - 1, min(BATCH_NEWTON.pilots, size)).astype(int):
+        scalar = _element(env, int(i))
+        try:
+            run_block(model, cstep, scalar, regime)
+        except AmbiguousSolution:
+            return None
+        except ChalkError:
+            continue
+        solutions.append({n: scalar[n] for n in cstep.step.variables})
+    return solutions
+
+
+def _element(env, i: int) -> dict:
+    """Element ``i`` of every array in ``env``, as a scalar environment."""
+    return {k: (float(v[i]) if isinstance(v, np.ndarray) and v.ndim else v)
+            for k, v in env.items()}
+
+
+def _subset(env, index: np.ndarray, size: int) -> dict:
+    """The elements ``index`` of every per-element array in ``env`` (scalars as they are)."""
+    if index.size == size:  # every element, in order (Newton's first steps)
+        return dict(env)
+    return {k: (v[index] if isinstance(v, np.ndarray) and v.shape == (size,) else v)
+            for k, v in env.items()}
+
+
+def _torn_residuals(branch, scope, size) -> np.ndarray:
+    """Relative residuals of ``branch``'s torn relations, shape (torn, size), with the
+    tears already in ``scope`` and the rest solved from them by the closed forms."""
+    for name, fn in branch.sequence:
+        value = np.asarray(fn(scope), dtype=float)
+        scope[name] = np.where(value > 0, value, np.nan)
+    rows = []
+    for lhs, rhs in branch.residuals:
+        left = np.asarray(lhs(scope), dtype=float)
+        right = np.asarray(rhs(scope), dtype=float)
+        total = np.abs(left) + np.abs(right)
+        rows.append(np.broadcast_to((left - right) / np.where(total == 0, 1, total), (size,)))
+    return np.vstack(rows)
+
+
+def _branch_solutions(model, branch, env, size, starts=()):
     """Every solution of one regime combination, as scopes of arrays (NaN where an
-    element has no such solution)."""
+    element has no such solution); several tears are solved by Newton from ``starts``
+    (each a dict of base-unit values of the block's quantities)."""
     if not branch.tears:
         scope = dict(env)
         for name, fn in branch.sequence:
             scope[name] = np.asarray(fn(scope), dtype=float)
         return [scope]
+    if len(branch.tears) > 1:
+        return _newton_solutions(branch, env, size, starts)
     tear = branch.tears[0]
     low, high = search_range(model.variables[tear])
     grid = np.linspace(np.log(low), np.log(high), SCAN.points)
@@ -238,14 +319,7 @@ def _branch_solutions(model, branch, env, size):
     def residual(log_x):
         scope = dict(env)
         scope[tear] = np.exp(log_x)
-        for name, fn in branch.sequence:
-            value = np.asarray(fn(scope), dtype=float)
-            scope[name] = np.where(value > 0, value, np.nan)
-        lhs, rhs = branch.residuals[0]
-        left = np.asarray(lhs(scope), dtype=float)
-        right = np.asarray(rhs(scope), dtype=float)
-        total = np.abs(left) + np.abs(right)
-        return np.broadcast_to((left - right) / np.where(total == 0, 1, total), (size,))
+        return _torn_residuals(branch, scope, size)[0]
 
     values = [residual(np.full(size, g)) for g in grid]
     scopes = []
@@ -270,13 +344,47 @@ def _branch_solutions(model, branch, env, size):
     return scopes
 
 
-def _scalar_fallback(model, cstep, env, regime, size, result):
-    """One scalar solve per element, for steps without a closed form."""
+def _newton_solutions(branch, env, size, starts):
+    """The solutions batched Newton reaches from each start, as scopes of arrays (NaN
+    where it did not converge). An element solved from one start is not started again
+    from the next: like the block's own multi-start search, this proves nothing unique."""
+    if len(branch.residuals) != len(branch.tears):
+        return []  # a degenerate combination: the block's own search handles it
+    tears = branch.tears
+
+    def residual(log_x, index):
+        scope = _subset(env, index, size)
+        scope.update(zip(tears, np.exp(log_x), strict=True))
+        return _torn_residuals(branch, scope, index.size)
+
+    scopes = []
+    unsolved = np.ones(size, dtype=bool)
+    for start in starts:
+        if not unsolved.any():
+            break
+        begin = np.log(np.array([[start[t]] for t in tears], dtype=float)).repeat(size, 1)
+        begin[:, ~unsolved] = np.nan
+        log_x, solved = batched_newton.solve(residual, begin, NEWTON.accept)
+        unsolved &= ~solved
+        scope = dict(env)
+        scope.update(zip(tears, np.where(solved, np.exp(log_x), np.nan), strict=True))
+        _torn_residuals(branch, scope, size)
+        scopes.append(scope)
+    return scopes
+
+
+def _scalar_fallback(model, cstep, env, regime, size, result, elements=None):
+    """One scalar solve per element (``elements``, default all), for steps without a
+    closed form or elements the batched search did not solve."""
     names = cstep.step.variables
-    out = {n: np.full(size, np.nan) for n in names}
-    result.scalar_steps.append(", ".join(names))
-    for i in range(size):
-        scalar = {k: (float(v[i]) if isinstance(v, np.ndarray) else v) for k, v in env.items()}
+    if elements is None:
+        elements = range(size)
+        out = {n: np.full(size, np.nan) for n in names}
+        result.scalar_steps.append(", ".join(names))
+    else:
+        out = {n: np.array(np.broadcast_to(env[n], (size,)), dtype=float) for n in names}
+    for i in elements:
+        scalar = _element(env, i)
         try:
             if cstep.kind == "numeric":
                 run_numeric(model, cstep, scalar)
