@@ -22,8 +22,12 @@ from chalk.solvers.tolerances import BATCH_NEWTON
 Residual = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def solve(residual: Residual, start: np.ndarray, accept: float) -> tuple[np.ndarray, np.ndarray]:
+def solve(residual: Residual, start: np.ndarray, accept: float,
+          polish: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Newton from ``start`` (ln x, shape (k, n); a column with NaN is not attempted).
+
+    A sample within ``accept`` is solved; it takes further steps while they lower its
+    residual, until every residual is within ``polish`` (as a scalar solution is polished).
 
     A sample's Jacobian is kept while its steps still shrink the residual fast enough
     (``BATCH_NEWTON.reuse``), so most steps cost one evaluation instead of k + 1. Every
@@ -50,7 +54,7 @@ def solve(residual: Residual, start: np.ndarray, accept: float) -> tuple[np.ndar
         for _ in range(BATCH_NEWTON.iterations + 1):
             size = _size(f)
             solved |= alive & (size < accept)
-            alive &= np.isfinite(size) & ~solved
+            alive &= np.isfinite(size) & (size > polish)
             if not alive.any():
                 break
             fresh = alive & stale
@@ -61,7 +65,7 @@ def solve(residual: Residual, start: np.ndarray, accept: float) -> tuple[np.ndar
                 alive &= regular | ~fresh
             x, f, stuck, shrink = _step(residual, x, f, alive, inverse)
             # A kept Jacobian that no longer helps is refreshed; a fresh one that does
-            # not is the end of that sample's search.
+            # not is the end of that sample's search (or of its polishing, if solved).
             alive &= ~(stuck & fresh)
             stale = stuck | (shrink > BATCH_NEWTON.reuse)
     return x, solved

@@ -364,7 +364,7 @@ def _newton_solutions(branch, env, size, starts):
             break
         begin = np.log(np.array([[start[t]] for t in tears], dtype=float)).repeat(size, 1)
         begin[:, ~unsolved] = np.nan
-        log_x, solved = batched_newton.solve(residual, begin, NEWTON.accept)
+        log_x, solved = batched_newton.solve(residual, begin, NEWTON.accept, BLOCK.polish_above)
         unsolved &= ~solved
         scope = dict(env)
         scope.update(zip(tears, np.where(solved, np.exp(log_x), np.nan), strict=True))
