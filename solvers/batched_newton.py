@@ -28,11 +28,8 @@ def solve(residual: Residual, start: np.ndarray, accept: float,
 
     A sample within ``accept`` is solved; it takes further steps while they lower its
     residual, until every residual is within ``polish`` (as a scalar solution is polished).
-
-    A sample's Jacobian is kept while its steps still shrink the residual fast enough
-    (``BATCH_NEWTON.reuse``), so most steps cost one evaluation instead of k + 1. Every
-    step evaluates the whole batch (finished samples ride along, unchanged): gathering
-    the unfinished ones would cost more than it saves.
+    Every step evaluates the whole batch (finished samples ride along, unchanged):
+    gathering the unfinished ones would cost more than it saves.
 
     Returns
     -------
@@ -42,14 +39,12 @@ def solve(residual: Residual, start: np.ndarray, accept: float,
         Samples whose every residual is below ``accept`` at ``log_x``.
     """
     x = np.array(start, dtype=float)
-    k, n = x.shape
+    n = x.shape[1]
     everyone = np.arange(n)
     solved = np.zeros(n, dtype=bool)
     alive = np.isfinite(x).all(axis=0)
     x[:, ~alive] = 0.0  # evaluated harmlessly, never reported
     f = residual(x, everyone)
-    inverse = np.zeros((k, k, n))
-    stale = np.ones(n, dtype=bool)
     with np.errstate(all="ignore"):
         for _ in range(BATCH_NEWTON.iterations + 1):
             size = _size(f)
@@ -57,17 +52,10 @@ def solve(residual: Residual, start: np.ndarray, accept: float,
             alive &= np.isfinite(size) & (size > polish)
             if not alive.any():
                 break
-            fresh = alive & stale
-            if fresh.any():
-                fresh_inverse, regular = _inverse(_jacobian(residual, x, f, everyone))
-                inverse = fresh_inverse if fresh.all() else np.where(fresh, fresh_inverse,
-                                                                      inverse)
-                alive &= regular | ~fresh
-            x, f, stuck, shrink = _step(residual, x, f, alive, inverse)
-            # A kept Jacobian that no longer helps is refreshed; a fresh one that does
-            # not is the end of that sample's search (or of its polishing, if solved).
-            alive &= ~(stuck & fresh)
-            stale = stuck | (shrink > BATCH_NEWTON.reuse)
+            inverse, regular = _inverse(_jacobian(residual, x, f, everyone))
+            alive &= regular
+            x, f, stuck = _step(residual, x, f, alive, inverse)
+            alive &= ~stuck  # the end of that sample's search (or of its polishing)
     return x, solved
 
 
@@ -91,8 +79,8 @@ def _jacobian(residual: Residual, x: np.ndarray, f: np.ndarray, index: np.ndarra
 def _step(residual: Residual, x: np.ndarray, f: np.ndarray, alive: np.ndarray,
           inverse: np.ndarray):
     """One damped Newton step of the samples ``alive`` with their inverse Jacobians.
-    Returns the iterates and residuals (others unchanged), which samples no halving of
-    the step helped, and how much the sum of squared residuals shrank (new over old)."""
+    Returns the iterates and residuals (others unchanged) and which samples no halving of
+    the step helped."""
     n = x.shape[1]
     step = -np.einsum("ijm,jm->im", inverse, f)
     longest = np.abs(step).max(axis=0)
@@ -101,25 +89,31 @@ def _step(residual: Residual, x: np.ndarray, f: np.ndarray, alive: np.ndarray,
     norm = np.einsum("ij,ij->j", f, f)
     fraction = np.ones(n)
     pending = alive.copy()
-    moved, f_moved = x.copy(), f.copy()
+    moved, f_moved = x, f
     for _ in range(BATCH_NEWTON.halvings):
-        trying = np.flatnonzero(pending)
-        if not trying.size:
+        count = np.count_nonzero(pending)
+        if not count:
             break
-        if trying.size > n // 4:  # most of the batch: evaluate it whole, no gathering
-            trying = np.arange(n)
+        if count > n // 4:  # most of the batch: whole arrays, no gathering
             trial = x + fraction * step
+            f_trial = residual(trial, np.arange(n))
+            better = pending & (np.einsum("ij,ij->j", f_trial, f_trial) < norm)  # not NaN
+            moved = np.where(better, trial, moved)
+            f_moved = np.where(better, f_trial, f_moved)
         else:
+            trying = np.flatnonzero(pending)
             trial = x[:, trying] + fraction[trying] * step[:, trying]
-        f_trial = residual(trial, trying)
-        better = pending[trying] & (np.einsum("ij,ij->j", f_trial, f_trial) < norm[trying])
-        taken = trying[better]
-        moved[:, taken] = trial[:, better]
-        f_moved[:, taken] = f_trial[:, better]
-        pending[taken] = False
-        fraction[trying[~better]] *= 0.5
-    shrink = np.einsum("ij,ij->j", f_moved, f_moved) / np.where(norm > 0, norm, 1.0)
-    return moved, f_moved, pending, shrink
+            f_trial = residual(trial, trying)
+            gain = np.einsum("ij,ij->j", f_trial, f_trial) < norm[trying]
+            taken = trying[gain]
+            moved, f_moved = moved.copy(), f_moved.copy()
+            moved[:, taken] = trial[:, gain]
+            f_moved[:, taken] = f_trial[:, gain]
+            better = np.zeros(n, dtype=bool)
+            better[taken] = True
+        pending &= ~better
+        fraction = np.where(pending, 0.5 * fraction, fraction)
+    return moved, f_moved, pending
 
 
 def _inverse(jacobian: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -299,8 +299,6 @@ class BatchNewtonOptions:
     difference_step : the step in ln x of the forward differences of the Jacobian.
     singular : a Jacobian whose determinant, relative to the product of its rows' largest
         entries, is below this is singular there (a flat block): handed on likewise.
-    reuse : a sample keeps its Jacobian for the next step while a step multiplies its
-        sum of squared residuals by at most this; otherwise it is computed afresh.
     """
 
     pilots: int = 3
@@ -309,7 +307,6 @@ class BatchNewtonOptions:
     max_step: float = 2.0
     difference_step: float = 1e-7
     singular: float = 1e-12
-    reuse: float = 1e-2
 
 
 @dataclass(frozen=True)
