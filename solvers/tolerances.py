@@ -318,15 +318,26 @@ class LongWorkOptions:
     pilot : samples timed before a large run to estimate its cost.
     pilot_above : runs of at most this many samples are not estimated first (the pilot
         would be a sizeable share of them).
-    max_seconds, max_bytes : a run estimated to take longer, or to hold more, is refused
-        up front with the estimate; the user can ask for fewer samples.
+    max_seconds, max_bytes : work estimated to take longer, or to hold more, is refused
+        up front with the estimate and a size that fits.
+    fit_seconds_per_cell : a fit's time per observation per unknown (chalk.applications.fit:
+        least squares with a dense Jacobian, then an interval per unknown, grows as their
+        product). Measured with benchmarks/run.py's fit spec on 2 cores shared with other
+        work: 0.96e-5 s at 200 subjects (1,005 observations, 201 unknowns), 0.86e-5 at
+        400, 1.08e-5 at 800 (35 s), and issue 26's 1,000 subjects in 42 s is 0.84e-5;
+        rounded up for the slow growth with size.
+    fit_copies : dense Jacobian-sized arrays (8 bytes per observation per unknown) a fit
+        holds at once: the Jacobian, its weighted copy and the factors of the trust-region
+        solve.
     """
 
     chunk: int = 65_536
     pilot: int = 2_000
     pilot_above: int = 200_000
-    max_seconds: float = 600.0
+    max_seconds: float = 120.0
     max_bytes: float = 4e9
+    fit_seconds_per_cell: float = 1.2e-5
+    fit_copies: int = 4
 
 
 REFERENCE = ReferenceOptions()

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from chalk.solvers.execute import CompiledPlan
+from chalk.solvers.limits import refuse_beyond_limits
 from chalk.solvers.pinned import Pin
 from chalk.solvers.tolerances import LONG_WORK
 from chalk.solvers.vectorised import VectorResult, evaluate
-from chalk.symbolic.errors import UsageError
 from chalk.symbolic.uncertain import Z90
 
 from chalk.progress import task
@@ -114,8 +114,11 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
             samples = max(MIN_SAMPLES, min(samples, affordable))
             sens_size = min(samples, SENSITIVITY_SAMPLES)
         else:
-            _refuse_beyond_limits(samples, per_sample * (samples + sens_size * len(uncertain)),
-                                  _bytes_kept(samples, uncertain, targets, compiled), compiled)
+            where = "this block" if any(_searched(s) for s in compiled.steps) else "this plan"
+            refuse_beyond_limits(f"{samples:,} samples through {where}",
+                                 per_sample * (samples + sens_size * len(uncertain)),
+                                 _bytes_kept(samples, uncertain, targets, compiled), samples,
+                                 "use --samples {fits} or fewer")
     rng = np.random.default_rng(seed)
     drawn = dict(nominal)
     for name, spread in uncertain.items():
@@ -206,46 +209,6 @@ def _bytes_kept(samples, uncertain, targets, compiled) -> float:
                    if step.regime_args or any(b.labels for b in step.block_branches)
                    or any(c.candidate.regime for c in step.candidates))
     return 8.0 * samples * (len(uncertain) + len(targets) + 1 + labelled)
-
-
-def _refuse_beyond_limits(samples, seconds, size, compiled):
-    """Raise :class:`UsageError` with the estimate if a run of ``samples`` would take
-    longer than ``LONG_WORK.max_seconds`` or hold more than ``LONG_WORK.max_bytes``."""
-    if seconds <= LONG_WORK.max_seconds and size <= LONG_WORK.max_bytes:
-        return
-    by_time = samples * LONG_WORK.max_seconds / seconds
-    by_memory = samples * LONG_WORK.max_bytes / size
-    fits = _round_down(min(by_time, by_memory))
-    where = "this block" if any(_searched(step) for step in compiled.steps) else "this plan"
-    raise UsageError(f"{samples:,} samples through {where} would take about "
-                     f"{_duration(seconds)} and {_memory(size)} (limits "
-                     f"{_duration(LONG_WORK.max_seconds)}, {_memory(LONG_WORK.max_bytes)}); "
-                     f"use --samples {fits} or fewer")
-
-
-def _round_down(count: float) -> int:
-    """``count`` rounded down to two significant figures (at least 100)."""
-    if count < 100:
-        return 100
-    scale = 10 ** (int(math.log10(count)) - 1)
-    return int(count // scale * scale)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.0f} h"
-    return f"{seconds / 86400:.0f} days"
-
-
-def _memory(size: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6)):
-        if size >= scale:
-            return f"{size / scale:.3g} {unit}"
-    return f"{size / 1e3:.3g} kB"
 
 
 def _in_chunks(compiled, drawn, regime, size, keep, seeds, progress) -> VectorResult:

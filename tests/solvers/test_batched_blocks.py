@@ -2,10 +2,11 @@
 the block's own search, and the limits on long runs."""
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
-from chalk.solvers import uncertainty, vectorised
+from chalk.solvers import limits, uncertainty, vectorised
 from chalk.solvers.execute import compile_plan, run_steps
 from chalk.solvers.plan import make_plan
 from chalk.solvers.strategies import NEWTON_MULTI_START
@@ -17,6 +18,7 @@ from chalk.symbolic.relations import Relation, definition
 from chalk.symbolic.variables import Variable
 
 from chalk import solve
+from chalk.cli.main import main
 
 
 def _squares_model():
@@ -102,16 +104,34 @@ def test_a_range_through_the_block_has_the_hand_interval():
     assert got_high == pytest.approx(np.sqrt((high - 3) / 2), rel=2e-3)
 
 
+def _limits(monkeypatch, **changes):
+    """LONG_WORK with ``changes``, where Monte Carlo and the limit check read it."""
+    changed = dataclasses.replace(LONG_WORK, **changes)
+    monkeypatch.setattr(uncertainty, "LONG_WORK", changed)
+    monkeypatch.setattr(limits, "LONG_WORK", changed)
+
+
 def test_a_long_run_is_refused_with_its_estimate(monkeypatch):
     # the 200K-crossover deduction, closed form: kv = active / (300 * 200e3) (lecture)
     given = {"context_crossover": "200k token", "active_params": "100e9..300e9 param"}
-    monkeypatch.setattr(uncertainty, "LONG_WORK",
-                        dataclasses.replace(LONG_WORK, pilot_above=1000, max_seconds=1e-9))
+    _limits(monkeypatch, pilot_above=1000, max_seconds=1e-9)
     with pytest.raises(UsageError) as info:
         solve("kv_bytes_per_token", given, "lecture", samples=300_000)
     message = info.value.message
     assert message.startswith("300,000 samples through this plan would take about ")
-    assert message.endswith("use --samples 100 or fewer")
+    fits = int(re.fullmatch(r".*; use --samples (\d+) or fewer", message).group(1))
+    assert fits < 300_000
+
+
+def test_the_command_refuses_a_long_run_in_one_line(monkeypatch, capsys):
+    _limits(monkeypatch, pilot_above=1000, max_seconds=1e-9)
+    status = main(["solve", "kv_bytes_per_token", "--preset", "lecture",
+                   "--given", "context_crossover=200k token",
+                   "--given", "active_params=100e9..300e9 param", "--samples", "300000"])
+    out, err = capsys.readouterr()
+    assert status == 2 and out == ""
+    assert err.startswith("chalk: error: 300,000 samples through this plan would take about")
+    assert err.count("\n") == 1
 
 
 def test_a_run_too_large_for_memory_is_refused_with_what_it_would_hold(monkeypatch):
@@ -119,8 +139,7 @@ def test_a_run_too_large_for_memory_is_refused_with_what_it_would_hold(monkeypat
     # sorted for percentiles, 8 bytes each per sample: 300,000 x 8 x 3 = 7.2 MB. With a
     # 1 MB limit, 300,000 x 1/7.2 = 41,666 samples fit: 41,000 to two figures.
     given = {"context_crossover": "200k token", "active_params": "100e9..300e9 param"}
-    monkeypatch.setattr(uncertainty, "LONG_WORK",
-                        dataclasses.replace(LONG_WORK, pilot_above=1000, max_bytes=1e6))
+    _limits(monkeypatch, pilot_above=1000, max_bytes=1e6)
     with pytest.raises(UsageError) as info:
         solve("kv_bytes_per_token", given, "lecture", samples=300_000)
     assert " and 7.2 MB (limits " in info.value.message
@@ -131,7 +150,7 @@ def test_samples_within_the_limits_are_evaluated_in_chunks(monkeypatch):
     # chunks of 1,000 over 2,500 samples: the answer is the same as in one piece
     given = {"context_crossover": "200k token", "active_params": "100e9..300e9 param"}
     whole = solve("kv_bytes_per_token", given, "lecture", samples=2500)
-    monkeypatch.setattr(uncertainty, "LONG_WORK", dataclasses.replace(LONG_WORK, chunk=1000))
+    _limits(monkeypatch, chunk=1000)
     chunked = solve("kv_bytes_per_token", given, "lecture", samples=2500)
     assert chunked.interval("kv_bytes_per_token") == whole.interval("kv_bytes_per_token")
     # and it is the hand interval: log-uniform active params over 100e9..300e9, divided by
