@@ -153,8 +153,8 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
         propagation.notes.append("solved element by element (no closed form): "
                                  + ", ".join(result.scalar_steps))
     for names, count in result.one_at_a_time.items():
-        propagation.notes.append(f"{count:,} samples of {names} were solved one at a time by "
-                                 "the block's own search (batched Newton did not reach them)")
+        propagation.notes.append(f"{count:,} samples of {names} were solved one at a time "
+                                 "(the search over every sample at once did not settle them)")
     smooth = not mixed and not result.failed and not result.ambiguous
     linear = _linear(compiled, nominal, uncertain, targets, regime, seeds) if smooth else {}
 

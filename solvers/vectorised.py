@@ -6,8 +6,9 @@ regime, and elements where no root (or more than one) qualifies become NaN and
 are counted. A block torn at several quantities is solved by Newton on every element
 at once (solvers.batched_newton), seeded by the block's own search on a few pilot
 elements; an element that Newton does not bring onto every relation of the block is
-solved alone, as are all elements of a one-relation step with no closed form. Both are
-counted, and the result says so.
+solved alone. A relation with no closed form is scanned over its unknown's plausible
+range for every element at once; an element where no root crosses zero is solved alone.
+Both are counted, and the result says so.
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
                 _explicit(model, cstep, env, regime, size, result)
             elif cstep.kind == "block":
                 _block(model, cstep, env, regime, size, result, seeds, index)
+            elif cstep.kind == "numeric" and size > 1:
+                _numeric(model, cstep, env, regime, size, result)
             else:
                 _scalar_fallback(model, cstep, env, regime, size, result)
     names = model.variables if keep is None else keep
@@ -313,16 +316,30 @@ def _branch_solutions(model, branch, env, size, starts=()):
     if len(branch.tears) > 1:
         return _newton_solutions(branch, env, size, starts)
     tear = branch.tears[0]
-    low, high = search_range(model.variables[tear])
-    grid = np.linspace(np.log(low), np.log(high), SCAN.points)
 
     def residual(log_x):
         scope = dict(env)
         scope[tear] = np.exp(log_x)
         return _torn_residuals(branch, scope, size)[0]
 
-    values = [residual(np.full(size, g)) for g in grid]
     scopes = []
+    for root in _sign_changes(residual, search_range(model.variables[tear]), size):
+        scope = dict(env)
+        scope[tear] = np.exp(root)
+        for name, fn in branch.sequence:
+            scope[name] = np.asarray(fn(scope), dtype=float)
+        scopes.append(scope)
+    return scopes
+
+
+def _sign_changes(residual, span, size) -> list[np.ndarray]:
+    """Every sign change of ``residual(ln x)`` (arrays of ``size``) with x in ``span``:
+    a grid of ``SCAN.points``, each bracketed change bisected ``SCAN.bisections`` times.
+    One array of ln x per grid interval where some element changes sign (NaN elsewhere)."""
+    low, high = span
+    grid = np.linspace(np.log(low), np.log(high), SCAN.points)
+    values = [residual(np.full(size, g)) for g in grid]
+    roots = []
     for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
         crossing = np.isfinite(fa) & np.isfinite(fb) & (np.sign(fa) != np.sign(fb))
         if not crossing.any():
@@ -335,13 +352,45 @@ def _branch_solutions(model, branch, env, size, starts=()):
             lo = np.where(left, middle, lo)
             flo = np.where(left, fm, flo)
             hi = np.where(left, hi, middle)
-        root = np.where(crossing, 0.5 * (lo + hi), np.nan)
+        roots.append(np.where(crossing, 0.5 * (lo + hi), np.nan))
+    return roots
+
+
+def _numeric(model, cstep, env, regime, size, result):
+    """One relation with no closed form, over every element at once: its unknown scanned
+    over the plausible range (as the scalar step does) and each sign change bisected. An
+    element with one physical root keeps it, with several is an ambiguity; one with none
+    is solved alone (the scalar scan also finds roots that touch zero without crossing it
+    and roots against a domain edge), and counted."""
+    name = cstep.step.variables[0]
+    lhs, rhs = cstep.equation
+
+    def residual(log_x):
         scope = dict(env)
-        scope[tear] = np.exp(root)
-        for name, fn in branch.sequence:
-            scope[name] = np.asarray(fn(scope), dtype=float)
-        scopes.append(scope)
-    return scopes
+        scope[name] = np.exp(log_x)
+        left = np.asarray(lhs(scope), dtype=float)
+        right = np.asarray(rhs(scope), dtype=float)
+        total = np.abs(left) + np.abs(right)
+        return np.broadcast_to((left - right) / np.where(total == 0, 1, total), (size,))
+
+    chosen = np.full(size, np.nan)
+    count = np.zeros(size, dtype=int)
+    for root in _sign_changes(residual, search_range(model.variables[name]), size):
+        value = np.exp(root)
+        ok = _admits(model, name, value, name in cstep.provisional) & (
+            np.abs(residual(root)) < SCAN.root_accept)
+        same = ok & (count > 0) & np.isclose(value, chosen, rtol=SCAN.distinct_rtol, atol=0)
+        new = ok & ~same
+        chosen = np.where(new & (count == 0), value, chosen)
+        count += new
+    ambiguous = count > 1
+    env[name] = np.where(ambiguous, np.nan, chosen)
+    if ambiguous.any():
+        result.ambiguous[name] = int(ambiguous.sum())
+    none = count == 0
+    if none.any():
+        result.one_at_a_time[name] = int(none.sum())
+        _scalar_fallback(model, cstep, env, regime, size, result, np.flatnonzero(none))
 
 
 def _newton_solutions(branch, env, size, starts):

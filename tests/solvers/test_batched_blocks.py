@@ -157,3 +157,22 @@ def test_samples_within_the_limits_are_evaluated_in_chunks(monkeypatch):
     # 300 FLOP/byte x 200e3 token: 5th percentile 100e9 * 3^0.05 / 6e7
     low = chunked.interval("kv_bytes_per_token", "byte/token")[0].magnitude
     assert low == pytest.approx(100e9 * 3 ** 0.05 / 6e7, rel=1e-2)
+
+
+@pytest.mark.slow  # a forked sympy solve that finds no closed form
+def test_a_relation_with_no_closed_form_is_scanned_over_every_sample_at_once():
+    # y = x^5 + x has no solution in radicals, so the step is numeric. It rises with x, so
+    # each y has one root: y = 2 gives x = 1 (1 + 1), y = 34 gives x = 2 (32 + 2).
+    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in "xy"]
+    x, y = (v.symbol for v in variables)
+    model = build_model(variables, [Relation("quintic", y, x ** 5 + x, "synthetic",
+                                             definition())])
+    compiled = compile_plan(model, make_plan(model, frozenset("y"), ("x",)))
+    assert [s.kind for s in compiled.steps] == ["numeric"]
+    ys = np.array([2.0, 34.0, 1.5, 2.5, 10.0])
+    result = evaluate(compiled, {"y": ys}, size=ys.size)
+    assert not result.scalar_steps and not result.one_at_a_time
+    assert result.values["x"][:2] == pytest.approx([1.0, 2.0], rel=1e-14)
+    for i, value in enumerate(ys):
+        scalar, _, _ = run_steps(compiled, {"y": float(value)})
+        assert result.values["x"][i] == pytest.approx(scalar["x"], rel=1e-14)
