@@ -24,11 +24,10 @@ import numpy as np
 from chalk.solvers.execute import CompiledPlan
 from chalk.solvers.limits import refuse_beyond_limits
 from chalk.solvers.pinned import Pin
+from chalk.solvers.progress import task
 from chalk.solvers.tolerances import LONG_WORK
 from chalk.solvers.vectorised import VectorResult, evaluate
 from chalk.symbolic.uncertain import Z90
-
-from chalk.progress import task
 
 DEFAULT_SAMPLES = 100_000
 SENSITIVITY_SAMPLES = 20_000

@@ -6,8 +6,8 @@ import pty
 import time
 
 import pytest
+from chalk.solvers import progress
 
-from chalk import progress
 from chalk.cli.main import main
 
 
