@@ -289,8 +289,9 @@ class BatchNewtonOptions:
     """Newton in log space on every Monte Carlo sample at once, for a block torn at
     several quantities (solvers.batched_newton, solvers.vectorised).
 
-    pilots : samples, evenly spaced through the batch, solved one at a time by the
-        block's own multi-start search first; each solution found seeds the batch.
+    pilots : samples solved one at a time by the block's own multi-start search, each
+        solution seeding Newton: the first sample, then up to this many less one of the
+        samples Newton has not solved from the seeds so far.
     iterations : Newton steps before a sample still off the equations is handed to the
         one-at-a-time search (and counted).
     halvings : a step that does not lower the residual is halved this often before the

@@ -191,57 +191,51 @@ def _block(model, cstep, env, regime, size, result, seeds, index):
     Each regime combination is evaluated for all elements together: with no torn
     quantity by its closed forms in sequence, with one by a scan of the torn quantity
     over its plausible range (solvers.tolerances.SCAN) and bisection of each sign change,
-    with several by batched Newton from the solutions of a few pilot elements and from
-    the typical values. An element keeps the solution of the regime whose inequalities
-    hold there; several distinct ones are an ambiguity. An element with none is a
-    failure when every search was complete; otherwise the block's own search (multi-start,
-    then a path from the reference point) solves it alone, and it is counted.
+    with several by batched Newton from the typical values and from pilot solutions:
+    the first element solved by the block's own search, then, while some elements are
+    unsolved, up to ``BATCH_NEWTON.pilots - 1`` more of them (each seeding Newton on the
+    rest). An element keeps the solution of the regime whose inequalities hold there;
+    several distinct ones are an ambiguity. An element with none is a failure when
+    every search was complete; otherwise the block's own search (multi-start, then a path
+    from the reference point) solves it alone, and it is counted.
     """
     names = list(cstep.step.variables)
-    searched = any(b.strategy == NEWTON_MULTI_START for b in cstep.block_branches
-                   if not set_aside(cstep, b, regime))
-    if searched and size <= BATCH_NEWTON.pilots and index not in seeds:  # all pilots
+    live = [b for b in cstep.block_branches if not set_aside(cstep, b, regime)]
+    searched = any(b.strategy == NEWTON_MULTI_START for b in live)
+    if searched and size == 1 and index not in seeds:  # the pilot would be all of it
         _scalar_fallback(model, cstep, env, regime, size, result)
         return
     if searched and index not in seeds:
-        seeds[index] = _pilot_solutions(model, cstep, env, regime, size)
-    if searched and seeds[index] is None:  # a pilot had several solutions: no shortcut
+        first = _pilot(model, cstep, env, regime, 0)
+        # a first pilot with several solutions: Newton would pick one of them silently
+        seeds[index] = None if first is None else ([first] if first else [])
+    if searched and seeds[index] is None:
         _scalar_fallback(model, cstep, env, regime, size, result)
         return
+    found = _Found(names, size)
     starts = [*seeds.get(index, ()), _typical(model, names)]
-    chosen = {n: np.full(size, np.nan) for n in names}
-    count = np.zeros(size, dtype=int)
-    labels = np.full(size, "", dtype=object)
-    for branch in cstep.block_branches:
-        if set_aside(cstep, branch, regime):
-            continue
+    for branch in live:
         for scope in _branch_solutions(model, branch, env, size, starts):
-            ok = np.ones(size, dtype=bool)
-            for n in names:
-                ok &= _admits(model, n, np.broadcast_to(scope[n], (size,)),
-                              n in cstep.provisional)
-            ok &= _holds(branch.guards, scope, size)
-            for lhs, rhs in branch.all_equations:
-                left = np.broadcast_to(np.asarray(lhs(scope), dtype=float), (size,))
-                right = np.broadcast_to(np.asarray(rhs(scope), dtype=float), (size,))
-                scale = np.maximum(np.abs(left), np.abs(right))
-                ok &= np.abs(left - right) <= SCAN.accept * np.where(scale == 0, 1, scale)
-            values = {n: np.broadcast_to(np.asarray(scope[n], dtype=float), (size,))
-                      for n in names}
-            same = ok & (count > 0)
-            for n in names:
-                same &= np.isclose(values[n], chosen[n], rtol=BLOCK.distinct_rtol, atol=0)
-            new = ok & ~same
-            first = new & (count == 0)
-            count += new
-            for n in names:
-                chosen[n] = np.where(first, values[n], chosen[n])
-            if branch.labels:
-                labels = np.where(first, ", ".join(branch.labels), labels)
-    ambiguous = count > 1
-    failed = count == 0
+            found.add(model, cstep, branch, scope)
+    tried = np.zeros(size, dtype=bool)
+    for _ in range(BATCH_NEWTON.pilots - 1 if searched else 0):
+        waiting = np.flatnonzero((found.count == 0) & ~tried)
+        if not waiting.size:
+            break
+        tried[waiting[0]] = True
+        seed = _pilot(model, cstep, env, regime, int(waiting[0]))
+        if not seed:
+            continue
+        seeds[index].append(seed)
+        unsolved = found.count == 0
+        for branch in live:
+            if branch.strategy == NEWTON_MULTI_START:
+                for scope in _newton_solutions(branch, env, size, [seed], unsolved):
+                    found.add(model, cstep, branch, scope, unsolved)
+    ambiguous = found.count > 1
+    failed = found.count == 0
     for n in names:
-        env[n] = np.where(ambiguous | failed, np.nan, chosen[n])
+        env[n] = np.where(ambiguous | failed, np.nan, found.chosen[n])
         if ambiguous.any():
             result.ambiguous[n] = int(ambiguous.sum())
     if searched and failed.any():  # Newton proves nothing: the block's own search decides
@@ -251,7 +245,45 @@ def _block(model, cstep, env, regime, size, result, seeds, index):
         for n in names:
             result.failed[n] = int(failed.sum())
     if any(branch.labels for branch in cstep.block_branches):
-        result.regimes[names[0]] = labels
+        result.regimes[names[0]] = found.labels
+
+
+class _Found:
+    """The distinct verified solutions of a block found so far, per element: the first
+    one's values and regime labels, and how many there are."""
+
+    def __init__(self, names, size):
+        self.names, self.size = names, size
+        self.chosen = {n: np.full(size, np.nan) for n in names}
+        self.count = np.zeros(size, dtype=int)
+        self.labels = np.full(size, "", dtype=object)
+
+    def add(self, model, cstep, branch, scope, within=None):
+        """Count ``scope`` where it is a solution (every quantity physical, the regime's
+        inequalities held, every relation within ``SCAN.accept``) and new, among the
+        elements ``within`` (default all)."""
+        size = self.size
+        ok = np.ones(size, dtype=bool) if within is None else within.copy()
+        for n in self.names:
+            ok &= _admits(model, n, np.broadcast_to(scope[n], (size,)), n in cstep.provisional)
+        ok &= _holds(branch.guards, scope, size)
+        for lhs, rhs in branch.all_equations:
+            left = np.broadcast_to(np.asarray(lhs(scope), dtype=float), (size,))
+            right = np.broadcast_to(np.asarray(rhs(scope), dtype=float), (size,))
+            scale = np.maximum(np.abs(left), np.abs(right))
+            ok &= np.abs(left - right) <= SCAN.accept * np.where(scale == 0, 1, scale)
+        values = {n: np.broadcast_to(np.asarray(scope[n], dtype=float), (size,))
+                  for n in self.names}
+        same = ok & (self.count > 0)
+        for n in self.names:
+            same &= np.isclose(values[n], self.chosen[n], rtol=BLOCK.distinct_rtol, atol=0)
+        new = ok & ~same
+        first = new & (self.count == 0)
+        self.count += new
+        for n in self.names:
+            self.chosen[n] = np.where(first, values[n], self.chosen[n])
+        if branch.labels:
+            self.labels = np.where(first, ", ".join(branch.labels), self.labels)
 
 
 def _typical(model, names) -> dict[str, float]:
@@ -259,20 +291,17 @@ def _typical(model, names) -> dict[str, float]:
     return {n: (model.variables[n].typical or 1.0) * model.variables[n].to_base for n in names}
 
 
-def _pilot_solutions(model, cstep, env, regime, size):
-    """The block's values at a few elements spread through the batch, each solved by
-    the block's own search (``BATCH_NEWTON.pilots``); ``None`` if one has several."""
-    solutions = []
-    for i in np.linspace(0, size - 1, min(BATCH_NEWTON.pilots, size)).astype(int):
-        scalar = _element(env, int(i))
-        try:
-            run_block(model, cstep, scalar, regime)
-        except AmbiguousSolution:
-            return None
-        except ChalkError:
-            continue
-        solutions.append({n: scalar[n] for n in cstep.step.variables})
-    return solutions
+def _pilot(model, cstep, env, regime, i: int):
+    """The block's values at element ``i``, solved by the block's own search: a dict,
+    empty if it has none, ``None`` if it has several."""
+    scalar = _element(env, i)
+    try:
+        run_block(model, cstep, scalar, regime)
+    except AmbiguousSolution:
+        return None
+    except ChalkError:
+        return {}
+    return {n: scalar[n] for n in cstep.step.variables}
 
 
 def _element(env, i: int) -> dict:
@@ -393,10 +422,11 @@ def _numeric(model, cstep, env, regime, size, result):
         _scalar_fallback(model, cstep, env, regime, size, result, np.flatnonzero(none))
 
 
-def _newton_solutions(branch, env, size, starts):
+def _newton_solutions(branch, env, size, starts, within=None):
     """The solutions batched Newton reaches from each start, as scopes of arrays (NaN
-    where it did not converge). An element solved from one start is not started again
-    from the next: like the block's own multi-start search, this proves nothing unique."""
+    where it did not converge), for the elements ``within`` (default all). An element
+    solved from one start is not started again from the next: like the block's own
+    multi-start search, this proves nothing unique."""
     if len(branch.residuals) != len(branch.tears):
         return []  # a degenerate combination: the block's own search handles it
     tears = branch.tears
@@ -407,7 +437,7 @@ def _newton_solutions(branch, env, size, starts):
         return _torn_residuals(branch, scope, index.size)
 
     scopes = []
-    unsolved = np.ones(size, dtype=bool)
+    unsolved = np.ones(size, dtype=bool) if within is None else within.copy()
     for start in starts:
         if not unsolved.any():
             break
