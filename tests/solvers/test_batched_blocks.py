@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from chalk.solvers import limits, uncertainty, vectorised
+from chalk.solvers import batched_newton, limits, uncertainty
 from chalk.solvers.execute import compile_plan, run_steps
 from chalk.solvers.plan import make_plan
 from chalk.solvers.strategies import NEWTON_MULTI_START
@@ -83,7 +83,7 @@ def test_samples_newton_does_not_reach_are_solved_alone_and_counted(monkeypatch)
     # With no Newton step allowed, only the pilots (BATCH_NEWTON.pilots = 3 samples, solved
     # by the block's own search first) start on their solution; the other 17 must go to
     # that search, be counted, and still get the hand solution.
-    monkeypatch.setattr(vectorised.batched_newton, "BATCH_NEWTON",
+    monkeypatch.setattr(batched_newton, "BATCH_NEWTON",
                         dataclasses.replace(BATCH_NEWTON, iterations=0))
     p = np.linspace(4.6, 5.4, 20)
     result = evaluate(_compiled(), {"p": p, "q": 13.0, "r": 10.0}, size=p.size)
