@@ -138,7 +138,8 @@ def _table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main() -> dict:
+    """Print the table and its medians; return :func:`summary`'s figures."""
     rows = bound_rows()
     print("Output tokens/s as published (total, per chip or per user) beside chalk's decode "
           "bound\n")
@@ -146,8 +147,9 @@ def main() -> None:
     s = summary(rows)
     print(f"\nmedian measured/bound: {s['median']:.2f} over {s['rows']} rows; "
           f"{s['median_comparable']:.2f} over the {s['comparable']} comparable rows; "
-          f"{s['at_least_half']} rows at 0.5 or more")
+          f"{s['at_least_half']} of {s['rows']} at 0.5 or more")
     print("rows that beat their bound: " + (", ".join(s["beats_bound"]) or "none"))
+    return s
 
 
 if __name__ == "__main__":

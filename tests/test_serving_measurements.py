@@ -137,7 +137,9 @@ def test_summary_medians_and_flags():
 
 
 def test_the_table_runs_over_every_row(capsys):
-    serving_bounds.main()
+    figures = serving_bounds.main()
     out = capsys.readouterr().out
     assert all(ident in out for ident in ROWS)
-    assert "median measured/bound:" in out
+    assert f"median measured/bound: {figures['median']:.2f} over {len(ROWS)} rows" in out
+    # every flagged row is printed as such
+    assert out.count("BEATS ITS BOUND") == len(figures["beats_bound"])
