@@ -395,6 +395,13 @@ def bench_llm_analysis() -> dict:
     return compare()
 
 
+def bench_serving_bounds() -> dict:
+    """Published serving measurements beside chalk's decode bound (issue 23)."""
+    from serving_bounds import main as table
+
+    return table()
+
+
 def bench_round_trips(examples: int = 10_000) -> dict:
     """10,000 round trips and consistency checks (each lecture topic and the whole
     knowledge base in turn, seeds 0..N-1), counted by outcome: answered correctly,
@@ -567,7 +574,8 @@ BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte
               "sweep": bench_sweep, "planning": bench_planning,
               "completions": bench_completions, "range_through_max": bench_range_through_max,
               "versus_sympy": bench_versus_sympy,
-              "llm_analysis": bench_llm_analysis, "round_trips": bench_round_trips,
+              "llm_analysis": bench_llm_analysis, "serving_bounds": bench_serving_bounds,
+              "round_trips": bench_round_trips,
               "probe": bench_probe, "fit": bench_fit, "atlas": bench_atlas}
 
 
