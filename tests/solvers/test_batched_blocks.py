@@ -16,24 +16,12 @@ from chalk.symbolic.errors import UsageError
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition
 from chalk.symbolic.variables import Variable
+from synthetic import squares_model
 
 from chalk import solve
 from chalk.cli.main import main
 
-
-def _squares_model():
-    """x^2 + y^2 = p, y^2 + z^2 = q, z^2 + x^2 = r: every relation has two roots for each
-    quantity, so the block is torn at all three and goes to the multi-start search. By hand:
-    x^2 = (p - q + r) / 2, y^2 = p - x^2, z^2 = q - y^2."""
-    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in "xyzpqr"]
-    x, y, z, p, q, r = (v.symbol for v in variables)
-    return build_model(variables, [
-        Relation("sum_xy", p, x ** 2 + y ** 2, "synthetic", definition()),
-        Relation("sum_yz", q, y ** 2 + z ** 2, "synthetic", definition()),
-        Relation("sum_zx", r, z ** 2 + x ** 2, "synthetic", definition())])
-
-
-MODEL = _squares_model()
+MODEL = squares_model()  # x^2 = (p - q + r) / 2 by hand (benchmarks/synthetic.py)
 
 
 def _compiled():
