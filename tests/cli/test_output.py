@@ -9,9 +9,10 @@ import stat
 from pathlib import Path
 
 import pytest
+from chalk.symbolic.errors import OutputError
 from conftest import snapshot_tree
 
-from chalk.cli.output import HTML_FORMATS, PLOT_FORMATS, OutputError, Outputs
+from chalk.cli.output import HTML_FORMATS, PLOT_FORMATS, Outputs
 
 REPO = Path(__file__).resolve().parents[2]
 FIT_EXAMPLE = REPO / "docs" / "examples" / "fit_chips.toml"
