@@ -29,18 +29,17 @@ from functools import cached_property
 
 import numpy as np
 
-from chalk.api import (
+from chalk.api import solve_prepared
+from chalk.options import Options, checked_arguments
+from chalk.preparation import (
     Given,
-    Options,
     Prepared,
-    Solution,
-    checked_arguments,
     moved_pin,
     prepare,
-    solve_prepared,
     stated_answers,
     stated_plan,
 )
+from chalk.solution import Solution
 from chalk.solvers.execute import CompiledPlan, compile_plan
 from chalk.solvers.vectorised import evaluate as evaluate_plan
 from chalk.symbolic.errors import ChalkError, UsageError

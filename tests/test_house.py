@@ -216,7 +216,8 @@ def test_the_wheel_installs_one_import_name_chalk(tmp_path):
 
 # The engine's one entry (issue 22): planning, compiling and evaluating a question happen
 # inside the engine only, so every path answers as chalk.solve does.
-ENGINE = {"chalk.api", "chalk.compiled"}
+ENGINE = {"chalk.api", "chalk.compiled", "chalk.preparation", "chalk.solution",
+          "chalk.options"}
 ENGINE_INTERNALS = {
     "chalk.solvers.plan": {"make_plan"},
     "chalk.solvers.execute": {"compile_plan", "run_numeric"},
