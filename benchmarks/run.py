@@ -229,8 +229,8 @@ def bench_planning(repeats: int = 5) -> dict:
     Dulmage-Mendelsohn, the log-space rank analysis and the block order, from scratch
     each time (the model's log-space rows and reference point, computed once per
     model, are timed on their own)."""
-    from chalk.solvers import plan as planning
-    from chalk.solvers.jacobian import log_rows
+    from chalk.solvers.analysis.jacobian import log_rows
+    from chalk.solvers.planning import plan as planning
     from synthetic import pins_for, synthetic_model
 
     start = time.perf_counter()
@@ -263,7 +263,7 @@ def bench_completions(repeats: int = 9) -> dict:
     """Naming the smallest extra pins for under-determined questions, planned from scratch
     each time (rank analysis and completions from its null space)."""
     from chalk.knowledge import load_model
-    from chalk.solvers import plan as planning
+    from chalk.solvers.planning import plan as planning
     from chalk.symbolic.errors import UnderdeterminedError
 
     import chalk
@@ -340,7 +340,8 @@ def _versus_sympy(label: str, timeout: float) -> dict:
     import random
 
     from chalk.knowledge import load_model
-    from chalk.solvers import execute, plan
+    from chalk.solvers.execution import execute
+    from chalk.solvers.planning import plan
     from selfcheck import Skip, consistent_state, sufficient_pins, topic_model
     from synthetic import sympy_solve_all
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from chalk.knowledge import load_model
-from chalk.solvers.blocks import MULTI_START
-from chalk.solvers.execute import compile_plan
-from chalk.solvers.plan import make_plan
-from chalk.solvers.vectorised import evaluate
+from chalk.solvers.bulk.vectorised import evaluate
+from chalk.solvers.execution.blocks import MULTI_START
+from chalk.solvers.execution.execute import compile_plan
+from chalk.solvers.planning.plan import make_plan
 from chalk.symbolic.errors import AmbiguousSolution, ChalkError, DegenerateError, InconsistentPins
 from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.units import Q_
@@ -64,7 +64,7 @@ def sufficient_pins(model, rng: random.Random, natural: bool = False) -> list[st
     pivot first and bounded ones (ratios of at least 1, shares of at most 1) last, so
     the basis is made of inputs that can be drawn within their bounds.
     """
-    from chalk.solvers.rank import analyse
+    from chalk.solvers.analysis.rank import analyse
 
     names = sorted(v for v in model.variables if model.relations_of(v))
     keys = {n: rng.random() for n in names}
@@ -164,11 +164,11 @@ def consistent_state(seed: int, model=None, conditioning: float = 1e8) -> dict[s
 
     Typical values are scattered by a factor of about e either way (seeded) and moved
     onto the solution set by Gauss-Newton in log space, inputs staying close to where
-    they were drawn (solvers.reference). A draw that leaves a quantity outside its
+    they were drawn (solvers.analysis.reference). A draw that leaves a quantity outside its
     bounds, or a relation so saturated that it amplifies rounding more than
     ``conditioning`` times, is skipped.
     """
-    from chalk.solvers.reference import consistent_point
+    from chalk.solvers.analysis.reference import consistent_point
 
     model = model or load_model()
     point = consistent_point(model, seed, STATE_SPREAD, atol=STATE_ATOL)
@@ -276,13 +276,13 @@ def probe(state: dict[str, float], seed: int, model=None) -> ProbeResult:
     every relation here and differ in the target, shows that the pins do not fix it
     ("two solutions"); one that lists several values otherwise is a "genuine refusal".
     """
-    from chalk.solvers.variants import for_pins, set_aside
+    from chalk.solvers.pinning.variants import for_pins, set_aside
 
     model = model or load_model()
     rng = random.Random(seed)
     names = sorted(state)
     target = rng.choice(names)
-    jacobians = {}  # per set of variants the pins rule out (solvers.variants)
+    jacobians = {}  # per set of variants the pins rule out (solvers.pinning.variants)
     pins = [n for n in names if n != target]
     rng.shuffle(pins)
 
@@ -385,7 +385,7 @@ def _state_jacobians(model, state, names) -> list[np.ndarray]:
     regimes: each regime's branch of a relation gives its own row."""
     import itertools
 
-    from chalk.solvers.symbolic_solve import branches
+    from chalk.solvers.execution.symbolic_solve import branches
     from chalk.symbolic.logspace import compile_log_gradient
 
     constants = model.constant_values()

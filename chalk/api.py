@@ -40,13 +40,13 @@ from chalk.preparation import (  # noqa: F401  (re-exported)
     used_quantities,
 )
 from chalk.solution import Explanation, Solution  # noqa: F401  (re-exported)
-from chalk.solvers.counts import fractional_counts, redrawn_counts
-from chalk.solvers.derivation import Derivation
-from chalk.solvers.plan import make_plan
-from chalk.solvers.ranged_pins import judge_ranges
-from chalk.solvers.solving import compute
-from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
-from chalk.solvers.uncertainty import propagate
+from chalk.solvers.bulk.ranged_pins import judge_ranges
+from chalk.solvers.bulk.uncertainty import propagate
+from chalk.solvers.execution.solving import compute
+from chalk.solvers.execution.symbolic_solve import DEFAULT_TIMEOUT
+from chalk.solvers.planning.plan import make_plan
+from chalk.solvers.records.counts import fractional_counts, redrawn_counts
+from chalk.solvers.records.derivation import Derivation
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.numbers import format_gap

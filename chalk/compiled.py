@@ -40,8 +40,8 @@ from chalk.preparation import (
     stated_plan,
 )
 from chalk.solution import Solution
-from chalk.solvers.execute import CompiledPlan, compile_plan
-from chalk.solvers.vectorised import evaluate as evaluate_plan
+from chalk.solvers.bulk.vectorised import evaluate as evaluate_plan
+from chalk.solvers.execution.execute import CompiledPlan, compile_plan
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.model import Model
 
@@ -128,7 +128,7 @@ class CompiledQuestion:
         """Whether the vectorised run can answer for solve at all: every step has a
         closed form or a complete scan (a search or a numeric step may find one
         solution of several, which solve then settles)."""
-        from chalk.solvers.strategies import NEWTON_MULTI_START
+        from chalk.solvers.execution.strategies import NEWTON_MULTI_START
 
         for step in self.compiled.steps:
             if step.kind == "numeric":

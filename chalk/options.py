@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
 
-from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT
+from chalk.solvers.execution.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import UsageError
 from chalk.symbolic.presets import Preset

@@ -14,21 +14,21 @@ from dataclasses import dataclass, field, replace
 
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
-from chalk.solvers.flags import reported
-from chalk.solvers.pinned import Pin
-from chalk.solvers.pins import ResolvedPins, read_value, resolve_pins
-from chalk.solvers.plan import Plan, make_plan
-from chalk.solvers.ranged_pins import set_aside_ranges
-from chalk.solvers.variants import for_pins
-from chalk.solvers.yielding import (
+from chalk.solvers.bulk.ranged_pins import set_aside_ranges
+from chalk.solvers.pinning.pinned import Pin
+from chalk.solvers.pinning.pins import ResolvedPins, read_value, resolve_pins
+from chalk.solvers.pinning.variants import for_pins
+from chalk.solvers.pinning.yielding import (
     held_counts,
     outranked,
     override_presets,
     yield_defaults,
     yield_headlines,
 )
-from chalk.solvers.zeros import following_pins, put_zeros, used_zeros, zero_pins
-from chalk.solvers.zeros import note as absent_note
+from chalk.solvers.pinning.zeros import following_pins, put_zeros, used_zeros, zero_pins
+from chalk.solvers.pinning.zeros import note as absent_note
+from chalk.solvers.planning.plan import Plan, make_plan
+from chalk.solvers.records.flags import reported
 from chalk.symbolic.errors import UsageError
 from chalk.symbolic.model import Model
 from chalk.symbolic.presets import Preset
@@ -99,7 +99,7 @@ class Prepared:
     range_checks : mapping of name to Pin
         Ranged or distributed pins that the other pins determine, set aside: the plan
         derives them, and each range is judged against that
-        (:func:`chalk.solvers.ranged_pins.judge_ranges`).
+        (:func:`chalk.solvers.bulk.ranged_pins.judge_ranges`).
     value_sensitive : frozenset of str
         Pins whose values decided whether a lower-layer value gave way: with another
         value of one of them the question must be prepared again.
@@ -282,7 +282,7 @@ def answered_with(q: Prepared, pins: dict) -> Prepared:
 
 def derivable_statements(q: Prepared) -> set[str]:
     """The stated targets the other pins determine: solved for, the statement their
-    check. A held count (:func:`chalk.solvers.yielding.held_counts`) is pinned, so the
+    check. A held count (:func:`chalk.solvers.pinning.yielding.held_counts`) is pinned, so the
     plan "determines" it only as a pin."""
     return {t for t in q.stated if t not in q.pins and q.plan.determines(t)}
 

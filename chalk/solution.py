@@ -8,11 +8,11 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from chalk.solvers.derivation import Derivation
-from chalk.solvers.execute import compile_plan
-from chalk.solvers.pinned import Pin
-from chalk.solvers.plan import Plan
-from chalk.solvers.uncertainty import SENSITIVITY_METHOD, Propagation, elasticities
+from chalk.solvers.bulk.uncertainty import SENSITIVITY_METHOD, Propagation, elasticities
+from chalk.solvers.execution.execute import compile_plan
+from chalk.solvers.pinning.pinned import Pin
+from chalk.solvers.planning.plan import Plan
+from chalk.solvers.records.derivation import Derivation
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import monomial_text
 from chalk.symbolic.printing.quantities import format_quantity
@@ -57,7 +57,7 @@ class Solution:
 
     def elasticities(self, target: str) -> list[tuple[str, float]]:
         """d ln(target) / d ln(pin) at this solution's pins, for every pin that moves
-        ``target``, largest first (:func:`chalk.solvers.uncertainty.elasticities`)."""
+        ``target``, largest first (:func:`chalk.solvers.bulk.uncertainty.elasticities`)."""
         compiled = compile_plan(self.derivation.model, self.plan)
         return elasticities(compiled, self.derivation.pins, target)
 

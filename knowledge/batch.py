@@ -199,7 +199,7 @@ RELATIONS = (
     ),
 )
 
-# Bounds no relation forces, flagged when an answer breaks them (solvers.flags).
+# Bounds no relation forces, flagged when an answer breaks them (solvers.records.flags).
 CONDITIONS = (
     Condition(
         "whole_sequences",

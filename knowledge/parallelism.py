@@ -92,7 +92,7 @@ RELATIONS = (
       topic=TOPIC),
 )
 
-# Bounds no relation forces, flagged when an answer breaks them (solvers.flags); memory
+# Bounds no relation forces, flagged when an answer breaks them (solvers.records.flags); memory
 # is reported beside every serving or parallelism answer whose pins determine it.
 SHOWN_WITH = ("serving", "parallelism")
 CONDITIONS = (

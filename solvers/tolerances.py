@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ReferenceOptions:
-    """Finding a consistent reference point (solvers.reference).
+    """Finding a consistent reference point (solvers.analysis.reference).
 
     seed, spread : the typical values are nudged by ``exp(N(0, spread))`` drawn
         with ``seed``, so that the point is generic (no two terms balanced by chance).
@@ -40,7 +40,7 @@ class ReferenceOptions:
 
 @dataclass(frozen=True)
 class RankOptions:
-    """Rank decisions in log space (solvers.rank).
+    """Rank decisions in log space (solvers.analysis.rank).
 
     rtol : a floating-point entry (from a relation that is not a product of powers)
         counts as zero when it is below ``rtol`` times the largest entry that went
@@ -72,9 +72,9 @@ class RankOptions:
 class ScanOptions:
     """The one-dimensional scan (complete over the quantity's plausible range).
 
-    Used for the one torn quantity of a block, scalar (solvers.strategies) or over
-    Monte Carlo samples at once (solvers.vectorised), and for the one unknown of a
-    relation without a closed form (solvers.execute).
+    Used for the one torn quantity of a block, scalar (solvers.execution.strategies) or over
+    Monte Carlo samples at once (solvers.bulk.vectorised), and for the one unknown of a
+    relation without a closed form (solvers.execution.execute).
 
     points : grid points over the quantity's plausible range, evenly spaced in log.
     bisections : halvings of each bracketed sign change (60 reach double precision
@@ -190,7 +190,7 @@ class ContinuationOptions:
 @dataclass(frozen=True)
 class BlockOptions:
     """What a simultaneous block does with the solutions its strategies return
-    (solvers.blocks, solvers.tearing).
+    (solvers.execution.blocks, solvers.execution.tearing).
 
     polish_above : a torn solution whose block residual exceeds this is refined on all
         the block's relations at once (Newton, started at the solution).
@@ -206,7 +206,7 @@ class BlockOptions:
 
 @dataclass(frozen=True)
 class StepOptions:
-    """Explicit steps (solvers.execute, solvers.steps, solvers.vectorised).
+    """Explicit steps (solvers.execution.execute, solvers.execution.steps, solvers.bulk.vectorised).
 
     guard_rtol : a regime inequality may fail by this much (relative) and still hold.
     distinct_rtol : roots of one relation closer than this (relative) are one.
@@ -238,7 +238,7 @@ class StepOptions:
 
 @dataclass(frozen=True)
 class ConditioningOptions:
-    """How far a closed-form answer can be trusted (solvers.conditioning).
+    """How far a closed-form answer can be trusted (solvers.analysis.conditioning).
 
     refuse : an elasticity of the answer to an input above this leaves no digit of it:
         the step is refused.
@@ -253,7 +253,7 @@ class ConditioningOptions:
 
 @dataclass(frozen=True)
 class PinOptions:
-    """Agreement between pins (solvers.checked, solvers.yielding).
+    """Agreement between pins (solvers.execution.checked, solvers.pinning.yielding).
 
     agreement_rtol : default relative tolerance of a cross-check between pins: public
         figures are rounded, so pins within 1% agree.
@@ -261,7 +261,7 @@ class PinOptions:
         determine it only if they roughly agree with it (relative); otherwise the
         disagreement is reported.
     gain_step : the step in ln(pin) by which a failing cross-check's sensitivity to each
-        pin is measured (solvers.checked.check_gain).
+        pin is measured (solvers.execution.checked.check_gain).
     """
 
     agreement_rtol: float = 1e-2
@@ -272,7 +272,7 @@ class PinOptions:
 @dataclass(frozen=True)
 class BatchNewtonOptions:
     """Newton in log space on every Monte Carlo sample at once, for a block torn at
-    several quantities (solvers.batched_newton, solvers.vectorised).
+    several quantities (solvers.bulk.batched_newton, solvers.bulk.vectorised).
 
     pilots : samples solved one at a time by the block's own multi-start search, each
         solution seeding Newton: the first sample, then up to this many less one of the
@@ -297,7 +297,7 @@ class BatchNewtonOptions:
 
 @dataclass(frozen=True)
 class LongWorkOptions:
-    """Bounds on work whose size the user chooses (solvers.uncertainty, chalk.budget).
+    """Bounds on work whose size the user chooses (solvers.bulk.uncertainty, chalk.budget).
 
     chunk : Monte Carlo samples evaluated together; memory then grows with the samples
         kept (the pins drawn and the targets), not with every quantity of the plan.

@@ -85,8 +85,9 @@ def _graph() -> nx.DiGraph:
 
 
 def test_every_part_of_the_package_is_found():
-    assert {"chalk", "chalk.api", "chalk.cli", "chalk.symbolic.units", "chalk.solvers.plan",
-            "chalk.knowledge.batch", "chalk.applications.imply"} <= set(MODULES)
+    assert {"chalk", "chalk.api", "chalk.cli", "chalk.symbolic.units",
+            "chalk.solvers.planning.plan", "chalk.knowledge.batch",
+            "chalk.applications.imply"} <= set(MODULES)
 
 
 def test_no_import_cycles():
@@ -219,12 +220,12 @@ def test_the_wheel_installs_one_import_name_chalk(tmp_path):
 ENGINE = {"chalk.api", "chalk.compiled", "chalk.preparation", "chalk.solution",
           "chalk.options"}
 ENGINE_INTERNALS = {
-    "chalk.solvers.plan": {"make_plan"},
-    "chalk.solvers.execute": {"compile_plan", "run_numeric"},
-    "chalk.solvers.vectorised": {"evaluate"},
-    "chalk.solvers.placeholders": {"run"},
-    "chalk.solvers.solving": {"compute", "solve_by_regimes"},
-    "chalk.solvers.checked": {"run_checked"},
+    "chalk.solvers.planning.plan": {"make_plan"},
+    "chalk.solvers.execution.execute": {"compile_plan", "run_numeric"},
+    "chalk.solvers.bulk.vectorised": {"evaluate"},
+    "chalk.solvers.execution.placeholders": {"run"},
+    "chalk.solvers.execution.solving": {"compute", "solve_by_regimes"},
+    "chalk.solvers.execution.checked": {"run_checked"},
 }
 
 

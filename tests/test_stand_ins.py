@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from chalk.knowledge.price_sheets import shipped_sheets
-from chalk.solvers.derivation import Derivation
+from chalk.solvers.records.derivation import Derivation
 
 from chalk import solve
 from chalk.applications.imply import imply

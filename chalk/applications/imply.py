@@ -18,10 +18,10 @@ from chalk.api import Solution, load_presets, resolve, solve
 from chalk.applications.cache_verdict import TierVerdict, kind_spans, tier_verdict
 from chalk.knowledge import load_model
 from chalk.knowledge.price_sheets import PriceSheet, price_sheet
-from chalk.solvers.pinned import Layer
-from chalk.solvers.pins import parse_given
-from chalk.solvers.variants import for_pins
-from chalk.solvers.yielding import yield_headlines
+from chalk.solvers.pinning.pinned import Layer
+from chalk.solvers.pinning.pins import parse_given
+from chalk.solvers.pinning.variants import for_pins
+from chalk.solvers.pinning.yielding import yield_headlines
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.parsing import parse_unit_cached
 from chalk.symbolic.printing.numbers import format_gap, format_number

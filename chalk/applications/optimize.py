@@ -16,7 +16,7 @@ import numpy as np
 
 from chalk.api import prepare
 from chalk.compiled import Options, compile_question
-from chalk.solvers.pins import parse_given, read_value
+from chalk.solvers.pinning.pins import parse_given, read_value
 from chalk.symbolic.errors import BeyondSearch, ChalkError, NoSolution, UsageError
 from chalk.symbolic.printing.quantities import describe_dimension, format_quantity
 
@@ -239,7 +239,7 @@ class CheapestBatch:
 
 def _flags_at(curve: Curve, values: dict) -> tuple[str, ...]:
     """Flag lines for the conditions a curve's values break at one point."""
-    from chalk.solvers.flags import flags
+    from chalk.solvers.records.flags import flags
 
     point = {n: float(np.atleast_1d(v)[0]) for n, v in values.items()}
     return flags(curve.model, point, lambda n: True)

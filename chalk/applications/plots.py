@@ -161,7 +161,7 @@ def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k toke
 def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
     """Cost of keeping one token's KV against hold time, per memory tier, crossovers marked."""
     from chalk.applications.tiers import tier_costs
-    from chalk.solvers.pins import parse_given
+    from chalk.solvers.pinning.pins import parse_given
 
     pins = {n: getattr(v, "text", v) for n, v in parse_given(given)}  # drop source notes
     kv = kv_bytes or pins.pop("kv_bytes_per_token", None)
@@ -190,7 +190,7 @@ def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
 @_register("pipeline_schedule")
 def pipeline_schedule(given=(), presets=(), training: bool = True):
     """Which rack works on which micro-batch when: a GPipe-style schedule, bubbles shaded."""
-    from chalk.solvers.pins import parse_given
+    from chalk.solvers.pinning.pins import parse_given
 
     pins = dict(parse_given(given))
     s = solve("pipeline_bubble_fraction", pins, presets)

@@ -137,7 +137,7 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     if not 2 <= steps <= MAX_STEPS:
         raise UsageError(f"--steps must be between 2 and {MAX_STEPS}")
     from chalk.knowledge import load_model
-    from chalk.solvers.pins import parse_given, read_value
+    from chalk.solvers.pinning.pins import parse_given, read_value
 
     targets = [targets] if isinstance(targets, str) else list(targets)
     model = model if model is not None else load_model()
@@ -212,7 +212,7 @@ def _gaps(over, xs: np.ndarray, result) -> tuple[str, ...]:
 
 def _broken(model, over, xs: np.ndarray, values) -> tuple[str, ...]:
     """A line per condition broken somewhere on the grid: where, and what it means."""
-    from chalk.solvers.flags import bound_value, violated
+    from chalk.solvers.records.flags import bound_value, violated
 
     out = []
     for condition in model.conditions.values():

@@ -112,7 +112,7 @@ def tier_costs(kv_bytes_per_token: str, tiers: list[str] | None = None,
     from chalk.applications.sweep import sweep
     from chalk.knowledge import load_model
     from chalk.knowledge.presets import all_presets, preset
-    from chalk.solvers.pins import read_value
+    from chalk.solvers.pinning.pins import read_value
 
     if tiers is None:
         tiers = [p.name for p in all_presets().values() if p.kind == "tier"]

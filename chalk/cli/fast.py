@@ -5,7 +5,7 @@ names, units and options; any numbers), :func:`remember` stores what the answer 
 the pins the presets and conventions add, each step's closed form as plain data
 (:mod:`chalk.symbolic.ir`) with its printed formula and a template for the values, the
 cross-checks, and how each quantity is shown. :func:`answer` replays such an entry with
-the new numbers and renders it with the same :class:`~chalk.solvers.derivation.Derivation`
+the new numbers and renders it with the same :class:`~chalk.solvers.records.derivation.Derivation`
 as the full solver, so the output is the same to the byte.
 
 Only questions whose answer cannot depend on the numbers in any other way are stored:
@@ -26,11 +26,11 @@ import math
 from dataclasses import dataclass
 
 from chalk.cli import cache
-from chalk.solvers.counts import fractional_counts
-from chalk.solvers.derivation import Derivation
-from chalk.solvers.flags import flag_text, violated
-from chalk.solvers.pinned import Layer, Pin
-from chalk.solvers.steps import CheckRecord, StepRecord, regime_taken
+from chalk.solvers.execution.steps import CheckRecord, StepRecord, regime_taken
+from chalk.solvers.pinning.pinned import Layer, Pin
+from chalk.solvers.records.counts import fractional_counts
+from chalk.solvers.records.derivation import Derivation
+from chalk.solvers.records.flags import flag_text, violated
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.ir import evaluate_ir
 from chalk.symbolic.parsing import looks_uncertain, parse_number, split_pin
@@ -212,7 +212,7 @@ def _moderate(value: float) -> bool:
 
 def _regime(step: dict, env: dict, seconds: UnitDisplay) -> tuple[str | None, str]:
     """Which argument of a max() (or min()) a forward step took, and the note saying so
-    (as the solver says it: :func:`~chalk.solvers.steps.regime_taken`)."""
+    (as the solver says it: :func:`~chalk.solvers.execution.steps.regime_taken`)."""
     if not step.get("regimes"):
         return None, ""
     args = [(label, float(evaluate_ir(ir, env))) for label, ir in step["regimes"]]
@@ -246,12 +246,12 @@ def remember(args, solution) -> bool:
 
 
 def _freeze(args, question: dict, solution) -> dict | None:
-    from chalk.solvers.flags import bound_value
-    from chalk.solvers.steps import slot
-    from chalk.solvers.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
-    from chalk.solvers.variants import structural
-    from chalk.solvers.yielding import number_free, yield_candidates
-    from chalk.solvers.zeros import structural as zeros_note
+    from chalk.solvers.execution.steps import slot
+    from chalk.solvers.execution.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
+    from chalk.solvers.pinning.variants import structural
+    from chalk.solvers.pinning.yielding import number_free, yield_candidates
+    from chalk.solvers.pinning.zeros import structural as zeros_note
+    from chalk.solvers.records.flags import bound_value
     from chalk.symbolic.ir import to_ir
     from chalk.symbolic.parsing import parse_unit
     from chalk.symbolic.printing.expressions import plain, substituted

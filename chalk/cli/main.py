@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        from chalk.solvers import progress
+        from chalk.solvers.bulk import progress
 
         progress.set_quiet(getattr(args, "quiet", False))
         with progress.task(f"chalk {args.command}"):

@@ -6,7 +6,7 @@ import json
 
 import pint
 
-from chalk.solvers.pins import parse_given
+from chalk.solvers.pinning.pins import parse_given
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.parsing import parse_number, parse_value
 

@@ -20,7 +20,7 @@ from chalk.report.report import (
     step_parts,
     sweep_columns,
 )
-from chalk.solvers.uncertainty import SENSITIVITY_METHOD
+from chalk.solvers.bulk.uncertainty import SENSITIVITY_METHOD
 from chalk.symbolic.printing.expressions import mathml
 from chalk.symbolic.printing.numbers import format_number
 

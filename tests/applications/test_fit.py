@@ -231,7 +231,7 @@ def test_a_fit_too_large_for_its_measured_cost_is_refused_up_front(monkeypatch):
     # 6 x sqrt(120/240) = 4.2, so 4 observations fit.
     import dataclasses
 
-    from chalk.solvers import limits
+    from chalk.solvers.bulk import limits
     from chalk.solvers.tolerances import LONG_WORK
 
     from chalk.applications.fit import estimate

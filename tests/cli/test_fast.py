@@ -173,7 +173,8 @@ def test_the_key_changes_with_the_sources_and_the_shape(monkeypatch):
 
 def test_the_digest_covers_code_relations_data_and_units():
     files = set(cache.hashed_files())
-    for expected in ("chalk/cli/fast.py", "chalk.solvers/plan.py", "chalk.knowledge/batch.py",
+    for expected in ("chalk/cli/fast.py", "chalk.solvers/planning/plan.py",
+                     "chalk.knowledge/batch.py",
                      "chalk.knowledge/data/accelerators.yaml",
                      "chalk.knowledge/deductions/lecture.toml", "chalk.symbolic/units.txt"):
         assert expected in files

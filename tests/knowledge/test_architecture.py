@@ -13,7 +13,7 @@ ARCH = ("total_params", "active_params")
 
 
 def counts(given, presets=()):
-    # a layer count of 0 takes its term out (solvers.zeros): a model with no dense layers
+    # a layer count of 0 takes its term out (solvers.pinning.zeros): a model with no dense layers
     # needs no dense MLP width
     s = solve(list(ARCH), given=given, presets=presets)
     return s.value("total_params", "param"), s.value("active_params", "param")

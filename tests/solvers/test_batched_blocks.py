@@ -6,12 +6,12 @@ import re
 
 import numpy as np
 import pytest
-from chalk.solvers import batched_newton, limits, uncertainty
-from chalk.solvers.execute import compile_plan, run_steps
-from chalk.solvers.plan import make_plan
-from chalk.solvers.strategies import NEWTON_MULTI_START
+from chalk.solvers.bulk import batched_newton, limits, uncertainty
+from chalk.solvers.bulk.vectorised import evaluate
+from chalk.solvers.execution.execute import compile_plan, run_steps
+from chalk.solvers.execution.strategies import NEWTON_MULTI_START
+from chalk.solvers.planning.plan import make_plan
 from chalk.solvers.tolerances import BATCH_NEWTON, LONG_WORK
-from chalk.solvers.vectorised import evaluate
 from chalk.symbolic.errors import UsageError
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition

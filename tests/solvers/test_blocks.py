@@ -2,11 +2,11 @@
 
 import pytest
 import sympy
-from chalk.solvers.at_solution import flat_at
-from chalk.solvers.blocks import MULTI_START
-from chalk.solvers.execute import compile_plan
-from chalk.solvers.plan import make_plan
-from chalk.solvers.strategies import Search, search_range
+from chalk.solvers.analysis.at_solution import flat_at
+from chalk.solvers.execution.blocks import MULTI_START
+from chalk.solvers.execution.execute import compile_plan
+from chalk.solvers.execution.strategies import Search, search_range
+from chalk.solvers.planning.plan import make_plan
 from chalk.symbolic.errors import NoSolution, SearchFailed
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition

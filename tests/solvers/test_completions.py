@@ -3,7 +3,7 @@ hand in each test."""
 
 from __future__ import annotations
 
-from chalk.solvers.plan import identities, make_plan
+from chalk.solvers.planning.plan import identities, make_plan
 from synthetic_models import synthetic_model
 
 

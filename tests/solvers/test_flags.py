@@ -1,7 +1,7 @@
 """When a value is past a condition's bound: beyond rounding, and as printed."""
 
 import numpy as np
-from chalk.solvers.flags import Flag, flag_text, violated
+from chalk.solvers.records.flags import Flag, flag_text, violated
 from chalk.symbolic.printing.numbers import UnitDisplay
 
 

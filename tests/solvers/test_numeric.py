@@ -1,11 +1,11 @@
-"""Numeric searches (solvers.numeric): scalar root scans, paths from a known solution,
+"""Numeric searches (solvers.execution.numeric): scalar root scans, paths from a known solution,
 least squares with more unknowns than equations."""
 
 import math
 
 import numpy as np
 import pytest
-from chalk.solvers.numeric import roots_scalar
+from chalk.solvers.execution.numeric import roots_scalar
 from chalk.solvers.tolerances import SCAN
 
 # The range the scan covered before it was given each quantity's plausible range: wide
@@ -175,7 +175,7 @@ def _sum_and_product(env, values):
 def test_a_path_from_a_known_solution_follows_its_root():
     # x + y = 3, x y = 2 has (1, 2); moving to x + y = 5, x y = 6 the roots of
     # z^2 - b z + a go from {1, 2} to {2, 3}: x stays the smaller, so (2, 3)
-    from chalk.solvers.numeric import follow_path
+    from chalk.solvers.execution.numeric import follow_path
 
     found = follow_path(_sum_and_product, ["x", "y"], {"a": 6.0, "b": 5.0},
                         {"a": 2.0, "b": 3.0}, {"x": 1.0, "y": 2.0})
@@ -185,7 +185,7 @@ def test_a_path_from_a_known_solution_follows_its_root():
 def test_a_path_from_a_point_that_is_no_solution_still_ends_on_one():
     # the homotopy subtracts the start's residual: from (1, 1), which solves neither
     # system, the path still ends where x + y = 5 and x y = 6
-    from chalk.solvers.numeric import follow_path
+    from chalk.solvers.execution.numeric import follow_path
 
     found = follow_path(_sum_and_product, ["x", "y"], {"a": 6.0, "b": 5.0},
                         {"a": 2.0, "b": 3.0}, {"x": 1.0, "y": 1.1})
@@ -195,7 +195,7 @@ def test_a_path_from_a_point_that_is_no_solution_still_ends_on_one():
 
 def test_a_path_that_runs_out_of_real_roots_is_lost():
     # x + y = 2, x y = 2 has no real roots (z^2 - 2 z + 2): the path cannot end
-    from chalk.solvers.numeric import follow_path
+    from chalk.solvers.execution.numeric import follow_path
 
     assert follow_path(_sum_and_product, ["x", "y"], {"a": 2.0, "b": 2.0},
                        {"a": 2.0, "b": 3.0}, {"x": 1.0, "y": 2.0}) is None
@@ -203,7 +203,7 @@ def test_a_path_that_runs_out_of_real_roots_is_lost():
 
 def test_more_unknowns_than_equations_find_a_point_that_holds():
     # x y = 6 alone: any point on the hyperbola will do; it must hold to the tolerance
-    from chalk.solvers.numeric import solve_underdetermined
+    from chalk.solvers.execution.numeric import solve_underdetermined
 
     found = solve_underdetermined(lambda v: [(v["x"] * v["y"] - 6) / (v["x"] * v["y"] + 6)],
                                   ["x", "y"], [{"x": 1.0, "y": 1.0}])

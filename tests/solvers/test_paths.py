@@ -1,7 +1,7 @@
-"""Paths through steps with several solutions (solvers.paths), on a plan stood in for by
+"""Paths through steps with several solutions (solvers.execution.paths), on a plan stood in for by
 a function of the choices made so far."""
 
-from chalk.solvers.paths import explore
+from chalk.solvers.execution.paths import explore
 from chalk.symbolic.errors import AmbiguousSolution, NoSolution
 
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from chalk.knowledge import load_model
-from chalk.solvers.pins import read_value
+from chalk.solvers.pinning.pins import read_value
 from chalk.symbolic.errors import MissingUnit, ParseError
 from chalk.symbolic.units import Q_
 

@@ -2,7 +2,7 @@
 
 import pytest
 from chalk.knowledge import load_model
-from chalk.solvers.plan import make_plan
+from chalk.solvers.planning.plan import make_plan
 
 
 def plan(pinned, targets):

@@ -6,7 +6,7 @@ import pty
 import time
 
 import pytest
-from chalk.solvers import progress
+from chalk.solvers.bulk import progress
 
 from chalk.cli.main import main
 

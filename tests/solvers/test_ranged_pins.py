@@ -1,4 +1,4 @@
-"""Ranged pins the other pins determine are judged by overlap (solvers.ranged_pins)."""
+"""Ranged pins the other pins determine are judged by overlap (solvers.bulk.ranged_pins)."""
 
 import pytest
 

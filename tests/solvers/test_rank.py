@@ -9,9 +9,9 @@ from fractions import Fraction
 
 import pytest
 from chalk.knowledge import load_model
-from chalk.solvers.jacobian import log_rows
-from chalk.solvers.plan import identities, make_plan
-from chalk.solvers.rank import analyse
+from chalk.solvers.analysis.jacobian import log_rows
+from chalk.solvers.analysis.rank import analyse
+from chalk.solvers.planning.plan import identities, make_plan
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
 from synthetic_models import synthetic_model
 
@@ -115,7 +115,7 @@ def test_a_small_coefficient_beside_a_nearly_balanced_sum_is_kept():
     # coefficient becomes ~1e-10 of the row: small, but no cancellation made it, and it
     # carries x's link to the pins (i = p/r, r = u/v). Regression: the 1,000-probe
     # benchmark's seed 1778 (cache_storage_price through the write premium) was refused.
-    from chalk.solvers.jacobian import LogRow
+    from chalk.solvers.analysis.jacobian import LogRow
 
     model = synthetic_model(["x", "h", "w", "i", "p", "r", "u", "v", "y", "z"], [
         ("premium", lambda s: s["x"] * s["h"], lambda s: s["w"] - s["i"]),
@@ -137,7 +137,7 @@ def test_a_small_coefficient_beside_a_nearly_balanced_sum_is_kept():
 def test_the_knowledge_base_has_a_consistent_reference_point():
     # Rows of sums are taken there; with the cache write typically priced like an input,
     # the search ended on the edge where the write premium vanishes (residual 8e-7).
-    from chalk.solvers.reference import reference_point
+    from chalk.solvers.analysis.reference import reference_point
     from chalk.solvers.tolerances import REFERENCE
 
     point = reference_point(load_model())

@@ -4,9 +4,9 @@ and blocks through a max solved regime by regime."""
 import numpy as np
 import pytest
 import sympy
-from chalk.solvers.execute import compile_plan
-from chalk.solvers.plan import make_plan
-from chalk.solvers.vectorised import evaluate
+from chalk.solvers.bulk.vectorised import evaluate
+from chalk.solvers.execution.execute import compile_plan
+from chalk.solvers.planning.plan import make_plan
 from chalk.symbolic.errors import InconsistentPins
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition

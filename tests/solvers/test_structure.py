@@ -1,6 +1,6 @@
 """Dulmage-Mendelsohn partition and block order on small systems worked by hand."""
 
-from chalk.solvers.structure import dulmage_mendelsohn, incidence_graph, solve_order
+from chalk.solvers.analysis.structure import dulmage_mendelsohn, incidence_graph, solve_order
 
 
 def partition(system, unknowns):

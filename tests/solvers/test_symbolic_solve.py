@@ -4,7 +4,7 @@ import math
 
 import pytest
 import sympy
-from chalk.solvers.symbolic_solve import solve_equation, solve_relation
+from chalk.solvers.execution.symbolic_solve import solve_equation, solve_relation
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition
 from chalk.symbolic.variables import Variable

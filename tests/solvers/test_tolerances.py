@@ -20,8 +20,9 @@ import pytest
 from chalk.solvers import tolerances
 
 SOLVERS = Path(__file__).resolve().parents[2] / "solvers"
-MODULES = ["numeric", "tearing", "blocks", "strategies", "execute", "steps", "conditioning",
-           "solving", "vectorised"]
+MODULES = ["execution/numeric", "execution/tearing", "execution/blocks",
+           "execution/strategies", "execution/execute", "execution/steps",
+           "analysis/conditioning", "execution/solving", "bulk/vectorised"]
 PLAIN_FLOATS = {0.0, 0.5, 1.0, 2.0}
 LARGEST_PLAIN_INT = 3
 

@@ -94,7 +94,7 @@ def test_a_range_through_a_step_with_no_closed_form_lowers_the_sample_count(monk
     # x^2 + y^2 = p, y^2 + z^2 = q, z^2 + x^2 = r has no closed form for any one quantity,
     # so every sample is solved on its own; with a tiny time budget the default sample
     # count must be lowered, and the result must say so.
-    import chalk.solvers.uncertainty as uncertainty
+    import chalk.solvers.bulk.uncertainty as uncertainty
     from chalk.symbolic.model import build_model
     from chalk.symbolic.relations import Relation, definition
     from chalk.symbolic.variables import Variable

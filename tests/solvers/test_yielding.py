@@ -13,8 +13,8 @@ import sys
 
 import pytest
 from chalk.knowledge import load_model
-from chalk.solvers.pinned import Layer, Pin
-from chalk.solvers.yielding import outranked
+from chalk.solvers.pinning.pinned import Layer, Pin
+from chalk.solvers.pinning.yielding import outranked
 
 from chalk import solve
 from chalk.applications.imply import imply

@@ -35,7 +35,7 @@ import numpy as np
 
 from chalk.applications.fit.identify import Identification, identify
 from chalk.applications.fit.system import System
-from chalk.solvers.limits import refuse_beyond_limits
+from chalk.solvers.bulk.limits import refuse_beyond_limits
 from chalk.solvers.tolerances import LONG_WORK
 from chalk.symbolic.errors import NoSolution, UsageError
 from chalk.symbolic.uncertain import Z90

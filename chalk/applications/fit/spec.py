@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chalk.knowledge import fields, files
-from chalk.solvers.pins import read_spread, read_value
+from chalk.solvers.pinning.pins import read_spread, read_value
 from chalk.symbolic.errors import ChalkError, DataError
 from chalk.symbolic.model import Model
 from chalk.symbolic.parsing import looks_uncertain

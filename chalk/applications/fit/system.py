@@ -121,7 +121,7 @@ class System:
         return {**self.spec.pins, **s.pins}
 
     def _fixed_values(self, s: Subject) -> dict[str, float]:
-        from chalk.solvers.pins import read_value
+        from chalk.solvers.pinning.pins import read_value
 
         return {n: read_value(self.model.variables[n], text)[0]
                 for n, text in self._pins_of(s).items()}

@@ -1,0 +1,172 @@
+"""Rows of the log-space Jacobian: exact for products of powers, else linearised.
+
+Every quantity is positive, so with ``y = ln x`` a product of powers is linear in the
+``y`` with its exponents as exact coefficients (:func:`log_rows`); any other relation is
+linearised at the model's reference point (solvers.analysis.reference), a ``max`` as a mixture
+of its regimes, or taken in one regime (:func:`regime_rows`). At a solution, the
+Jacobian of chosen relations comes from :func:`log_jacobian_at`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property, lru_cache
+
+import numpy as np
+from chalk.symbolic.logspace import compile_log_gradient, log_row, monomial_row
+from chalk.symbolic.model import Model
+
+Number = Fraction | float
+
+
+@dataclass(frozen=True)
+class LogRow:
+    """One relation's row of the log-space Jacobian over the model's quantities.
+
+    ``exact`` rows come from products of powers and hold everywhere; the others
+    were taken at the reference point.
+    """
+
+    relation: str
+    entries: Mapping[str, Number]
+    exact: bool
+
+    @cached_property
+    def integers(self) -> tuple[dict[str, int], int]:
+        """An exact row as integers over their least common denominator, ``(n, den)``
+        with ``entries[c] == n[c] / den`` (for elimination in integer arithmetic)."""
+        den = math.lcm(*(Fraction(v).denominator for v in self.entries.values()))
+        return {c: int(Fraction(v) * den) for c, v in self.entries.items()}, den
+
+
+@lru_cache(maxsize=16)
+def log_rows(model: Model) -> Mapping[str, LogRow]:
+    """Every relation's log-space row (cached per model).
+
+    A relation that is not a product of powers is linearised at the model's reference
+    point; where it cannot be (no usable point), it gets a generic row of its pattern.
+    """
+    return {name: _log_row(model, name, relation.lhs, relation.rhs)
+            for name, relation in model.relations.items()}
+
+
+@lru_cache(maxsize=16)
+def regime_rows(model: Model) -> tuple[tuple[tuple[str, ...], Mapping[str, LogRow]], ...]:
+    """The rows of every combination of max()/min() regimes (cached per model).
+
+    Each combination names its regimes and maps every relation with a max or min to
+    the row of the branch that holds in it (the losing argument dropped); other
+    relations keep their rows. Empty when the model has no max or min.
+    """
+    import itertools
+
+    from chalk.solvers.execution.symbolic_solve import branches
+
+    options = []
+    for name, relation in sorted(model.relations.items()):
+        if not relation.has_regimes():
+            continue
+        choices = []
+        for branch in branches(relation, set(relation.symbols)):
+            label = f"{name}: {branch.regime}" if branch.regime else name
+            choices.append((label, name, _log_row(model, name, branch.lhs, branch.rhs)))
+        options.append(choices)
+    out = []
+    for combo in itertools.product(*options):
+        out.append((tuple(label for label, _, _ in combo),
+                    {name: row for _, name, row in combo}))
+    return tuple(out) if options else ()
+
+
+def _log_row(model: Model, name: str, lhs, rhs) -> LogRow:
+    """The row of ``lhs = rhs``: exact for products of powers, else at the reference point
+    (a max or min there as a mixture of its arguments)."""
+    exact = monomial_row(lhs, rhs)
+    if exact is not None:
+        return LogRow(name, {k: v for k, v in exact.items() if k in model.variables}, True)
+    from chalk.solvers.analysis.reference import reference_point
+
+    point = reference_point(model)
+    constants = model.constant_values()
+    left = compile_log_gradient(lhs, constants, surrogate=True)
+    right = compile_log_gradient(rhs, constants, surrogate=True)
+    try:
+        found = log_row(left, right, point.values)
+        if found is None:  # a side not positive there: the relative residual's gradient
+            (a, ga), (b, gb) = left(point.values), right(point.values)
+            scale = abs(a) + abs(b)
+            gradient = {k: ga.get(k, 0.0) / scale - gb.get(k, 0.0) / scale
+                        for k in set(ga) | set(gb)} if scale else None
+        else:
+            gradient = found[1]
+    except (ArithmeticError, ValueError):
+        gradient = None
+    if gradient is None or not all(np.isfinite(v) for v in gradient.values()):
+        # No usable point (a model whose typical values put a relation off its domain):
+        # a generic row of the relation's pattern, so rank is still decided structurally.
+        gradient = {v: _generic_weight(name, v) for v in model.variables_in(name)}
+    entries = {k: float(v) for k, v in gradient.items() if k in model.variables and v != 0.0}
+    return LogRow(name, entries, False)
+
+
+def _generic_weight(relation: str, name: str) -> float:
+    """A fixed, generic (irrational-looking) coefficient for one entry of a row."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{relation}/{name}".encode()).digest()
+    return 0.5 + int.from_bytes(digest[:8], "big") / 2**64
+
+
+@lru_cache(maxsize=4096)
+def relation_gradients(relation, regime: str | None = None) -> tuple:
+    """Value-and-gradient evaluators of a relation's two sides: in the regime named, or
+    else in whichever argument of a max/min is larger (smaller) where it is evaluated."""
+    from chalk.solvers.execution.symbolic_solve import branches
+    from chalk.symbolic.variables import known_constant
+
+    constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
+                 if known_constant(s.name) is not None}
+    lhs, rhs = relation.lhs, relation.rhs
+    if regime is not None:
+        for branch in branches(relation, set(relation.symbols)):
+            if branch.regime == regime:
+                lhs, rhs = branch.lhs, branch.rhs
+                break
+    return (compile_log_gradient(lhs, constants), compile_log_gradient(rhs, constants))
+
+
+def log_jacobian_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
+                    columns: Sequence[str], regimes: Mapping[str, str] | None = None,
+                    skip_undefined: bool = False) -> np.ndarray:
+    """Rows ``d(lhs - rhs)/(|lhs| + |rhs|)`` per ``d ln x`` of ``relations`` at ``values``
+    over ``columns`` (each max()/min() in the regime named, else the active one).
+
+    With ``skip_undefined`` a relation that cannot be evaluated there (a quantity with
+    no value, a side off its domain) is left out instead of raising.
+    """
+    regimes = regimes or {}
+    index = {n: i for i, n in enumerate(columns)}
+    rows = []
+    for name in relations:
+        lhs, rhs = relation_gradients(model.relations[name], regimes.get(name))
+        try:
+            (a, ga), (b, gb) = lhs(values), rhs(values)
+        except (ArithmeticError, ValueError, KeyError):
+            if skip_undefined:
+                continue
+            raise
+        scale = abs(a) + abs(b)
+        if skip_undefined and (not scale or not np.isfinite(scale)):
+            continue
+        row = np.zeros(len(columns))
+        for n, d in ga.items():
+            if n in index:
+                row[index[n]] += d / scale
+        for n, d in gb.items():
+            if n in index:
+                row[index[n]] -= d / scale
+        rows.append(row)
+    return np.array(rows).reshape(len(rows), len(columns))

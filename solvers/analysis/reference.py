@@ -1,0 +1,174 @@
+"""A consistent reference point of a model, where non-monomial relations are linearised.
+
+Products of powers have the same log-space Jacobian row everywhere; a sum, a
+``max`` or a saturating curve does not, and its row must be taken at a point
+where every relation holds: two sums that agree only on the solution set (the
+same weights-to-KV split reached two ways, say) look independent anywhere else.
+The point is found by Gauss-Newton in log space from each quantity's typical
+value, nudged at random so that it is generic (nothing balanced exactly), and
+computed once per model. Each step is the smallest weighted move that satisfies
+the linearised relations, with inputs far stiffer than derived quantities: the
+result is close to evaluating the derived quantities forwards from typical
+inputs (so a saturating curve is met where its inputs put it, not pushed to its
+plateau by the cheapest move).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from chalk.solvers.tolerances import REFERENCE
+from chalk.symbolic.logspace import compile_log_gradient, log_row
+from chalk.symbolic.model import Model
+
+
+@dataclass(frozen=True)
+class ReferencePoint:
+    """Base-unit values of every quantity at which every relation holds.
+
+    ``residual`` is the largest ``|ln lhs - ln rhs|`` left; ``converged`` says
+    whether it is below the declared tolerance.
+    """
+
+    values: Mapping[str, float]
+    residual: float
+    converged: bool
+
+
+@lru_cache(maxsize=16)
+def reference_point(model: Model) -> ReferencePoint:
+    """The model's reference point (cached per model). A model derived from another
+    starts its search at its parent's point: a subset of the relations (solvers.pinning.variants)
+    holds there already, and one with zeros put in (solvers.pinning.zeros) is near it."""
+    if model.parent is not None:
+        parent = reference_point(model.parent)
+        return consistent_point(model, REFERENCE.seed, 0.0, start=parent.values)
+    return consistent_point(model, REFERENCE.seed, REFERENCE.spread)
+
+
+def consistent_point(model: Model, seed: int, spread: float,
+                     atol: float = REFERENCE.atol,
+                     start: Mapping[str, float] | None = None) -> ReferencePoint:
+    """A point where every relation holds to ``atol`` (in ``ln lhs - ln rhs``), found
+    from typical values nudged by ``exp(N(0, spread))`` drawn with ``seed`` (or from
+    ``start``, base-unit values), starting inside the declared bounds (which the search
+    itself does not impose)."""
+    names = sorted(v for v in model.variables if model.relations_of(v))
+    index = {n: i for i, n in enumerate(names)}
+    constants = model.constant_values()
+    sides = [(compile_log_gradient(r.lhs, constants), compile_log_gradient(r.rhs, constants))
+             for r in model.relations.values()]
+    rng = np.random.default_rng(seed)
+    y = np.array([math.log(start[n]) if start is not None and n in start
+                  else math.log((model.variables[n].typical or 1.0)
+                                * model.variables[n].to_base)
+                  for n in names]) + rng.normal(0.0, spread, len(names))
+    for i, n in enumerate(names):  # start inside each quantity's declared bounds
+        variable = model.variables[n]
+        if variable.lower is not None and variable.lower > 0:
+            y[i] = max(y[i], math.log(variable.lower * variable.to_base))
+        if variable.upper is not None:
+            y[i] = min(y[i], math.log(variable.upper * variable.to_base))
+
+    def evaluate(point):
+        if np.any(np.abs(point) > REFERENCE.max_log):
+            return None, None  # left the range of floating point: step back
+        env = {n: math.exp(v) for n, v in zip(names, point, strict=True)}
+        residuals, rows = [], []
+        for lhs, rhs in sides:
+            found = _row(lhs, rhs, env)
+            if found is None:
+                return None, None
+            residuals.append(found[0])
+            rows.append(found[1])
+        return np.array(residuals), rows
+
+    # derived quantities are cheap to move, inputs expensive (weights on squared moves)
+    weights = np.array([REFERENCE.derived_weight if model.variables[n].derived else 1.0
+                        for n in names])
+    residual, rows = evaluate(y)
+    if residual is None:  # a side is not positive at the typical values: no reference
+        return ReferencePoint(_values(names, y), math.inf, False)
+    iterations = (REFERENCE.max_iterations if len(names) <= REFERENCE.dense_limit
+                  else REFERENCE.sparse_max_iterations)
+    for _ in range(iterations):
+        worst = float(np.max(np.abs(residual))) if residual.size else 0.0
+        if worst <= atol:
+            break
+        step = _gauss_newton_step(rows, residual, index, weights)
+        scale = 1.0
+        while scale > 1e-6:
+            trial = y + scale * step
+            new_residual, new_rows = evaluate(trial)
+            if new_residual is not None and np.linalg.norm(new_residual) < np.linalg.norm(
+                    residual):
+                y, residual, rows = trial, new_residual, new_rows
+                break
+            scale /= 2
+        else:
+            break
+    worst = float(np.max(np.abs(residual))) if residual.size else 0.0
+    return ReferencePoint(_values(names, y), worst, worst <= atol)
+
+
+def _values(names, y) -> dict[str, float]:
+    return {n: math.exp(v) for n, v in zip(names, y, strict=True)}
+
+
+def _row(lhs, rhs, env):
+    """Residual and log-space row of one relation, or ``None`` where it is undefined.
+
+    ``ln lhs - ln rhs`` where both sides are positive (exactly linear for products of
+    powers); elsewhere (a difference that has gone negative on the way) the relative
+    residual ``(lhs - rhs) / (|lhs| + |rhs|)``, which has the same zeros, so the search
+    can walk back into the region where the relation makes sense.
+    """
+    try:
+        found = log_row(lhs, rhs, env)
+        if found is not None:
+            return found if math.isfinite(found[0]) else None
+        (a, ga), (b, gb) = lhs(env), rhs(env)
+    except (ArithmeticError, ValueError):
+        return None
+    scale = abs(a) + abs(b)
+    if not (math.isfinite(a) and math.isfinite(b)) or scale == 0:
+        return None
+    row = {k: d / scale for k, d in ga.items()}
+    for k, d in gb.items():
+        row[k] = row.get(k, 0.0) - d / scale
+    return (a - b) / scale, row
+
+
+def _gauss_newton_step(rows, residual, index, weights) -> np.ndarray:
+    """The smallest step (in the ``weights`` norm) that zeroes the linearised residuals,
+    dense or sparse."""
+    size = len(weights)
+    scale = 1.0 / np.sqrt(weights)  # solve for z = sqrt(w) * step, min-norm in z
+    if size <= REFERENCE.dense_limit:
+        jacobian = np.zeros((len(rows), size))
+        for i, row in enumerate(rows):
+            for name, value in row.items():
+                if name in index:
+                    jacobian[i, index[name]] = value * scale[index[name]]
+        step, *_ = np.linalg.lstsq(jacobian, -residual, rcond=None)
+        return step * scale
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.linalg import lsqr
+
+    data, rows_i, cols = [], [], []
+    for i, row in enumerate(rows):
+        for name, value in row.items():
+            if name in index:
+                rows_i.append(i)
+                cols.append(index[name])
+                data.append(value * scale[index[name]])
+    jacobian = csr_matrix((data, (rows_i, cols)), shape=(len(rows), size))
+    # an iterative least-squares step with a bounded number of iterations: on a large
+    # model the point may stay approximate (the result says so), but it costs little
+    step = lsqr(jacobian, -residual, atol=1e-14, btol=1e-14,
+                iter_lim=REFERENCE.sparse_iterations)[0]
+    return step * scale

@@ -1,0 +1,195 @@
+"""A compiled plan as a vectorised function: arrays of pin values in, arrays out.
+
+This is what Monte Carlo, sweeps and optimisation call: the closed forms are
+evaluated elementwise with numpy, each element keeps its own physical root and
+regime, and elements where no root (or more than one) qualifies become NaN and
+are counted. A block torn at several quantities is solved by Newton on every element
+at once (solvers.bulk.batched_newton), seeded by the block's own search on a few pilot
+elements; an element that Newton does not bring onto every relation of the block is
+solved alone. A relation with no closed form is scanned over its unknown's plausible
+range for every element at once; an element where no root crosses zero is solved alone.
+Both are counted, and the result says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from chalk.solvers.bulk.elementwise import admits, holds, one_by_one, sign_changes
+from chalk.solvers.bulk.vectorised_blocks import solve_block
+from chalk.solvers.execution.execute import CompiledPlan
+from chalk.solvers.execution.placeholders import placeholder_values
+from chalk.solvers.execution.steps import physical, regime_for
+from chalk.solvers.execution.strategies import search_range
+from chalk.solvers.tolerances import SCAN, STEPS
+
+
+@dataclass
+class VectorResult:
+    """Values of every quantity, per element, and what happened along the way."""
+
+    values: dict[str, np.ndarray]
+    regimes: dict[str, np.ndarray] = field(default_factory=dict)  # step variable -> labels
+    failed: dict[str, int] = field(default_factory=dict)  # variable -> elements with no value
+    ambiguous: dict[str, int] = field(default_factory=dict)
+    scalar_steps: list[str] = field(default_factory=list)
+    # a block's quantities -> elements Newton did not solve, solved one at a time instead
+    one_at_a_time: dict[str, int] = field(default_factory=dict)
+    raw: dict = field(default_factory=dict)  # every value as computed (scalars stay scalars)
+
+
+def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | None = None,
+             size: int | None = None, keep=None, seeds: dict | None = None) -> VectorResult:
+    """Run ``compiled`` on arrays (or scalars) of base-unit pin values.
+
+    ``keep`` limits the returned values to those names (default: every quantity).
+    ``seeds`` (step index to a list of solutions) holds what the pilot elements of a
+    block torn at several quantities found; pass the same dict to later calls on the
+    same plan (chunks of one Monte Carlo run) so they start from it instead of solving
+    pilots again.
+    """
+    model = compiled.model
+    env: dict[str, object] = dict(compiled.constants)
+    env.update(placeholder_values(compiled))
+    sizes = [1]
+    for k, v in pins.items():
+        # Fixed pins stay scalars (numpy broadcasts them); only varied pins are arrays.
+        if isinstance(v, float):
+            env[k] = v
+        else:
+            a = np.asarray(v, dtype=float)
+            env[k] = a if a.ndim else float(a)
+            sizes.append(a.size)
+    if size is None:
+        size = max(sizes)
+    result = VectorResult({})
+    seeds = {} if seeds is None else seeds
+    with np.errstate(all="ignore"):
+        for index, cstep in enumerate(compiled.steps):
+            if cstep.kind == "explicit":
+                _explicit(model, cstep, env, regime, size, result)
+            elif cstep.kind == "block":
+                solve_block(model, cstep, env, regime, size, result, seeds, index)
+            elif cstep.kind == "numeric" and size > 1:
+                _numeric(model, cstep, env, regime, size, result)
+            else:
+                one_by_one(model, cstep, env, regime, size, result)
+    names = model.variables if keep is None else keep
+    result.raw = env
+    result.values = {k: np.broadcast_to(np.asarray(env[k], dtype=float), (size,))
+                     for k in names if k in env}
+    return result
+
+
+def _explicit(model, cstep, env, regime, size, result):
+    name = cstep.step.variables[0]
+    only = cstep.candidates[0] if len(cstep.candidates) == 1 else None
+    if only is not None and only.candidate.expr is not None and not only.guards:
+        # One closed form, no regimes to choose between: evaluate and keep the physical.
+        value = only.value(env)
+        if isinstance(value, float) or np.ndim(value) == 0:  # a scalar: plain checks
+            value = float(value)
+            if not physical(model, name, value, name in cstep.provisional):
+                result.failed[name] = size
+                value = math.nan
+            env[name] = value
+            _regime_labels(cstep, env, size, result, name)
+            return
+        value = np.asarray(value, dtype=float)
+        ok = admits(model, name, value, name in cstep.provisional)
+        if not ok.all():
+            if np.ndim(value) == 0:
+                value = np.full(size, float(value))
+            value = np.where(ok, value, np.nan)
+            result.failed[name] = int(size - np.count_nonzero(ok)) if np.ndim(ok) else size
+        env[name] = value
+        _regime_labels(cstep, env, size, result, name)
+        return
+    chosen = np.full(size, np.nan)
+    count = np.zeros(size, dtype=int)
+    label_of = np.full(size, "", dtype=object)
+    free = np.zeros(size, dtype=bool)
+    for cc in cstep.candidates:
+        candidate = cc.candidate
+        wanted = regime_for(regime, cstep.relations[0].name)
+        if wanted and candidate.regime and candidate.regime != wanted:
+            continue
+        if candidate.expr is None:
+            left, right = (np.broadcast_to(np.asarray(side(env), dtype=float), (size,))
+                           for side in cc.value)
+            scale = np.maximum(np.abs(left), np.abs(right))
+            free |= np.abs(left - right) <= STEPS.guard_rtol * np.where(scale == 0, 1, scale)
+            continue
+        value = np.broadcast_to(np.asarray(cc.value(env), dtype=float), (size,))
+        trial = dict(env)
+        trial[name] = value
+        ok = admits(model, name, value, name in cstep.provisional) & holds(cc.guards, trial,
+                                                                         size)
+        same = ok & (count > 0) & np.isclose(value, chosen, rtol=STEPS.distinct_rtol, atol=0)
+        new = ok & ~same
+        count += new
+        chosen = np.where(new & (count == 1), value, chosen)
+        if candidate.regime:
+            label_of = np.where(new & (count == 1), candidate.regime, label_of)
+    ambiguous = (count > 1) | (free & (count >= 1)) | (free & (count == 0))
+    chosen = np.where(ambiguous | (count == 0), np.nan, chosen)
+    failed = int(np.sum((count == 0) & ~free))
+    if failed:
+        result.failed[name] = failed
+    if int(np.sum(ambiguous)):
+        result.ambiguous[name] = int(np.sum(ambiguous))
+    env[name] = chosen
+    if any(cc.candidate.regime for cc in cstep.candidates):
+        result.regimes[name] = label_of
+    _regime_labels(cstep, env, size, result, name)
+
+
+def _regime_labels(cstep, env, size, result, name):
+    """For a forward max/min, which argument won, per element."""
+    if not cstep.regime_args:
+        return
+    stacked = np.vstack([np.broadcast_to(np.asarray(fn(env), dtype=float), (size,))
+                         for _, fn in cstep.regime_args])
+    labels = np.array([label for label, _ in cstep.regime_args], dtype=object)
+    winner = np.argmin if cstep.regime_low_wins else np.argmax
+    result.regimes[name] = labels[winner(stacked, axis=0)]
+
+
+def _numeric(model, cstep, env, regime, size, result):
+    """One relation with no closed form, over every element at once: its unknown scanned
+    over the plausible range (as the scalar step does) and each sign change bisected. An
+    element with one physical root keeps it, with several is an ambiguity; one with none
+    is solved alone (the scalar scan also finds roots that touch zero without crossing it
+    and roots against a domain edge), and counted."""
+    name = cstep.step.variables[0]
+    lhs, rhs = cstep.equation
+
+    def residual(log_x):
+        scope = dict(env)
+        scope[name] = np.exp(log_x)
+        left = np.asarray(lhs(scope), dtype=float)
+        right = np.asarray(rhs(scope), dtype=float)
+        total = np.abs(left) + np.abs(right)
+        return np.broadcast_to((left - right) / np.where(total == 0, 1, total), (size,))
+
+    chosen = np.full(size, np.nan)
+    count = np.zeros(size, dtype=int)
+    for root in sign_changes(residual, search_range(model.variables[name]), size):
+        value = np.exp(root)
+        ok = admits(model, name, value, name in cstep.provisional) & (
+            np.abs(residual(root)) < SCAN.root_accept)
+        same = ok & (count > 0) & np.isclose(value, chosen, rtol=SCAN.distinct_rtol, atol=0)
+        new = ok & ~same
+        chosen = np.where(new & (count == 0), value, chosen)
+        count += new
+    ambiguous = count > 1
+    env[name] = np.where(ambiguous, np.nan, chosen)
+    if ambiguous.any():
+        result.ambiguous[name] = int(ambiguous.sum())
+    none = count == 0
+    if none.any():
+        result.one_at_a_time[name] = int(none.sum())
+        one_by_one(model, cstep, env, regime, size, result, np.flatnonzero(none))

@@ -1,0 +1,378 @@
+"""Executing a plan: numbers in, numbers out, with a record of every step.
+
+A plan is compiled once (closed forms found, expressions turned into fast
+evaluators) and cached; running it again with new pin values only evaluates.
+Each explicit step keeps the physical root (finite, positive, within the
+quantity's bounds, in a regime whose inequalities hold) and says which one it
+kept and why. Several survivors are never a silent guess: the step raises an
+ambiguity with their count, and the caller (solvers.execution.checked) follows each one
+through the rest of the plan by naming it in ``choices``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from chalk.solvers.analysis.conditioning import check as conditioning_check
+from chalk.solvers.execution import numeric
+from chalk.solvers.execution.blocks import MULTI_START, run_block
+from chalk.solvers.execution.steps import (
+    GUARD_RTOL,
+    CheckRecord,
+    StepRecord,
+    guards_hold,
+    inputs_of,
+    physical,
+    regime_for,
+    regime_taken,
+    show,
+)
+from chalk.solvers.execution.strategies import search_range
+from chalk.solvers.execution.symbolic_solve import (
+    DEFAULT_TIMEOUT,
+    Candidate,
+    branches,
+    solve_relation,
+)
+from chalk.solvers.execution.tearing import tear
+from chalk.solvers.planning.plan import Plan, Step, make_plan
+from chalk.solvers.tolerances import STEPS
+from chalk.symbolic.errors import AmbiguousSolution, NoSolution, SearchFailed
+from chalk.symbolic.evaluate import compile_expr
+from chalk.symbolic.model import Model
+from chalk.symbolic.printing.expressions import plain
+from chalk.symbolic.printing.quantities import format_seconds
+from chalk.symbolic.relations import Relation
+
+
+@dataclass
+class _CompiledCandidate:
+    candidate: Candidate
+    value: object
+    guards: list
+
+
+@dataclass
+class CompiledStep:
+    """One step of a compiled plan: its relations and what solving them needs
+    (closed-form candidates, regime arguments), fixed once per plan."""
+
+    step: Step
+    kind: str  # "explicit", "numeric", "block"
+    relations: tuple[Relation, ...]
+    candidates: list = field(default_factory=list)
+    regime_args: list = field(default_factory=list)
+    regime_low_wins: bool = False  # the forward regime is a min(): the smallest argument wins
+    equation: tuple | None = None
+    block_branches: list = field(default_factory=list)
+    note: str = ""
+    provisional: frozenset = frozenset()  # its quantities that depend on a placeholder
+    # placeholders it reads that no earlier step has: free to move if it needs them to
+    held: frozenset = frozenset()
+
+
+@dataclass
+class CompiledPlan:
+    plan: Plan
+    model: Model
+    steps: list
+    checks: list  # (Relation, lhs evaluator, rhs evaluator)
+    constants: dict
+
+
+def clear_caches() -> None:
+    """Forget every compiled plan and closed form (for benchmarks of cold solves)."""
+    from chalk.solvers.execution.symbolic_solve import clear_cache
+
+    _compiled.cache_clear()
+    clear_cache()
+
+
+def compile_plan(model: Model, plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> CompiledPlan:
+    """Closed forms and evaluators for every step of ``plan`` (cached)."""
+    return _compiled(model, plan.pinned, plan.targets, timeout, plan.regime)
+
+
+@lru_cache(maxsize=256)
+def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan:
+    plan = make_plan(model, pinned, targets, regime)
+    constants = model.constant_values()
+    steps = [_compile_step(model, step, constants, timeout) for step in plan.steps]
+    used: set[str] = set()  # placeholders an earlier step has read
+    for compiled in steps:
+        compiled.provisional = frozenset(compiled.step.variables) & plan.provisional
+        inputs = set(inputs_of(compiled.relations, compiled.step.variables, model))
+        compiled.held = frozenset(inputs & set(plan.placeholders) - used)
+        used |= inputs & set(plan.placeholders)
+    checks = []
+    for name in plan.checks:
+        relation = model.relations[name]
+        checks.append((relation, compile_expr(relation.lhs, constants),
+                       compile_expr(relation.rhs, constants)))
+    return CompiledPlan(plan, model, steps, checks, constants)
+
+
+def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
+    relations = tuple(model.relations[r] for r in step.relations)
+    if not step.simultaneous:
+        relation, variable = relations[0], step.variables[0]
+        solved = solve_relation(relation, variable, timeout)
+        compiled = CompiledStep(step, "explicit", relations, note=solved.note)
+        if solved.numeric:
+            compiled.kind = "numeric"
+            compiled.equation = (compile_expr(relation.lhs, constants),
+                                 compile_expr(relation.rhs, constants))
+        for candidate in solved.candidates:
+            value = (compile_expr(candidate.expr, constants) if candidate.expr is not None
+                     else tuple(compile_expr(side, constants) for side in candidate.free))
+            compiled.candidates.append(_CompiledCandidate(
+                candidate, value,
+                [(compile_expr(a, constants), compile_expr(b, constants))
+                 for a, b in candidate.guards]))
+        if relation.regimes and not relation.inside_regime_node(variable):
+            compiled.regime_args = [(label, compile_expr(expr, constants))
+                                    for label, expr in relation.regimes]
+            compiled.regime_low_wins = relation.is_min()
+        return compiled
+    # A simultaneous block: one smooth system per combination of regimes.
+    unknown_symbols = {s for r in relations for s in r.symbols if s.name in step.variables}
+    per_relation = [branches(r, unknown_symbols) for r in relations]
+    compiled = CompiledStep(step, "block", relations)
+    for combo in itertools.product(*per_relation):
+        compiled.block_branches.append(tear(relations, step.variables, list(combo), constants,
+                                            timeout))
+    return compiled
+
+
+def run_steps(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | None = None,
+              choices: Mapping[int, int] | None = None):
+    """Evaluate every step of a compiled plan once, at ``pins`` (base units, with any
+    placeholders among them), and its cross-checks.
+
+    A step with several discrete solutions raises :class:`AmbiguousSolution` with its
+    index and their count, unless ``choices`` (step index to solution index, in the order
+    the step lists them) says which to follow. Quantities that cancel are given values
+    by :func:`chalk.solvers.execution.placeholders.run`.
+
+    Returns
+    -------
+    values : dict of name to float
+        Pins, placeholders and every computed quantity.
+    records : list of StepRecord
+    checks : list of CheckRecord
+    """
+    choices = choices or {}
+    model = compiled.model
+    env: dict[str, float] = dict(compiled.constants)
+    env.update(pins)
+    records = []
+    for index, cstep in enumerate(compiled.steps):
+        pick = choices.get(index)
+        try:
+            if cstep.kind == "block":
+                records.append(run_block(model, cstep, env, regime, pick))
+            elif cstep.kind == "numeric":
+                records.append(run_numeric(model, cstep, env, pick))
+            else:
+                records.append(_run_explicit(model, cstep, env, regime, pick))
+        except AmbiguousSolution as exc:
+            if exc.count and exc.step is None:
+                exc.step = index
+            raise
+        except NoSolution as exc:
+            unproven = _searched_upstream(model, cstep, records)
+            if unproven is not None and not isinstance(exc, SearchFailed):
+                exc.after_search = unproven.variables
+            raise
+    checks = []
+    for relation, lhs, rhs in compiled.checks:
+        with np.errstate(all="ignore"):
+            left, right = float(lhs(env)), float(rhs(env))
+        scale = max(abs(left), abs(right))
+        difference = 0.0 if scale == 0 else abs(left - right) / scale
+        checks.append(CheckRecord(relation.name, left, right, difference))
+    values = {k: v for k, v in env.items() if k in model.variables}
+    return values, records, checks
+
+
+def _searched_upstream(model: Model, cstep: CompiledStep, records) -> StepRecord | None:
+    """The nearest earlier step feeding ``cstep`` (directly or through other steps) whose
+    solution a search did not prove unique; ``None`` if every one was."""
+    made_by = {v: record for record in records for v in record.variables}
+    frontier = list(inputs_of(cstep.relations, cstep.step.variables, model))
+    seen: set[str] = set()
+    while frontier:
+        name = frontier.pop(0)
+        if name in seen or name not in made_by:
+            continue
+        seen.add(name)
+        record = made_by[name]
+        if record.method == MULTI_START:
+            return record
+        frontier.extend(record.inputs)
+    return None
+
+
+def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> StepRecord:
+    relation = cstep.relations[0]
+    name = cstep.step.variables[0]
+    survivors = []
+    rejected = []
+    unbounded = []
+    overflowed = False
+    for cc in cstep.candidates:
+        wanted = regime_for(regime, relation.name)
+        if wanted and cc.candidate.regime and cc.candidate.regime != wanted:
+            rejected.append(f"{cc.candidate.regime} branch set aside (--regime {wanted})")
+            continue
+        if cc.candidate.expr is None:
+            left, right = (float(side(env)) for side in cc.value)
+            if abs(numeric.relative_residual(left, right)) < GUARD_RTOL:
+                unbounded.append(cc.candidate)
+            continue
+        with np.errstate(all="ignore"):
+            value = cc.value(env)
+        if isinstance(value, complex) or not physical(model, name, value,
+                                                      name in cstep.provisional):
+            if not np.isfinite(value):
+                overflowed = True
+            real = not isinstance(value, complex) and np.isfinite(value)
+            shown = show(model, name, float(value)) if real else f"{value!s:.10}"
+            rejected.append(f"{plain(cc.candidate.expr)} gives {shown} (not physical)")
+            continue
+        value = float(value)
+        if not _monomial(cc.candidate.expr):  # sums can cancel in floating point
+            lhs, rhs = _sides(model, cstep)
+            value = numeric.polish_root(lhs, rhs, env, name, value)
+        trial = dict(env)
+        trial[name] = value
+        if not guards_hold(cc.guards, trial):
+            rejected.append(f"{cc.candidate.regime or 'branch'} gives {show(model, name, value)} "
+                            "but its inequalities fail")
+            continue
+        survivors.append((value, cc.candidate))
+    survivors = _dedupe(survivors)
+    conditioning = ""
+    # A product of powers has bounded elasticities (its exponents); only forms with sums
+    # or transcendental functions can amplify rounding.
+    if len(survivors) == 1 and not unbounded and not _monomial(survivors[0][1].expr):
+        chosen = next(cc for cc in cstep.candidates if cc.candidate is survivors[0][1])
+        inputs = [v for v in model.variables_in(relation.name) if v != name]
+        conditioning = conditioning_check(name, relation.name, chosen.value, env, inputs,
+                                          survivors[0][0])
+    if unbounded:
+        options = [f"{c.regime or 'a branch'}: {show(model, name, v)}" for v, c in survivors]
+        options += [f"{c.regime or 'a branch'}: any value its inequalities allow"
+                    for c in unbounded]
+        labels = [c.regime for _, c in survivors] + [c.regime for c in unbounded]
+        hint = ("choose one with --regime " + " or --regime ".join(labels)
+                if all(labels) else "pin another quantity")
+        if len(options) > 1 or not survivors:
+            raise AmbiguousSolution(name, options, hint)
+    if not survivors and overflowed and not relation.has_regimes():
+        # The closed form is exact but overflows in floating point: search instead.
+        _sides(model, cstep)
+        record = run_numeric(model, cstep, env)
+        return StepRecord(record.relations, record.variables, None, record.method,
+                          record.inputs, None,
+                          "the closed form overflows in floating point; " + record.note)
+    if not survivors:
+        why = "; ".join(rejected) or "no closed form applies"
+        raise NoSolution(name, f"relation {relation.name}: {why}")
+    options = [f"{c.regime or plain(c.expr)}: {show(model, name, v)}" for v, c in survivors]
+    if len(survivors) > 1 and pick is None:
+        hint = ("choose one with --regime " + " or --regime ".join(
+            c.regime for _, c in survivors)) if all(c.regime for _, c in survivors) \
+            else "pin another quantity to tell them apart"
+        raise AmbiguousSolution(name, options, hint, count=len(survivors))
+    if pick is not None and pick >= len(survivors):
+        raise NoSolution(name, f"relation {relation.name}: the path followed needs root "
+                         f"{pick + 1}, and {len(survivors)} are physical here")
+    value, candidate = survivors[pick or 0]
+    env[name] = value
+    note_parts = [cstep.note] if cstep.note else []
+    if len(survivors) > 1:
+        note_parts.append(_followed(options, pick))
+    if conditioning:
+        note_parts.append(conditioning)
+    if rejected:
+        note_parts.append("kept the physical root; set aside: " + "; ".join(rejected))
+    active = candidate.regime
+    if cstep.regime_args:
+        args = [(label, float(fn(env))) for label, fn in cstep.regime_args]
+        active, said = regime_taken(args, cstep.regime_low_wins, format_seconds)
+        note_parts.append(said)
+        wanted = regime_for(regime, relation.name)
+        if wanted and wanted != active and wanted in {label for label, _ in args}:
+            note_parts.append(f"the numbers put this step {active}, not {wanted}")
+    elif candidate.regime:
+        note_parts.append(f"{candidate.regime} regime: its inequalities hold")
+    return StepRecord((relation.name,), (name,), candidate.expr, candidate.method,
+                      inputs_of(cstep.relations, (name,), model), active, "; ".join(note_parts))
+
+
+def _sides(model: Model, cstep: CompiledStep) -> tuple:
+    """The step's relation as two compiled sides, compiled once when first needed."""
+    if cstep.equation is None:
+        relation = cstep.relations[0]
+        constants = model.constant_values()
+        cstep.equation = (compile_expr(relation.lhs, constants),
+                          compile_expr(relation.rhs, constants))
+    return cstep.equation
+
+
+def _monomial(expr) -> bool:
+    """A product of symbols to numeric powers (elasticities bounded by the exponents)."""
+    factors = expr.args if expr.is_Mul else (expr,)
+    for factor in factors:
+        base = factor.base if factor.is_Pow and factor.exp.is_Number else factor
+        if not (base.is_Symbol or base.is_Number):
+            return False
+    return True
+
+
+def _dedupe(survivors):
+    out = []
+    for value, candidate in survivors:
+        if not any(abs(value - v) <= STEPS.distinct_rtol * max(abs(value), abs(v))
+                   for v, _ in out):
+            out.append((value, candidate))
+    return out
+
+
+def _followed(options, pick: int) -> str:
+    """The derivation's note for a step solved on one of several solutions."""
+    others = "; ".join(o for i, o in enumerate(options) if i != pick)
+    return f"one of {len(options)} physical solutions, {options[pick]} (also: {others})"
+
+
+def run_numeric(model: Model, cstep: CompiledStep, env, pick=None) -> StepRecord:
+    """Solve a one-relation step with no closed form by a root scan over the plausible
+    range of its unknown; ``env`` holds the values known so far (base units)."""
+    relation = cstep.relations[0]
+    name = cstep.step.variables[0]
+    low, high = search_range(model.variables[name])
+    roots = [r for r in numeric.roots_1d(cstep.equation, name, env, low, high)
+             if physical(model, name, r, name in cstep.provisional)]
+    if not roots:
+        raise NoSolution(name, f"relation {relation.name} has no positive root in the "
+                         f"plausible range of {name} ({show(model, name, low)} to "
+                         f"{show(model, name, high)})")
+    options = [show(model, name, r) for r in roots]
+    if pick is not None and pick >= len(roots):
+        raise NoSolution(name, f"relation {relation.name}: the path followed needs root "
+                         f"{pick + 1}, and {len(roots)} are physical here")
+    if len(roots) > 1 and pick is None:
+        raise AmbiguousSolution(name, options, "pin another quantity to tell them apart",
+                                count=len(roots))
+    env[name] = roots[pick or 0]
+    note = (cstep.note + "; " if cstep.note else "") + (
+        "solved numerically (every sign change over its plausible range bracketed, brentq)")
+    if len(roots) > 1:
+        note += "; " + _followed(options, pick)
+    return StepRecord((relation.name,), (name,), None, "numeric (brentq)",
+                      inputs_of(cstep.relations, (name,), model), None, note)

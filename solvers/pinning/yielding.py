@@ -1,0 +1,328 @@
+"""Which pins give way: lower layers to higher ones that determine the same quantity.
+
+A conventions default yields to a chip's or a model's own figures, a preset's value to
+the user's; a zero (absence) yields to anything that determines its quantity, and a
+published headline ("235B") to the architecture it rounds. A count of a model's config
+(layers, heads) gives way only to other such counts, never to a serving figure.
+:func:`outranked` is the one rule; :func:`yield_defaults` applies it to a question's pins,
+:func:`yield_headlines` to a model's headline sizes whatever is asked, and
+:func:`override_presets` lets a user's pin stand over what presets alone derive for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from chalk.solvers.execution.execute import compile_plan
+from chalk.solvers.execution.placeholders import run
+from chalk.solvers.pinning.pinned import Layer, Pin
+from chalk.solvers.pinning.zeros import following_pins, put_zeros, zero_pins
+from chalk.solvers.planning.plan import analyse_pins, make_plan
+from chalk.solvers.tolerances import PINS
+from chalk.symbolic.errors import ChalkError
+from chalk.symbolic.model import Model, build_model
+from chalk.symbolic.printing.numbers import format_gap
+from chalk.symbolic.printing.quantities import format_quantity
+
+
+@dataclass(frozen=True)
+class Yielded:
+    """Pins after lower layers gave way: the pins in force and a note per pin set aside."""
+
+    pins: dict[str, Pin]
+    notes: tuple[str, ...]
+    # pins whose values decided whether a default gave way (it yields only to pins
+    # that roughly agree with it): another value of one may change the preparation
+    sensitive: frozenset[str] = frozenset()
+
+
+def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...]) -> Yielded:
+    """Set aside lower-layer pins that higher layers already determine.
+
+    A conventions value (the lecture's 300 FLOP/byte, say) yields to a chip's own FLOP/s
+    and bandwidth; a preset value yields to what the user gave. A number yields only to
+    pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
+    the disagreement stays and is reported as a conflict; a zero stands for absence and
+    always yields. Conflicts among equals remain errors. Published headlines are left to
+    :func:`yield_headlines`.
+    """
+    pins = dict(pins)
+    notes = []
+    weighed = False
+    over = _over_determined(model, pins, targets)
+    for layer in (Layer.CONVENTIONS, Layer.PRESET):
+        # headlines are yield_headlines' (whatever is asked), after these have given way
+        for name in sorted(n for n, p in pins.items()
+                           if p.layer is layer and n in over and not p.headline):
+            higher = _determined_from_above(model, pins, targets, name)
+            if higher is None:
+                continue
+            without = {n: p for n, p in pins.items() if n != name}
+            default = pins[name].value
+            weighed |= bool(default) and not pins[name].headline
+            implied = implied_value(model, without, name) if default else None
+            if default and (implied is None
+                            or abs(implied - default) > PINS.yield_rtol * abs(default)):
+                continue
+            notes.append(_yield_note(pins[name], higher))
+            pins = without
+    return Yielded(pins, tuple(notes), frozenset(over) if weighed else frozenset())
+
+
+def _yield_note(pin: Pin, higher) -> str:
+    kind = (" (a zero: absence)" if pin.value == 0
+            else " (a published headline)" if pin.headline else "")
+    return (f"{pin.origin} value {pin.text}{kind} of {pin.name} set aside: "
+            f"{', '.join(sorted(higher))} determine it")
+
+
+def number_free(note: str) -> bool:
+    """Whether a note says a zero default or a published headline gave way: that happens
+    whatever the numbers (both yield to any pins that determine their quantity), so an
+    answer with only such notes may be replayed with other numbers. (Ask for the
+    quantity itself to see the headline beside what the other pins give.)"""
+    return ((" (a zero: absence) of " in note or " (a published headline) of " in note)
+            and note.endswith(" determine it"))
+
+
+def _over_determined(model: Model, pins: Mapping[str, Pin],
+                     targets: tuple[str, ...]) -> set[str]:
+    """Pins the others could determine: those in a dependent relation's reduced row.
+    Only these can give way, and setting pins aside never adds to them, so one analysis
+    spares planning once per pin."""
+    analysis = make_plan(model, frozenset(pins), targets).analysis
+    out: set[str] = set()
+    for _, row in analysis.dependent:
+        for column, value in row.items():
+            if value == 0:
+                continue
+            if column in pins:
+                out.add(column)
+            else:  # a quantity a small block settled from pins: those pins
+                out.update(analysis.pins_behind(model, column))
+    return out
+
+
+def yield_candidates(model: Model, pins: Mapping[str, Pin],
+                     targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The lower-layer pins that higher layers determine: those :func:`yield_defaults`
+    weighs against the numbers. With none, no pin yields whatever the values are."""
+    over = _over_determined(model, pins, targets)
+    return tuple(name for layer in (Layer.CONVENTIONS, Layer.PRESET)
+                 for name in sorted(n for n, p in pins.items() if p.layer is layer
+                                    and n in over)
+                 if _determined_from_above(model, pins, targets, name) is not None)
+
+
+def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:
+    """The pins behind ``name`` if, without it, pins of higher layers determine it."""
+    without = {n: p for n, p in pins.items() if n != name}
+    higher = tuple(analyse_pins(model, frozenset(without), (name,)).pins_behind(model, name))
+    # ranks are compared first: most candidates are of the layer of what lies behind
+    # them, and that spares planning the question once per candidate
+    if not outranked(pins[name], [without[h] for h in higher], model):
+        return None
+    if not make_plan(model, frozenset(without), targets).determines(name):
+        return None
+    return higher
+
+
+def outranked(pin: Pin, behind: Sequence[Pin], model: Model) -> bool:
+    """Whether pins of higher layers (``behind``: those a derivation of ``pin``'s quantity
+    rests on) take precedence over ``pin``.
+
+    A number gives way only when every pin behind the derivation is of a higher layer.
+    A zero stands for absence (no sliding-window KV, attention left out): it gives way as
+    soon as a higher layer brings what determines the quantity, even if lower-layer pins
+    such as another zero also feed in. A published headline figure ("235B") gives way to
+    pins of its own layer or higher that determine it (a model's architecture). A count
+    of a model's config (``structural`` in its declaration: layers, heads) gives way only
+    to a derivation from such counts alone: 160 kB of KV per token given for a model
+    does not make 41 of its 80 layers sliding-window ones.
+    """
+    if not behind:
+        return False
+    if _structural(model, pin.name) and not all(_structural(model, b.name) for b in behind):
+        return False
+    if pin.headline:
+        return all(b.layer >= pin.layer for b in behind)
+    if pin.value == 0:
+        return (any(b.layer > pin.layer for b in behind)
+                and all(b.layer >= pin.layer for b in behind))
+    return all(b.layer > pin.layer for b in behind)
+
+
+def _structural(model: Model, name: str) -> bool:
+    variable = model.variables.get(name)
+    return variable is not None and variable.structural
+
+
+def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
+    """Set aside published headline sizes that the other pins determine, whatever is asked.
+
+    A model has one size within a question: where its preset's architecture determines
+    ``active_params`` (69.50e9 for Llama 3.1 70B), every answer uses that count, not the
+    rounded headline (70.55e9) for some targets and the count for others. Where the
+    architecture gives a count only with its zeros put in (a dense model's absent
+    experts), they are put in for this test; the headline stays named in the note as the
+    count's cross-check.
+    """
+    pins = dict(pins)
+    notes = []
+    headlines = sorted(n for n, p in pins.items() if p.headline)
+    for name in headlines:
+        # the architecture alone first, so that one headline is not named as the
+        # ground of another; then with the other headlines still in force
+        alone = {n: p for n, p in pins.items() if n not in headlines}
+        for without in (alone, {n: p for n, p in pins.items() if n != name}):
+            behind = _determined_by(model, without, pins[name])
+            if behind is not None:
+                notes.append(_yield_note(pins[name], behind))
+                del pins[name]
+                break
+    return Yielded(pins, tuple(notes))
+
+
+def _determined_by(model: Model, without: Mapping[str, Pin], pin: Pin):
+    """The pins behind ``pin``'s quantity if ``without`` determine it (with the zeros put
+    in, if it takes them), pins that outrank it, and give it a value; otherwise None."""
+    used = model
+    plan = make_plan(model, frozenset(without), (pin.name,), explain=False)
+    if not plan.determined:
+        # a dense model's size needs its zero experts put in; that narrowed model is
+        # planned only then, as finding its reference point is costly
+        absent = put_zeros(model, zero_pins(without))
+        if absent.model is model:
+            return None
+        used = absent.model
+        without = {**without, **following_pins(absent, model, without)}
+        plan = make_plan(used, frozenset(without), (pin.name,), explain=False)
+        if not plan.determined:
+            return None
+    behind = plan.analysis.pins_behind(used, pin.name)
+    if not outranked(pin, [without[b] for b in behind], model):
+        return None
+    if implied_value(used, without, pin.name) is None:
+        return None
+    return behind
+
+
+@dataclass(frozen=True)
+class Overridden:
+    """A question's model after user pins took the place of what presets derive.
+
+    Attributes
+    ----------
+    model : Model
+        The model without the relations through which presets alone derived a
+        quantity the user pinned (the model itself when there were none).
+    set_aside : tuple of str
+        Those relations.
+    notes : tuple of str
+        Per such pin: the user's value, the presets' value as its cross-check, the gap.
+    """
+
+    model: Model
+    set_aside: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def override_presets(model: Model, pins: Mapping[str, Pin],
+                     targets: tuple[str, ...]) -> Overridden:
+    """Let each user pin stand where presets alone also determine its quantity.
+
+    With ``kv_bytes_per_token`` given beside a model preset whose architecture gives
+    another size, the given size is used and the relation that derives it from the
+    architecture is set aside for this question, so that it neither conflicts with the
+    pin nor re-derives the architecture's counts from it; what the presets give is shown
+    beside the pin with the gap. A pin that other user pins also determine is left to
+    the cross-checks (those are the user's own numbers disagreeing), and so is a range,
+    which is judged against the derivation instead (:mod:`chalk.solvers.bulk.ranged_pins`).
+    A relation is set aside only if the targets stay determined without it.
+    """
+    over = _over_determined(model, pins, targets)
+    candidates = sorted(n for n, p in pins.items()
+                        if n in over and p.layer is Layer.GIVEN and p.spread is None)
+    if not candidates:
+        return Overridden(model)
+    determined = make_plan(model, frozenset(pins), targets, explain=False).determined
+    set_aside: list[str] = []
+    notes: list[str] = []
+    for name in candidates:
+        without = {n: p for n, p in pins.items() if n != name}
+        plan = make_plan(model, frozenset(without), (name,), explain=False)
+        if not plan.determined:
+            continue
+        behind = plan.analysis.pins_behind(model, name)
+        if not behind or any(without[b].layer is Layer.GIVEN for b in behind):
+            continue
+        step = next((s for s in plan.steps if name in s.variables), None)
+        if step is None or step.simultaneous:
+            continue  # no one relation to set aside: the cross-check names the conflict
+        narrowed = without_relations(model, (*set_aside, step.relations[0]))
+        if determined and not make_plan(narrowed, frozenset(pins), targets,
+                                        explain=False).determined:
+            continue
+        implied = implied_value(model, without, name)
+        if implied is None:
+            continue
+        set_aside.append(step.relations[0])
+        notes.append(_override_note(model, pins[name], implied,
+                                    [without[b] for b in behind], step.relations[0]))
+    if not set_aside:
+        return Overridden(model)
+    return Overridden(without_relations(model, tuple(set_aside)), tuple(set_aside),
+                      tuple(notes))
+
+
+def _override_note(model: Model, pin: Pin, implied: float, behind: Sequence[Pin],
+                   relation: str) -> str:
+    variable = model.variables[pin.name]
+    shown = format_quantity(implied / variable.to_base, variable.pint_unit)
+    given = format_quantity(pin.value / variable.to_base, variable.pint_unit)
+    presets = sorted({b.preset for b in behind if b.layer is Layer.PRESET})
+    origin = (f"preset {presets[0]} gives" if len(presets) == 1
+              else f"presets {' and '.join(presets)} give" if presets
+              else f"conventions {behind[0].preset} give")
+    gap = abs(implied - pin.value) / max(abs(implied), abs(pin.value))
+    verdict = (f"they agree within {format_gap(gap)}" if gap <= PINS.agreement_rtol
+               else format_gap(gap))
+    return (f"{pin.name}: you gave {given}; {origin} {shown}: {verdict} (relation "
+            f"{relation} set aside: your value stands)")
+
+
+@lru_cache(maxsize=32)
+def without_relations(model: Model, names: tuple[str, ...]) -> Model:
+    """``model`` without the relations ``names`` (cached per set)."""
+    keep = [r for r in model.relations.values() if r.name not in names]
+    return build_model(model.variables.values(), keep, model.conditions.values(),
+                       model.variants.values(), parent=model)
+
+
+def held_counts(model: Model, stated: Mapping[str, Pin], plan) -> dict[str, Pin]:
+    """Targets a preset states that are counts of the model's config and that ``plan``
+    would derive through something else than such counts: they keep the preset's value
+    (asking for ``n_local_layers`` beside a given KV size answers the model's 0, whatever
+    else is asked)."""
+    held = {}
+    for name, pin in stated.items():
+        if not _structural(model, name) or not plan.determines(name):
+            continue
+        behind = plan.analysis.pins_behind(model, name)
+        if not all(_structural(model, b) for b in behind):
+            held[name] = pin
+    return held
+
+
+def implied_value(model: Model, pins: Mapping[str, Pin], name: str) -> float | None:
+    """The value (base units) the pins imply for ``name``; None if they do not give one."""
+    plan = make_plan(model, frozenset(pins), (name,))
+    if not plan.determined:
+        return None
+    try:
+        values, _, _ = run(compile_plan(model, plan), {n: p.value for n, p in pins.items()})
+    except ChalkError:
+        return None
+    return values.get(name)
