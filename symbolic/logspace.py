@@ -116,8 +116,12 @@ def _compile(expr, constants, surrogate) -> Evaluator:
             def power(env):
                 b, g = base(env)
                 value = b ** e
-                slope = e * b ** (e - 1) if b != 0 else (0.0 if e > 1 else math.inf)
-                return value, {k: d * slope for k, d in g.items()}
+                if b == 0:
+                    slope = 0.0 if e > 1 else math.inf
+                    return value, {k: d * slope for k, d in g.items()}
+                # e * b**(e-1) * d as e * value * (d / b): b**(e-1) alone overflows for a
+                # tiny b (1e-187 squared) where the product itself is an ordinary number
+                return value, {k: e * value * (d / b) for k, d in g.items()}
 
             return power
         exponent = _compile(expr.exp, constants, surrogate)
