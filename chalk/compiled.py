@@ -173,11 +173,13 @@ class CompiledQuestion:
             Where :meth:`solve` refuses.
         """
         changes = self._changes(values or {})
-        if (self._main.plan.determined and self._vouched
-                and not self._value_sensitive(changes)):
-            pins = self.prepared.pins
-            if all((float(v) == 0) == (pins[n].value == 0)
-                   and self.model.variables[n].admits(float(v)) for n, v in changes.items()):
+        if self._bulk_ready and not self._value_sensitive(changes):
+            pins, variables = self.prepared.pins, self.model.variables
+            for name, value in changes.items():
+                value = float(value)
+                if (value == 0) != (pins[name].value == 0) or not variables[name].admits(value):
+                    break
+            else:
                 found = self._run_point(changes)
                 if found is not None:
                     return found
@@ -292,6 +294,11 @@ class CompiledQuestion:
                 values[n] = np.broadcast_to(np.asarray(env[n], dtype=float), (size,))
         run.values = values
         return run, ok
+
+    @cached_property
+    def _bulk_ready(self) -> bool:
+        """Whether the bulk run can vouch for any point (determined, no search)."""
+        return self._main.plan.determined and self._vouched
 
     @cached_property
     def _answered(self) -> tuple[str, ...]:
