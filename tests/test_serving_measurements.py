@@ -136,6 +136,7 @@ def test_summary_medians_and_flags():
     assert s["at_least_half"] == 2
 
 
+@pytest.mark.slow  # seconds of searching: the slow tier
 def test_the_table_runs_over_every_row(capsys):
     figures = serving_bounds.main()
     out = capsys.readouterr().out

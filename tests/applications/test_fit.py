@@ -137,6 +137,7 @@ def test_a_corrupted_observation_is_flagged_and_the_robust_fit_holds():
     assert [r.index for r in fit(spec, loss="soft_l1").outliers] == [bad]
 
 
+@pytest.mark.slow  # seconds of searching: the slow tier
 def test_recovery_covers_the_truth_at_the_nominal_rate():
     # 200 draws of hidden values, observations generated through the relations with
     # log-normal noise of sd 0.1, fitted with the same sd. Each parameter's 90% interval

@@ -120,6 +120,7 @@ def test_without_a_speedup_the_fast_section_says_how_to_give_one():
     assert fast.solution is None and "fast_speedup" in fast.skipped
 
 
+@pytest.mark.slow  # seconds of searching: the slow tier
 def test_fast_mode_runs_the_optimiser_when_the_deployment_is_known():
     result = imply("claude_opus_4_6", presets=["lecture", "deepseek_v3", "h100", "fp8"],
                    given={"context_length": "4k token", "n_chips": "32 chip"})

@@ -214,6 +214,7 @@ def test_largest_batch_when_the_weights_alone_do_not_fit():
         largest_batch({**pins, "n_chips": "8 chip"}, presets)  # 1,342 GB on 640 GB
 
 
+@pytest.mark.slow  # seconds of searching: the slow tier
 def test_cheapest_batch_stops_where_memory_runs_out():
     presets, pins = DSV3_H800
     # memory-bound up to the memory limit, so cost per token falls all the way to it
@@ -304,6 +305,7 @@ def test_largest_batch_beyond_the_largest_batch_searched():
         largest_batch({**pins, "n_chips": "4e6 chip"}, presets)
 
 
+@pytest.mark.slow  # seconds of searching: the slow tier
 def test_cheapest_batch_still_falling_at_the_largest_batch_searched():
     from chalk.symbolic.errors import BeyondSearch
 
@@ -329,6 +331,7 @@ def test_crossover_refuses_a_quantity_against_itself_and_different_dimensions():
                   "100 sequence", H100x8)
 
 
+@pytest.mark.slow  # seconds of searching: the slow tier
 def test_fast_mode_speedup_still_growing_at_the_largest_batch_searched():
     from chalk.symbolic.errors import BeyondSearch
 

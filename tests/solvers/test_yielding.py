@@ -151,6 +151,7 @@ def test_an_imply_sheet_uses_one_size():
     assert "active_params = 22e9 param published, the architecture's count used" in listed
 
 
+@pytest.mark.slow  # seconds of searching: the slow tier
 def test_a_count_redrawn_from_a_kv_size_is_not_replayed_from_the_cache(tmp_path):
     """An answer asked first at 327,680 byte/token (80 layers, whole) must not be
     replayed by the command-line cache at 160,000 (39.06 layers) without the flag."""
