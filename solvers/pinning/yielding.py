@@ -302,13 +302,16 @@ def without_relations(model: Model, names: tuple[str, ...]) -> Model:
 
 
 def held_counts(model: Model, stated: Mapping[str, Pin], plan) -> dict[str, Pin]:
-    """Targets a preset states that are counts of the model's config and that ``plan``
+    """Targets a model preset states that are counts of its config and that ``plan``
     would derive through something else than such counts: they keep the preset's value
     (asking for ``n_local_layers`` beside a given KV size answers the model's 0, whatever
     else is asked)."""
     held = {}
     for name, pin in stated.items():
-        if not _structural(model, name) or not plan.determines(name):
+        # a model's counts come from its preset; a conventions default (no sliding-window
+        # layers unless a preset says so) gives way to what the user's figures derive
+        if (pin.layer is not Layer.PRESET or not _structural(model, name)
+                or not plan.determines(name)):
             continue
         behind = plan.analysis.pins_behind(model, name)
         if not all(_structural(model, b) for b in behind):
