@@ -227,3 +227,21 @@ def test_a_stated_layer_pattern_replaces_the_no_window_default():
     s = solve("kv_bytes_per_token", {"n_layers": 62, "n_kv_layers": 10, "n_kv_heads": 16,
                                      "d_head": 128, "kv_bytes_per_element": "2 byte"})
     assert s.value("kv_bytes_per_token", "byte/token") == pytest.approx(81_920)
+
+
+def test_global_layers_are_the_layers_that_keep_the_whole_context():
+    # Regression: n_global_layers was stated by presets but in no relation, so with the
+    # no-window default 10 global layers of 62 were read as 62 full ones (507,904 byte).
+    # 10 x 2 x 16 x 128 x 2 byte = 81,920 byte per token, and 62 - 10 = 52 slide
+    pins = {"n_layers": 62, "n_global_layers": 10, "n_kv_heads": 16, "d_head": 128,
+            "kv_bytes_per_element": "2 byte"}
+    s = solve(["kv_bytes_per_token", "n_local_layers"], pins, prefer="derived")
+    assert s.value("kv_bytes_per_token", "byte/token") == pytest.approx(81_920)
+    assert s.value("n_local_layers") == pytest.approx(52)
+    # gpt-oss-120b states both: 18 global and 18 sliding of 36, 8 KV heads x 64:
+    # 18 x 2 x 8 x 64 x 2 byte = 36,864 byte per token; its window of 128 tokens keeps
+    # 18 x 128 x 2,048 byte = 4,718,592 byte per sequence
+    s = solve(["kv_bytes_per_token", "kv_window_bytes_per_sequence"],
+              presets=["gpt_oss_120b", "bf16"], prefer="derived")
+    assert s.value("kv_bytes_per_token", "byte/token") == pytest.approx(36_864)
+    assert s.value("kv_window_bytes_per_sequence", "byte/sequence") == pytest.approx(4_718_592)
