@@ -119,7 +119,8 @@ RELATIONS = (
       "the chips of a pipeline stage are its expert-parallel chips, each group of them "
       "splitting its experts' matmuls moe_tensor_parallelism ways",
       Source("lecture 1:05:37-1:07:33 (E = 64 expert-parallel chips in each rack, one "
-             "pipeline stage a rack, memory divided by E x P); TensorRT-LLM, 'Expert Parallelism in TensorRT-LLM', "
+             "pipeline stage a rack, memory divided by E x P); TensorRT-LLM, 'Expert "
+             "Parallelism in TensorRT-LLM', "
              "nvidia.github.io/TensorRT-LLM/advanced/expert-parallelism.html (moe_tp_size "
              "x moe_ep_size = tp_size)", "paper"),
       ("attention and the dense layers run on the same chips (data- or tensor-parallel)",),

@@ -245,3 +245,26 @@ def test_global_layers_are_the_layers_that_keep_the_whole_context():
               presets=["gpt_oss_120b", "bf16"], prefer="derived")
     assert s.value("kv_bytes_per_token", "byte/token") == pytest.approx(36_864)
     assert s.value("kv_window_bytes_per_sequence", "byte/sequence") == pytest.approx(4_718_592)
+
+
+def test_thirty_tokens_per_second_on_32_h800s_with_the_all_to_all_on_the_step():
+    # README "Does it fit?" left at the default (not overlapped). Memory-bound: 1/30 s =
+    # (W + B kv) / (32 x 3.35e12) + B a, where W = 2 byte x (DENSE + ROUTED) is read (not the
+    # input table), kv = 4,000 x 576 x 61 x 2 = 281,088,000 byte and a = 13,991,936 byte /
+    # (32 chips x 200 GB/s, half the 400 GB/s bidirectional NVLink) = 2.186 us per sequence
+    bandwidth = 32 * 3.35e12
+    kv = 4000 * 576 * 61 * 2
+    a2a = 2 * 61 * 8 * D * 2 / (32 * 200e9)
+    batch = (1 / 30 - 2 * (DENSE + ROUTED) / bandwidth) / (kv / bandwidth + a2a)   # 4,332
+    s = solve("batch_size", {"tokens_per_second_per_user": "30 token/s", "n_chips": "32 chip",
+                             "context_length": "4000 token"}, ["deepseek_v3", "h800", "bf16"])
+    assert s.value("batch_size", "sequence") == pytest.approx(batch, rel=1e-9)
+    assert s.value("batch_size", "sequence") == pytest.approx(4332, abs=1)
+    # its matmuls, B x (2 x 36.62e9 + 2 x 128 x 1,088 x 61 x 4,000) / (32 x 989e12) =
+    # 19.4 ms, hide under the 23.9 ms of reads; it fills (2 x 671.03e9 + B kv) / 2.56e12
+    compute = batch * (2 * (DENSE + ROUTED * 8 / 256) + 2 * 128 * 1088 * 61 * 4000) / (
+        32 * 989e12)
+    assert compute < 1 / 30 - batch * a2a
+    fill = (2 * (DENSE + ROUTED + VOCAB * D) + batch * kv) / (32 * 80e9)
+    assert s.value("memory_fill") == pytest.approx(fill, rel=1e-9)
+    assert fill < 1
