@@ -66,7 +66,11 @@ RELATIONS = (
       "all-to-all time when the expert-parallel chips share the traffic over the scale-up "
       "network",
       lecture("35:42", "36:50"),
-      ("traffic spreads evenly over the chips' scale-up links",),
+      ("traffic spreads evenly over the chips' scale-up links",
+       "the expert-parallel chips share one scale-up domain: past it the traffic crosses the "
+       "slower scale-out network (lecture 36:27-36:50), which this leaves out, so the time "
+       "is optimistic there",
+       "every routed copy is counted as sent, also to an expert on the sender's own chip"),
       topic=TOPIC),
     R("unread_expert_fraction",
       q.unread_expert_fraction,
