@@ -130,11 +130,16 @@ RELATIONS = (
       ("attention and the dense layers run on the same chips (data- or tensor-parallel)",),
       topic=TOPIC),
     R("t_ep_comm",
-      q.t_ep_comm, q.alltoall_exposed_fraction * q.expert_load_imbalance * q.t_alltoall,
-      "the all-to-all time a step waits for: the busiest chip's traffic, less what is "
-      "hidden under compute or HBM traffic",
+      q.t_ep_comm,
+      # (chips - 1) multiplied in first: sympy would spread the product over the difference
+      (expert_chips - 1) * q.alltoall_exposed_fraction * q.expert_load_imbalance
+      * q.t_alltoall / expert_chips,
+      "the all-to-all time a step waits for: the busiest chip's traffic to experts on other "
+      "chips, less what is hidden under compute or HBM traffic",
       DEEPEP,
-      ("the busiest chip sends and receives expert_load_imbalance times the mean",
+      ("routing is uniform, so (E - 1)/E of the copies t_alltoall counts leave their chip "
+       "(none on one chip)",
+       "the busiest chip sends and receives expert_load_imbalance times the mean",
        "the exposed share is stated (default 1: not overlapped), not derived from a "
        "schedule"),
       topic=TOPIC),
