@@ -164,6 +164,34 @@ def bench_monte_carlo(samples: int = 1_000_000, repeats: int = 7) -> dict:
     return {"chalk_s": c, "numpy_s": h, "ratio": c / h}
 
 
+def bench_numeric_block(samples: int = 1_000_000, repeats: int = 3) -> dict:
+    """``samples`` Monte Carlo samples through a block with no closed form (three torn
+    quantities: batched Newton) and through a closed form of the same relations, with
+    the same spread, in one run; issue 26's target is a ratio of at most 10."""
+    from synthetic import squares_model
+
+    import chalk
+
+    model = squares_model()
+    # p spread by +-10% around 5: x^2 = (p - 13 + 10)/2 stays positive
+    block = ("x", {"p": "4.5..5.5", "q": 13, "r": 10})
+    closed = ("p", {"x": "0.9..1.1", "y": 2, "z": 3})
+    for target, given in (block, closed):  # plan, compile and solve the pilots once
+        chalk.solve(target, given, ["none"], model=model, samples=1000)
+
+    def run(question):
+        target, given = question
+        return lambda seed: chalk.solve(target, given, ["none"], model=model,
+                                        samples=samples, seed=seed)
+
+    b, c = _median_call(run(block), repeats), _median_call(run(closed), repeats)
+    print(f"{samples:,} samples through a numeric block (x, y, z from p, q, r): median "
+          f"{b:.2f} s over {repeats} runs")
+    print(f"{samples:,} samples through a closed form (p from x, y): median {c:.2f} s")
+    print(f"  ratio block/closed form = {b / c:.1f} (target <= 10)")
+    return {"block_s": b, "closed_s": c, "ratio": b / c}
+
+
 def bench_sweep(points: int = 10_000, repeats: int = 7) -> dict:
     """A sweep of step time over 10,000 batch sizes (with regime marks)."""
     import numpy as np
@@ -367,6 +395,13 @@ def bench_llm_analysis() -> dict:
     return compare()
 
 
+def bench_serving_bounds() -> dict:
+    """Published serving measurements beside chalk's decode bound (issue 23)."""
+    from serving_bounds import main as table
+
+    return table()
+
+
 def bench_round_trips(examples: int = 10_000) -> dict:
     """10,000 round trips and consistency checks (each lecture topic and the whole
     knowledge base in turn, seeds 0..N-1), counted by outcome: answered correctly,
@@ -535,10 +570,12 @@ def bench_atlas(repeats: int = 3) -> dict:
 
 
 BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte_carlo,
+              "numeric_block": bench_numeric_block,
               "sweep": bench_sweep, "planning": bench_planning,
               "completions": bench_completions, "range_through_max": bench_range_through_max,
               "versus_sympy": bench_versus_sympy,
-              "llm_analysis": bench_llm_analysis, "round_trips": bench_round_trips,
+              "llm_analysis": bench_llm_analysis, "serving_bounds": bench_serving_bounds,
+              "round_trips": bench_round_trips,
               "probe": bench_probe, "fit": bench_fit, "atlas": bench_atlas}
 
 

@@ -48,3 +48,16 @@ def sympy_solve_all(model, pins: dict[str, float], unknowns: list[str]):
                  for r in model.relations.values()]
     equations = [e for e in equations if e is not sympy.true]
     return sympy.solve(equations, [symbols[u] for u in unknowns], dict=True)
+
+
+def squares_model():
+    """x^2 + y^2 = p, y^2 + z^2 = q, z^2 + x^2 = r: x, y and z from p, q and r form a
+    block with no closed form (every relation has two roots for each quantity, so all
+    three are torn: batched Newton in Monte Carlo), while p from x and y is one closed
+    form. By hand, x^2 = (p - q + r) / 2."""
+    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in "xyzpqr"]
+    x, y, z, p, q, r = (v.symbol for v in variables)
+    return build_model(variables, [
+        Relation("sum_xy", p, x ** 2 + y ** 2, "synthetic", definition()),
+        Relation("sum_yz", q, y ** 2 + z ** 2, "synthetic", definition()),
+        Relation("sum_zx", r, z ** 2 + x ** 2, "synthetic", definition())])

@@ -22,6 +22,7 @@ given); nothing outside the engine plans, compiles or evaluates on its own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -162,6 +163,47 @@ class CompiledQuestion:
         solution.question = self
         return solution
 
+    def point(self, values: Mapping[str, float] | None = None) -> dict[str, float]:
+        """The targets and reported quantities (base units) at one point: what
+        :meth:`solve` answers there, found by the bulk run where it can vouch for it
+        (the fast path of :class:`chalk.Question`), else by :meth:`solve` itself.
+
+        Raises
+        ------
+        ChalkError
+            Where :meth:`solve` refuses.
+        """
+        changes = self._changes(values or {})
+        if (self._main.plan.determined and self._vouched
+                and not self._value_sensitive(changes)):
+            pins = self.prepared.pins
+            if all((float(v) == 0) == (pins[n].value == 0)
+                   and self.model.variables[n].admits(float(v)) for n, v in changes.items()):
+                found = self._run_point(changes)
+                if found is not None:
+                    return found
+        solution = self.solve(changes)
+        return {n: math.nan if (v := solution.base_value(n)) is None else v
+                for n in self._answered}
+
+    def _run_point(self, changes: Mapping[str, float]) -> dict[str, float] | None:
+        """:meth:`_run` at one point, on plain floats; None where solve must decide."""
+        pins = dict(self._base)
+        pins.update(changes)
+        env = evaluate_plan(self.compiled, pins, self.options.regime, 1, keep=()).raw
+        for name in self._computed:
+            value = env.get(name)
+            if value is not None and not math.isfinite(_scalar(value)):
+                return None
+        for _, lhs, rhs in self.compiled.checks:
+            left, right = _scalar(lhs(env)), _scalar(rhs(env))
+            scale = max(abs(left), abs(right))
+            if scale and abs(left - right) / scale > self.options.rtol:
+                return None
+        stated = self.prepared.stated
+        return {n: stated[n].value if self._answers.get(n) == "stated" else _scalar(env[n])
+                for n in self._answered}
+
     def evaluate(self, values: Mapping[str, object], settle: int = SETTLE) -> Evaluation:
         """The answer at many points: arrays (or scalars) of base-unit pin values.
 
@@ -177,10 +219,15 @@ class CompiledQuestion:
         -------
         Evaluation
         """
-        changes = {name: np.asarray(v, dtype=float) for name, v in
-                   self._changes(values, arrays=True).items()}
-        size = int(np.broadcast(*changes.values()).size) if changes else 1
-        arrays = {n: np.broadcast_to(v, (size,)) for n, v in changes.items()}
+        arrays: dict[str, object] = {}
+        for name, value in self._changes(values).items():
+            array = np.asarray(value, dtype=float)
+            # a scalar stays a float: the bulk run keeps it scalar (and fast)
+            arrays[name] = float(array) if array.ndim == 0 else array.ravel()
+        shaped = [a for a in arrays.values() if not isinstance(a, float)]
+        size = int(np.broadcast(*shaped).size) if shaped else 1
+        arrays = {n: a if isinstance(a, float) else np.broadcast_to(a, (size,))
+                  for n, a in arrays.items()}
         names = self.targets + self.reported
         out = {n: np.full(size, np.nan) for n in names}
         if not self._main.plan.determined:
@@ -197,14 +244,14 @@ class CompiledQuestion:
                 as_given &= self.model.variables[name].admits_each(array)
             run, ok = self._run(arrays, size)
             trusted = as_given & ok
-            for n in names:
-                if n in run.values:
-                    out[n] = np.where(trusted, run.values[n], np.nan)
+            for n, value in run.values.items():
+                out[n] = np.where(trusted, value, np.nan)
             regimes = run.regimes
         result = Evaluation(out, unsettled=np.zeros(size, dtype=bool), regimes=regimes)
         pending = np.nonzero(~trusted)[0]
         for index in pending[:settle]:
-            point = {n: float(a[index]) for n, a in arrays.items()}
+            point = {n: a if isinstance(a, float) else float(a[index])
+                     for n, a in arrays.items()}
             try:
                 solution = self.solve(point)
             except ChalkError as exc:
@@ -219,38 +266,61 @@ class CompiledQuestion:
         return result
 
     # the parts -------------------------------------------------------------------------
-    def _run(self, arrays: Mapping[str, np.ndarray], size: int):
-        """The vectorised run and, per point, whether solve would take it as it is."""
-        main = self._main
-        pins = {n: p.value for n, p in main.pins.items()}
+    def _run(self, arrays: Mapping[str, object], size: int):
+        """The vectorised run and, per point, whether solve would take it as it is:
+        every computed quantity finite (one physical value) and every cross-check
+        within tolerance. ``run.values`` holds the targets and reported quantities."""
+        pins = dict(self._base)
         pins.update(arrays)
-        run = evaluate_plan(self.compiled, pins, self.options.regime, size)
+        run = evaluate_plan(self.compiled, pins, self.options.regime, size, keep=())
+        env = run.raw
         ok = np.ones(size, dtype=bool)
-        for name in main.plan.computed:
-            if name in run.values and name not in main.plan.placeholders:
-                ok &= np.isfinite(run.values[name])
-        env = {**pins, **{k: v for k, v in run.raw.items()}}
         with np.errstate(all="ignore"):
+            for name in self._computed:
+                value = env.get(name)
+                if value is not None:
+                    ok &= np.isfinite(value)
             for _, lhs, rhs in self.compiled.checks:
-                left = np.broadcast_to(np.asarray(lhs(env), dtype=float), (size,))
-                right = np.broadcast_to(np.asarray(rhs(env), dtype=float), (size,))
+                left, right = np.asarray(lhs(env), dtype=float), np.asarray(rhs(env), dtype=float)
                 scale = np.maximum(np.abs(left), np.abs(right))
                 gap = np.where(scale == 0, 0.0, np.abs(left - right) / scale)
                 ok &= gap <= self.options.rtol
-        values = dict(run.values)
-        for t, answer in self._answers.items():
-            if answer == "stated":
-                values[t] = np.full(size, self.prepared.stated[t].value)
+        values = {}
+        for n in self.targets + self.reported:
+            if self._answers.get(n) == "stated":
+                values[n] = np.full(size, self.prepared.stated[n].value)
+            elif n in env:
+                values[n] = np.broadcast_to(np.asarray(env[n], dtype=float), (size,))
         run.values = values
         return run, ok
 
-    def _changes(self, values: Mapping[str, object], arrays: bool = False) -> dict:
-        """``values`` checked against the question's pins."""
-        allowed = set(self.pins)
+    @cached_property
+    def _answered(self) -> tuple[str, ...]:
+        """The targets, then the quantities reported beside them."""
+        return self.targets + self.reported
+
+    @cached_property
+    def _base(self) -> dict[str, float]:
+        """Base values of the pins the run reads."""
+        return {n: p.value for n, p in self._main.pins.items()}
+
+    @cached_property
+    def _computed(self) -> tuple[str, ...]:
+        """The quantities the plan computes that a value rests on (placeholders aside)."""
+        plan = self._main.plan
+        return tuple(n for n in plan.computed if n not in plan.placeholders)
+
+    @cached_property
+    def _canonical(self) -> dict[str, str]:
+        return {n: n for n in self.pins}
+
+    def _changes(self, values: Mapping[str, object]) -> dict:
+        """``values`` checked against the question's pins (by name or alias)."""
+        known = self._canonical
         out = {}
         for name, value in values.items():
-            canonical = self.model.variable(name).name
-            if canonical not in allowed:
+            canonical = known.get(name) or self.model.variable(name).name
+            if canonical not in known:
                 raise UsageError(f"{canonical} is not pinned in this question; pin it when "
                                  "making the question")
             out[canonical] = value
@@ -299,3 +369,8 @@ def compile_question(targets: str | Sequence[str], given: Given = (), presets=()
     source = {"targets": targets, "given": given, "presets": presets, "model": model,
               "drop": tuple(drop)}
     return CompiledQuestion(q, options, source)
+
+
+def _scalar(value) -> float:
+    """A value of a one-point run as a float (a step may give an array of one)."""
+    return value if isinstance(value, float) else float(np.ravel(value)[0])

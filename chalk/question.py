@@ -47,22 +47,25 @@ class Question:
         return self._question.pins
 
     def refusals(self) -> dict:
-        """For the last array call: point index -> the error ``chalk.solve`` raises there."""
+        """For the last call with arrays: point index -> the error ``chalk.solve`` raises
+        there."""
         return dict(self._last.refusals) if self._last is not None else {}
 
     def __call__(self, **changes) -> dict:
         model = self._question.model
-        scalar = all(np.ndim(v) == 0 for v in changes.values())
+        scalar = True
         base = {}
         for name, value in changes.items():
             variable = model.variable(name)
-            base[variable.name] = np.asarray(value, dtype=float) * variable.to_base
+            if isinstance(value, (int, float)):
+                base[variable.name] = float(value) * variable.to_base
+            else:
+                array = np.asarray(value, dtype=float)
+                scalar &= array.ndim == 0
+                base[variable.name] = array * variable.to_base
+        if scalar:
+            found = self._question.point(base)
+            return {t: found[t] / model.variables[t].to_base for t in self.targets}
         result = self._question.evaluate(base)
         self._last = result
-        if scalar and result.refusals:
-            raise next(iter(result.refusals.values()))
-        out = {}
-        for t in self.targets:
-            v = result.values[t] / model.variables[t].to_base
-            out[t] = float(v[0]) if scalar else v
-        return out
+        return {t: result.values[t] / model.variables[t].to_base for t in self.targets}

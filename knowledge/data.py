@@ -21,8 +21,14 @@ note: str (optional), estimate: bool (optional)}``. Files:
     long_context: {...}, cache_writes: [...], fast_mode: {...}}]``; a price
     written as a bare string inherits its section's (or the sheet's) source
     and date (every field in ``docs/PRICE_SHEETS.md``).
-``training.yaml``
-    ``facts: [{id, ...fact}]``
+``serving_measurements.yaml``
+    ``measurements: [{id, name, source, date, engine, model, chip, precision, metric,
+    note, facts: {measured, n_chips, input_tokens, output_tokens, batch_size}}]``
+    (``batch_size`` where the source states it; ``output_tokens`` unless a note says why
+    the source does not; ``speculative: true`` for a run that drafted tokens);
+    ``model``, ``chip`` and ``precision`` name presets, ``metric`` says what ``measured``
+    counts (``total``, ``per_chip`` or ``per_user`` output tokens per second), and every
+    fact inherits its entry's source and date.
 """
 
 from __future__ import annotations
@@ -127,7 +133,8 @@ class Record:
 
 
 def _records(path: Path, key: str, required: tuple[str, ...],
-             zero_ok: frozenset[str] = frozenset()):
+             zero_ok: frozenset[str] = frozenset(), required_facts: tuple[str, ...] = (),
+             entry_sourced: bool = False):
     data = files.load_yaml(path)
     shown = path.name
     if not isinstance(data, Mapping) or key not in data:
@@ -150,11 +157,17 @@ def _records(path: Path, key: str, required: tuple[str, ...],
         facts_raw = raw.get("facts", {})
         if not isinstance(facts_raw, Mapping):
             raise DataError(shown, ident, "facts", "expected a mapping")
+        for name in required_facts:
+            if name not in facts_raw:
+                raise DataError(shown, ident, name, "missing")
+        # an entry that states one source and date for all its numbers (a measurement)
+        inherited = inherit(raw, {}, shown, ident, "-") if entry_sourced else {}
         facts = {}
         for name, fact in facts_raw.items():
             if not isinstance(name, str) or not NAME_PATTERN.match(name):
                 raise DataError(shown, ident, str(name), "fact names are lower-case identifiers")
-            facts[name] = read_fact(fact, shown, ident, name, positive=name not in zero_ok)
+            facts[name] = read_fact(fact, shown, ident, name, inherited,
+                                    positive=name not in zero_ok)
         fields = {k: v for k, v in raw.items() if k not in ("facts",)}
         out[ident] = Record(ident, str(raw.get("name", ident)), fields, facts)
     return out
@@ -182,18 +195,26 @@ def memory_tiers() -> Mapping[str, Record]:
     return _records(DATA_DIR / "memory_tiers.yaml", "tiers", ("name", "kind"))
 
 
+MEASUREMENT_METRICS = ("total", "per_chip", "per_user")
+
+
 @cache
-def training_facts() -> Mapping[str, Record]:
-    """Training facts (token counts, GPU-hours) by id."""
-    data = files.load_yaml(DATA_DIR / "training.yaml")
-    out = {}
-    for index, raw in enumerate((data or {}).get("facts", [])):
-        ident = raw.get("id") if isinstance(raw, Mapping) else None
-        if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
-            raise DataError("training.yaml", f"#{index}", "id", "missing or not an identifier")
-        body = {k: v for k, v in raw.items()
-                if k in ("value", "source", "date", "note", "estimate")}
-        fact = read_fact(body, "training.yaml", ident, "value")
-        fields = {k: v for k, v in raw.items() if k not in body}
-        out[ident] = Record(ident, str(raw.get("name", ident)), fields, {"value": fact})
-    return out
+def serving_measurements() -> Mapping[str, Record]:
+    """Published serving measurements by id: the conditions and the measured output rate,
+    each number under its entry's source and date."""
+    records = _records(DATA_DIR / "serving_measurements.yaml", "measurements",
+                       ("name", "source", "date", "engine", "model", "chip", "precision",
+                        "metric"),
+                       required_facts=("measured", "n_chips", "input_tokens"),
+                       entry_sourced=True)
+    for ident, record in records.items():
+        metric = record.fields["metric"]
+        if metric not in MEASUREMENT_METRICS:
+            raise DataError("serving_measurements.yaml", ident, "metric",
+                            f"{metric!r} is not one of {', '.join(MEASUREMENT_METRICS)}")
+        fields.flag(record.fields.get("speculative", False), "serving_measurements.yaml",
+                    ident, "speculative")
+        if "output_tokens" not in record.facts and not record.fields.get("note"):
+            raise DataError("serving_measurements.yaml", ident, "output_tokens",
+                            "missing: give it, or say in a note why the source does not")
+    return records

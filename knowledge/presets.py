@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from chalk.knowledge import data
 from chalk.knowledge.conventions import CONVENTIONS, EQUAL_SPLIT, FITS, PRECISIONS
-from chalk.symbolic.errors import UnknownNameError
+from chalk.symbolic.errors import UnknownNameError, UsageError
 from chalk.symbolic.presets import Preset, PresetValue
 from chalk.symbolic.printing.numbers import format_number
 from chalk.symbolic.units import Q_
@@ -27,7 +27,11 @@ _CHIP_FACTS = {
     "chip_price": "chip_price",
 }
 _PRECISIONS = ("bf16", "fp8", "fp4")
-_ALIASES = {"gb200": "gb200_nvl72", "gb300": "gb300_nvl72", "rubin": "rubin_nvl72"}
+_SHORT_CHIPS = {"gb200": "gb200_nvl72", "gb300": "gb300_nvl72", "rubin": "rubin_nvl72"}
+# the short chip names, alone and with a precision (gb200_fp8 is gb200_nvl72_fp8)
+_ALIASES = {**_SHORT_CHIPS,
+            **{f"{short}_{p}": f"{full}_{p}" for short, full in _SHORT_CHIPS.items()
+               for p in _PRECISIONS[1:]}}
 
 
 def _value(fact: data.Fact, text: str | None = None, note: str | None = None,
@@ -60,6 +64,10 @@ def _accelerator_presets(record: data.Record) -> list[Preset]:
             f"half of the bidirectional {bidirectional.text}"
             + (f"; {bidirectional.note}" if bidirectional.note else ""),
         )
+    for precision in _PRECISIONS:  # every peak the datasheet gives, whatever is computed at
+        flops = record.facts.get(f"flops_{precision}")
+        if flops is not None:
+            base[f"chip_flops_{precision}"] = _value(flops)
     presets = []
     for precision in _PRECISIONS:
         flops = record.facts.get(f"flops_{precision}")
@@ -160,6 +168,41 @@ def _hbm_tier_preset(record: data.Record):
     }
     return Preset(f"tier_hbm_{record.id}", "tier", f"hbm: {record.name}, priced at the chip's "
                   "rent (lecture 1:55:42-1:56:23)", values)
+
+
+def chip_preset(chip: str, precision: str) -> Preset:
+    """The preset of ``chip`` computing at ``precision``: its ``chip_flops`` is the
+    datasheet peak for that number format (``h100`` with ``"fp8"`` gives ``h100_fp8``).
+
+    Parameters
+    ----------
+    chip : str
+        An accelerator id or short name (``"h100"``, ``"gb200"``).
+    precision : str
+        ``"bf16"``, ``"fp8"`` or ``"fp4"``.
+
+    Raises
+    ------
+    UnknownNameError
+        For a chip or a precision chalk does not know.
+    UsageError
+        When the chip's datasheet gives no peak for that format (the H100 has no FP4
+        peak): naming the formats it has.
+    """
+    if precision not in _PRECISIONS:
+        close = difflib.get_close_matches(precision, _PRECISIONS, n=1, cutoff=0.5)
+        raise UnknownNameError(precision, "precision preset", close)
+    record_id = _SHORT_CHIPS.get(chip, chip)
+    record = data.accelerators().get(record_id)
+    if record is None:
+        close = difflib.get_close_matches(chip, list(data.accelerators()) + list(_SHORT_CHIPS),
+                                          n=3, cutoff=0.6)
+        raise UnknownNameError(chip, "preset", close)
+    if f"flops_{precision}" not in record.facts:
+        has = [p for p in _PRECISIONS if f"flops_{p}" in record.facts]
+        raise UsageError(f"{record.name} has no {precision} peak in its datasheet (it has "
+                         f"{', '.join(has) or 'none'}); pick one of those or pin chip_flops")
+    return preset(record_id if precision == "bf16" else f"{record_id}_{precision}")
 
 
 def preset(name: str) -> Preset:

@@ -67,6 +67,14 @@ VARIABLES: tuple[Variable, ...] = (
     # Hardware
     _v("chip_flops", "FLOP/s", "peak dense throughput of one chip at the compute precision",
        HARDWARE, typical=1e15),
+    # A chip's datasheet peaks per number format: a chip preset states each one it has,
+    # and chip_flops is the one the question computes at (presets.chip_preset picks it).
+    _v("chip_flops_bf16", "FLOP/s", "dense BF16 matmul peak of one chip (datasheet)", HARDWARE,
+       typical=1e15),
+    _v("chip_flops_fp8", "FLOP/s", "dense FP8 matmul peak of one chip (datasheet)", HARDWARE,
+       typical=2e15),
+    _v("chip_flops_fp4", "FLOP/s", "dense FP4 matmul peak of one chip (datasheet)", HARDWARE,
+       typical=9e15),
     _v("hbm_bandwidth", "byte/s", "HBM bandwidth of one chip", HARDWARE,
        aliases=("mem_bw", "memory_bandwidth"), typical=4e12),
     _v("hbm_capacity", "byte", "HBM capacity of one chip", HARDWARE, typical=1e11),

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from chalk.solvers.tolerances import STEPS
 from chalk.symbolic.printing.numbers import format_display
+from chalk.symbolic.variables import BOUND_RTOL
 
 if TYPE_CHECKING:  # pragma: no cover
     from chalk.solvers.rank import RankAnalysis
@@ -22,14 +22,14 @@ if TYPE_CHECKING:  # pragma: no cover
 def fractional_counts(model: Model, values: Mapping[str, float],
                       derived: Iterable[str]) -> tuple[str, ...]:
     """A flag line for each count among ``derived`` whose value is not a whole number
-    (beyond rounding, :attr:`~chalk.solvers.tolerances.StepOptions.bound_rtol`)."""
+    (beyond rounding, :data:`~chalk.symbolic.variables.BOUND_RTOL`)."""
     out = []
     for name in derived:
         variable = model.variables.get(name)
         if variable is None or not variable.structural or name not in values:
             continue
         value = values[name] / variable.to_base
-        if abs(value - round(value)) > STEPS.bound_rtol * max(1.0, abs(value)):
+        if abs(value - round(value)) > BOUND_RTOL * max(1.0, abs(value)):
             out.append(f"{name} = {format_display(value, variable.display)} is not a whole "
                        f"number: a model's config has whole {variable.description}")
     return tuple(out)

@@ -144,7 +144,7 @@ def physical(model: Model, name: str, value, provisional: bool = False) -> bool:
         return False
     if provisional:
         return value > 0 or (value == 0 and model.variables[name].allow_zero)
-    return model.variables[name].admits(value, STEPS.bound_rtol)
+    return model.variables[name].admits(value)
 
 
 def guards_hold(guards, env) -> bool:

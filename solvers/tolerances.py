@@ -139,18 +139,6 @@ class ScanOptions:
 
 
 @dataclass(frozen=True)
-class ClosedFormOptions:
-    """A block that a regime makes triangular, solved by its closed forms in sequence.
-
-    accept : largest relative residual of any relation of the block at the solution
-        (the closed forms hold it by construction; this only catches a form evaluated
-        off its domain).
-    """
-
-    accept: float = 1e-9
-
-
-@dataclass(frozen=True)
 class NewtonOptions:
     """Newton in log space from several starts (two or more torn quantities; not
     proven complete).
@@ -222,8 +210,6 @@ class StepOptions:
 
     guard_rtol : a regime inequality may fail by this much (relative) and still hold.
     distinct_rtol : roots of one relation closer than this (relative) are one.
-    bound_rtol : a value may pass a declared bound by this much (relative) and still be
-        physical.
     placeholder_rtol : how far the targets may move between two placeholder values before
         the answer is declared to depend on them (rounding only).
     placeholder_factors : multiples of the typical value tried in turn for quantities
@@ -241,7 +227,6 @@ class StepOptions:
 
     guard_rtol: float = 1e-9
     distinct_rtol: float = 1e-9
-    bound_rtol: float = 1e-9
     placeholder_factors: tuple[float, ...] = (1.0, 1e-3, 1e3, 1e-6, 1e6)
     placeholder_rtol: float = 1e-6
     placeholder_scan_points: int = 49
@@ -284,13 +269,71 @@ class PinOptions:
     gain_step: float = 1e-4
 
 
+@dataclass(frozen=True)
+class BatchNewtonOptions:
+    """Newton in log space on every Monte Carlo sample at once, for a block torn at
+    several quantities (solvers.batched_newton, solvers.vectorised).
+
+    pilots : samples solved one at a time by the block's own multi-start search, each
+        solution seeding Newton: the first sample, then up to this many less one of the
+        samples Newton has not solved from the seeds so far.
+    iterations : Newton steps before a sample still off the equations is handed to the
+        one-at-a-time search (and counted).
+    halvings : a step that does not lower the residual is halved this often before the
+        sample is given up (handed on likewise).
+    max_step : largest change of any ln x in one step (a damped start far away).
+    difference_step : the step in ln x of the forward differences of the Jacobian.
+    singular : a Jacobian whose determinant, relative to the product of its rows' largest
+        entries, is below this is singular there (a flat block): handed on likewise.
+    """
+
+    pilots: int = 3
+    iterations: int = 40
+    halvings: int = 12
+    max_step: float = 2.0
+    difference_step: float = 1e-7
+    singular: float = 1e-12
+
+
+@dataclass(frozen=True)
+class LongWorkOptions:
+    """Bounds on work whose size the user chooses (solvers.uncertainty, chalk.budget).
+
+    chunk : Monte Carlo samples evaluated together; memory then grows with the samples
+        kept (the pins drawn and the targets), not with every quantity of the plan.
+    pilot : samples timed before a large run to estimate its cost.
+    pilot_above : runs of at most this many samples are not estimated first (the pilot
+        would be a sizeable share of them).
+    max_seconds, max_bytes : work estimated to take longer, or to hold more, is refused
+        up front with the estimate and a size that fits.
+    fit_seconds_per_cell : a fit's time per observation per unknown (chalk.applications.fit:
+        least squares with a dense Jacobian, then an interval per unknown, grows as their
+        product). Measured with benchmarks/run.py's fit spec on 2 cores shared with other
+        work: 0.96e-5 s at 200 subjects (1,005 observations, 201 unknowns), 0.86e-5 at
+        400, 1.08e-5 at 800 (35 s), and issue 26's 1,000 subjects in 42 s is 0.84e-5;
+        rounded up for the slow growth with size.
+    fit_copies : dense Jacobian-sized arrays (8 bytes per observation per unknown) a fit
+        holds at once: the Jacobian, its weighted copy and the factors of the trust-region
+        solve.
+    """
+
+    chunk: int = 65_536
+    pilot: int = 2_000
+    pilot_above: int = 200_000
+    max_seconds: float = 120.0
+    max_bytes: float = 4e9
+    fit_seconds_per_cell: float = 1.2e-5
+    fit_copies: int = 4
+
+
 REFERENCE = ReferenceOptions()
 SCAN = ScanOptions()
 RANK = RankOptions()
-CLOSED_FORM = ClosedFormOptions()
 NEWTON = NewtonOptions()
 CONTINUATION = ContinuationOptions()
 BLOCK = BlockOptions()
 STEPS = StepOptions()
 CONDITIONING = ConditioningOptions()
 PINS = PinOptions()
+BATCH_NEWTON = BatchNewtonOptions()
+LONG_WORK = LongWorkOptions()

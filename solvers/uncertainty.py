@@ -6,6 +6,11 @@ is smooth in the inputs a first-order (Jacobian, in log space) interval is
 given beside it; where a regime boundary falls inside the ranges that estimate
 is withheld and the derivation says so. A one-at-a-time sensitivity ranking
 says which pins drive each result's spread.
+
+The samples are evaluated ``LONG_WORK.chunk`` at a time, so memory grows with the
+pins drawn and the targets kept, not with every quantity of the plan. A run whose
+measured cost (a pilot batch, timed at run time) would pass ``LONG_WORK.max_seconds``
+or ``LONG_WORK.max_bytes`` is refused before it starts, with the estimate.
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from chalk.solvers.execute import CompiledPlan
+from chalk.solvers.limits import refuse_beyond_limits
 from chalk.solvers.pinned import Pin
-from chalk.solvers.vectorised import evaluate
+from chalk.solvers.progress import task
+from chalk.solvers.tolerances import LONG_WORK
+from chalk.solvers.vectorised import VectorResult, evaluate
 from chalk.symbolic.uncertain import Z90
 
 DEFAULT_SAMPLES = 100_000
@@ -34,8 +42,10 @@ SENSITIVITY_METHOD = (
     "the sum of every pin's w squared (interactions between pins are not counted).")
 
 
-def _element_by_element(step) -> bool:
-    """Whether a compiled step has no vectorised path (solvers.vectorised)."""
+def _searched(step) -> bool:
+    """Whether a compiled step may be solved element by element (solvers.vectorised): a
+    relation with no closed form, or a block torn at several quantities (batched Newton,
+    with its pilots and the elements it does not reach solved alone)."""
     return step.kind == "numeric" or (
         step.kind == "block" and any(len(b.tears) > 1 for b in step.block_branches))
 
@@ -79,34 +89,48 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
               regime: str | None = None) -> Propagation:
     """Sample the uncertain pins and summarise every target.
 
-    A plan with a step that has to be solved element by element (no closed form, or a
-    block torn at several quantities) is timed on a few samples first; if the whole run
+    A plan with a step that may be solved element by element (no closed form, or a
+    block torn at several quantities) is timed on a pilot batch first; if the whole run
     would take longer than ``UNCERTAINTY_BUDGET`` seconds, the default sample count is
     lowered to fit and the result says so, rather than running silently for minutes.
-    A sample count asked for explicitly is kept.
+    A sample count asked for explicitly is kept, unless it is above
+    ``LONG_WORK.pilot_above`` and the pilot says the run would pass ``LONG_WORK``'s
+    limits: then :class:`UsageError` gives the estimate and a count that fits.
     """
     adaptive = samples is None
     samples = DEFAULT_SAMPLES if samples is None else samples
     uncertain = {n: p.spread for n, p in pins.items() if p.spread is not None}
     nominal = {n: p.value for n, p in pins.items()}
     requested = samples
-    if adaptive and any(_element_by_element(step) for step in compiled.steps):
-        pilot = min(PILOT_SAMPLES, samples)
-        trial = dict(nominal)
-        pilot_rng = np.random.default_rng(seed)
-        for name, spread in uncertain.items():
-            trial[name] = spread.sample(pilot_rng, pilot)
-        start = time.perf_counter()
-        evaluate(compiled, trial, regime, pilot)
-        per_sample = (time.perf_counter() - start) / pilot
-        # the one-at-a-time sensitivity runs evaluate up to SENSITIVITY_SAMPLES more each
-        affordable = int(UNCERTAINTY_BUDGET / max(per_sample, 1e-9) / (1 + len(uncertain)))
-        samples = max(MIN_SAMPLES, min(samples, affordable))
+    seeds: dict = {}  # pilot solutions of blocks torn at several quantities, shared by runs
+    sens_size = min(samples, SENSITIVITY_SAMPLES)
+    if (adaptive and any(_searched(step) for step in compiled.steps)) or (
+            not adaptive and samples > LONG_WORK.pilot_above):
+        per_sample = _cost_per_sample(compiled, nominal, uncertain, regime, seed, seeds)
+        if adaptive:
+            # the one-at-a-time sensitivity runs evaluate up to SENSITIVITY_SAMPLES more each
+            affordable = int(UNCERTAINTY_BUDGET / max(per_sample, 1e-9) / (1 + len(uncertain)))
+            samples = max(MIN_SAMPLES, min(samples, affordable))
+            sens_size = min(samples, SENSITIVITY_SAMPLES)
+        else:
+            where = "this block" if any(_searched(s) for s in compiled.steps) else "this plan"
+            refuse_beyond_limits(f"{samples:,} samples through {where}",
+                                 per_sample * (samples + sens_size * len(uncertain)),
+                                 _bytes_kept(samples, uncertain, targets, compiled), samples,
+                                 "use --samples {fits} or fewer")
     rng = np.random.default_rng(seed)
     drawn = dict(nominal)
     for name, spread in uncertain.items():
         drawn[name] = spread.sample(rng, samples)
-    result = evaluate(compiled, drawn, regime, samples)
+    with task(f"Monte Carlo over {samples:,} samples",
+              samples + sens_size * len(uncertain)) as progress:
+        result = _in_chunks(compiled, drawn, regime, samples, targets, seeds, progress)
+        one_at_a_time = {}
+        for name, spread in uncertain.items():
+            trial = dict(nominal)
+            trial[name] = spread.sample(np.random.default_rng(seed + 1), sens_size)
+            one_at_a_time[name] = _in_chunks(compiled, trial, regime, sens_size, targets,
+                                             seeds, progress).values
 
     mixed = {}
     for name, labels in result.regimes.items():
@@ -127,15 +151,11 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
     if result.scalar_steps:
         propagation.notes.append("solved element by element (no closed form): "
                                  + ", ".join(result.scalar_steps))
-
-    sens_size = min(samples, SENSITIVITY_SAMPLES)  # never more than the main run
-    one_at_a_time = {}
-    for name, spread in uncertain.items():
-        trial = dict(nominal)
-        trial[name] = spread.sample(np.random.default_rng(seed + 1), sens_size)
-        one_at_a_time[name] = evaluate(compiled, trial, regime, sens_size).values
+    for names, count in result.one_at_a_time.items():
+        propagation.notes.append(f"{count:,} samples of {names} were solved one at a time "
+                                 "(the search over every sample at once did not settle them)")
     smooth = not mixed and not result.failed and not result.ambiguous
-    linear = _linear(compiled, nominal, uncertain, targets, regime) if smooth else {}
+    linear = _linear(compiled, nominal, uncertain, targets, regime, seeds) if smooth else {}
 
     for target in targets:
         values = result.values[target]
@@ -159,15 +179,70 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
     return propagation
 
 
-def _log_derivatives(compiled, nominal, names, regime, step=1e-4):
+def _cost_per_sample(compiled, nominal, uncertain, regime, seed, seeds) -> float:
+    """Seconds per sample of a run, measured now: ``PILOT_SAMPLES`` first (which also
+    solves a block's pilot elements, once, into ``seeds``); if every step was vectorised
+    there, ``LONG_WORK.pilot`` more, so that fixed costs per call are spread thin."""
+    rng = np.random.default_rng(seed + 2)
+
+    def timed(size):
+        trial = dict(nominal)
+        for name, spread in uncertain.items():
+            trial[name] = spread.sample(rng, size)
+        start = time.perf_counter()
+        result = evaluate(compiled, trial, regime, size, keep=(), seeds=seeds)
+        return (time.perf_counter() - start) / size, result
+
+    per_sample, result = timed(PILOT_SAMPLES)
+    if result.scalar_steps or result.one_at_a_time:
+        return per_sample
+    return timed(LONG_WORK.pilot)[0]
+
+
+def _bytes_kept(samples, uncertain, targets, compiled) -> float:
+    """Memory a run holds throughout: every pin drawn and every target kept (8 bytes a
+    sample each), the finite copy of one target that its percentiles sort, and a label
+    (one pointer) per sample for each quantity with regimes. A chunk's working memory
+    is bounded by ``LONG_WORK.chunk`` and left out."""
+    labelled = sum(1 for step in compiled.steps
+                   if step.regime_args or any(b.labels for b in step.block_branches)
+                   or any(c.candidate.regime for c in step.candidates))
+    return 8.0 * samples * (len(uncertain) + len(targets) + 1 + labelled)
+
+
+def _in_chunks(compiled, drawn, regime, size, keep, seeds, progress) -> VectorResult:
+    """:func:`evaluate` over ``size`` samples, ``LONG_WORK.chunk`` at a time, keeping only
+    the names ``keep``; counts add up and regime labels are joined."""
+    merged = VectorResult({n: np.full(size, np.nan) for n in keep})
+    for start in range(0, size, LONG_WORK.chunk):
+        stop = min(start + LONG_WORK.chunk, size)
+        part = {k: (v[start:stop] if isinstance(v, np.ndarray) and v.ndim else v)
+                for k, v in drawn.items()}
+        result = evaluate(compiled, part, regime, stop - start, keep=keep, seeds=seeds)
+        for name, values in result.values.items():
+            merged.values[name][start:stop] = values
+        for name, labels in result.regimes.items():
+            merged.regimes.setdefault(name, np.full(size, "", dtype=object))[start:stop] = labels
+        for total, counts in ((merged.failed, result.failed),
+                              (merged.ambiguous, result.ambiguous),
+                              (merged.one_at_a_time, result.one_at_a_time)):
+            for name, count in counts.items():
+                total[name] = total.get(name, 0) + count
+        merged.scalar_steps += [s for s in result.scalar_steps if s not in merged.scalar_steps]
+        progress.advance(stop - start)
+    return merged
+
+
+def _log_derivatives(compiled, nominal, names, regime, step=1e-4, seeds=None):
     """Every quantity at the nominal point and d ln(quantity) / d ln(pin) for each of
-    ``names`` (central differences, one vectorised evaluation); NaN where undefined."""
+    ``names`` (central differences, one vectorised evaluation); NaN where undefined.
+    ``seeds`` as for :func:`solvers.vectorised.evaluate`."""
     size = 1 + 2 * len(names)
     trial = {k: np.full(size, v) for k, v in nominal.items()}
     for i, name in enumerate(names):
         trial[name][1 + 2 * i] *= math.exp(step)
         trial[name][2 + 2 * i] *= math.exp(-step)
-    values = evaluate(compiled, trial, regime, size).values
+    values = evaluate(compiled, trial, regime, size, seeds=seeds).values
     out = {}
     with np.errstate(all="ignore"):
         for target, v in values.items():
@@ -179,9 +254,9 @@ def _log_derivatives(compiled, nominal, names, regime, step=1e-4):
     return out
 
 
-def _linear(compiled, nominal, uncertain, targets, regime):
+def _linear(compiled, nominal, uncertain, targets, regime, seeds=None):
     """First-order interval from log-space derivatives at the nominal point."""
-    derivatives = _log_derivatives(compiled, nominal, list(uncertain), regime)
+    derivatives = _log_derivatives(compiled, nominal, list(uncertain), regime, seeds=seeds)
     out = {}
     for target in targets:
         centre, slopes = derivatives[target]

@@ -3,8 +3,12 @@
 This is what Monte Carlo, sweeps and optimisation call: the closed forms are
 evaluated elementwise with numpy, each element keeps its own physical root and
 regime, and elements where no root (or more than one) qualifies become NaN and
-are counted. Steps without a closed form fall back to one scalar solve per
-element, which is correct but slower; the result says so.
+are counted. A block torn at several quantities is solved by Newton on every element
+at once (solvers.batched_newton), seeded by the block's own search on a few pilot
+elements; an element that Newton does not bring onto every relation of the block is
+solved alone. A relation with no closed form is scanned over its unknown's plausible
+range for every element at once; an element where no root crosses zero is solved alone.
+Both are counted, and the result says so.
 """
 
 from __future__ import annotations
@@ -14,14 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from chalk.solvers.blocks import run_block, set_aside
-from chalk.solvers.execute import CompiledPlan, run_numeric
+from chalk.solvers.elementwise import admits, holds, one_by_one, sign_changes
+from chalk.solvers.execute import CompiledPlan
 from chalk.solvers.placeholders import placeholder_values
 from chalk.solvers.steps import physical, regime_for
-from chalk.solvers.strategies import NEWTON_MULTI_START, search_range
-from chalk.solvers.tolerances import BLOCK, SCAN, STEPS
-from chalk.symbolic.errors import ChalkError
-from chalk.symbolic.model import Model
+from chalk.solvers.strategies import search_range
+from chalk.solvers.tolerances import SCAN, STEPS
+from chalk.solvers.vectorised_blocks import solve_block
 
 
 @dataclass
@@ -33,39 +36,20 @@ class VectorResult:
     failed: dict[str, int] = field(default_factory=dict)  # variable -> elements with no value
     ambiguous: dict[str, int] = field(default_factory=dict)
     scalar_steps: list[str] = field(default_factory=list)
+    # a block's quantities -> elements Newton did not solve, solved one at a time instead
+    one_at_a_time: dict[str, int] = field(default_factory=dict)
     raw: dict = field(default_factory=dict)  # every value as computed (scalars stay scalars)
 
 
-def _admits(model: Model, name: str, values: np.ndarray, provisional=False) -> np.ndarray:
-    """Elementwise :func:`solvers.steps.physical`."""
-    v = model.variables[name]
-    declared = values / v.to_base
-    ok = np.isfinite(declared) & (declared >= 0)
-    if not v.allow_zero:
-        ok &= declared > 0
-    if provisional:
-        return ok
-    if v.lower is not None:
-        ok &= declared >= v.lower * (1 - STEPS.bound_rtol)
-    if v.upper is not None:
-        ok &= declared <= v.upper * (1 + STEPS.bound_rtol)
-    return ok
-
-
-def _holds(guards, env, size) -> np.ndarray:
-    ok = np.ones(size, dtype=bool)
-    for a, b in guards:
-        left = np.broadcast_to(np.asarray(a(env), dtype=float), size)
-        right = np.broadcast_to(np.asarray(b(env), dtype=float), size)
-        ok &= left >= right - STEPS.guard_rtol * np.maximum(np.abs(left), np.abs(right))
-    return ok
-
-
 def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | None = None,
-             size: int | None = None, keep=None) -> VectorResult:
+             size: int | None = None, keep=None, seeds: dict | None = None) -> VectorResult:
     """Run ``compiled`` on arrays (or scalars) of base-unit pin values.
 
     ``keep`` limits the returned values to those names (default: every quantity).
+    ``seeds`` (step index to a list of solutions) holds what the pilot elements of a
+    block torn at several quantities found; pass the same dict to later calls on the
+    same plan (chunks of one Monte Carlo run) so they start from it instead of solving
+    pilots again.
     """
     model = compiled.model
     env: dict[str, object] = dict(compiled.constants)
@@ -82,15 +66,17 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
     if size is None:
         size = max(sizes)
     result = VectorResult({})
+    seeds = {} if seeds is None else seeds
     with np.errstate(all="ignore"):
-        for cstep in compiled.steps:
+        for index, cstep in enumerate(compiled.steps):
             if cstep.kind == "explicit":
                 _explicit(model, cstep, env, regime, size, result)
-            elif cstep.kind == "block" and all(b.strategy != NEWTON_MULTI_START
-                                               for b in cstep.block_branches):
-                _block(model, cstep, env, regime, size, result)
+            elif cstep.kind == "block":
+                solve_block(model, cstep, env, regime, size, result, seeds, index)
+            elif cstep.kind == "numeric" and size > 1:
+                _numeric(model, cstep, env, regime, size, result)
             else:
-                _scalar_fallback(model, cstep, env, regime, size, result)
+                one_by_one(model, cstep, env, regime, size, result)
     names = model.variables if keep is None else keep
     result.raw = env
     result.values = {k: np.broadcast_to(np.asarray(env[k], dtype=float), (size,))
@@ -113,7 +99,7 @@ def _explicit(model, cstep, env, regime, size, result):
             _regime_labels(cstep, env, size, result, name)
             return
         value = np.asarray(value, dtype=float)
-        ok = _admits(model, name, value, name in cstep.provisional)
+        ok = admits(model, name, value, name in cstep.provisional)
         if not ok.all():
             if np.ndim(value) == 0:
                 value = np.full(size, float(value))
@@ -140,7 +126,7 @@ def _explicit(model, cstep, env, regime, size, result):
         value = np.broadcast_to(np.asarray(cc.value(env), dtype=float), (size,))
         trial = dict(env)
         trial[name] = value
-        ok = _admits(model, name, value, name in cstep.provisional) & _holds(cc.guards, trial,
+        ok = admits(model, name, value, name in cstep.provisional) & holds(cc.guards, trial,
                                                                          size)
         same = ok & (count > 0) & np.isclose(value, chosen, rtol=STEPS.distinct_rtol, atol=0)
         new = ok & ~same
@@ -172,120 +158,38 @@ def _regime_labels(cstep, env, size, result, name):
     result.regimes[name] = labels[winner(stacked, axis=0)]
 
 
-def _block(model, cstep, env, regime, size, result):
-    """A simultaneous block over every element at once.
-
-    Each regime combination is evaluated for all elements together: with no torn
-    quantity by its closed forms in sequence, with one by a scan of the torn quantity
-    over its plausible range (solvers.tolerances.SCAN) and bisection of each sign change.
-    An element keeps the solution of the regime whose inequalities hold there; none is a
-    failure, several distinct ones an ambiguity.
-    """
-    names = list(cstep.step.variables)
-    chosen = {n: np.full(size, np.nan) for n in names}
-    count = np.zeros(size, dtype=int)
-    labels = np.full(size, "", dtype=object)
-    for branch in cstep.block_branches:
-        if set_aside(cstep, branch, regime):
-            continue
-        for scope in _branch_solutions(model, branch, env, size):
-            ok = np.ones(size, dtype=bool)
-            for n in names:
-                ok &= _admits(model, n, np.broadcast_to(scope[n], (size,)),
-                              n in cstep.provisional)
-            ok &= _holds(branch.guards, scope, size)
-            for lhs, rhs in branch.all_equations:
-                left = np.broadcast_to(np.asarray(lhs(scope), dtype=float), (size,))
-                right = np.broadcast_to(np.asarray(rhs(scope), dtype=float), (size,))
-                scale = np.maximum(np.abs(left), np.abs(right))
-                ok &= np.abs(left - right) <= SCAN.accept * np.where(scale == 0, 1, scale)
-            values = {n: np.broadcast_to(np.asarray(scope[n], dtype=float), (size,))
-                      for n in names}
-            same = ok & (count > 0)
-            for n in names:
-                same &= np.isclose(values[n], chosen[n], rtol=BLOCK.distinct_rtol, atol=0)
-            new = ok & ~same
-            first = new & (count == 0)
-            count += new
-            for n in names:
-                chosen[n] = np.where(first, values[n], chosen[n])
-            if branch.labels:
-                labels = np.where(first, ", ".join(branch.labels), labels)
-    ambiguous = count > 1
-    failed = count == 0
-    for n in names:
-        env[n] = np.where(ambiguous | failed, np.nan, chosen[n])
-        if failed.any():
-            result.failed[n] = int(failed.sum())
-        if ambiguous.any():
-            result.ambiguous[n] = int(ambiguous.sum())
-    if any(branch.labels for branch in cstep.block_branches):
-        result.regimes[names[0]] = labels
-
-
-def _branch_solutions(model, branch, env, size):
-    """Every solution of one regime combination, as scopes of arrays (NaN where an
-    element has no such solution)."""
-    if not branch.tears:
-        scope = dict(env)
-        for name, fn in branch.sequence:
-            scope[name] = np.asarray(fn(scope), dtype=float)
-        return [scope]
-    tear = branch.tears[0]
-    low, high = search_range(model.variables[tear])
-    grid = np.linspace(np.log(low), np.log(high), SCAN.points)
+def _numeric(model, cstep, env, regime, size, result):
+    """One relation with no closed form, over every element at once: its unknown scanned
+    over the plausible range (as the scalar step does) and each sign change bisected. An
+    element with one physical root keeps it, with several is an ambiguity; one with none
+    is solved alone (the scalar scan also finds roots that touch zero without crossing it
+    and roots against a domain edge), and counted."""
+    name = cstep.step.variables[0]
+    lhs, rhs = cstep.equation
 
     def residual(log_x):
         scope = dict(env)
-        scope[tear] = np.exp(log_x)
-        for name, fn in branch.sequence:
-            value = np.asarray(fn(scope), dtype=float)
-            scope[name] = np.where(value > 0, value, np.nan)
-        lhs, rhs = branch.residuals[0]
+        scope[name] = np.exp(log_x)
         left = np.asarray(lhs(scope), dtype=float)
         right = np.asarray(rhs(scope), dtype=float)
         total = np.abs(left) + np.abs(right)
         return np.broadcast_to((left - right) / np.where(total == 0, 1, total), (size,))
 
-    values = [residual(np.full(size, g)) for g in grid]
-    scopes = []
-    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:], strict=True):
-        crossing = np.isfinite(fa) & np.isfinite(fb) & (np.sign(fa) != np.sign(fb))
-        if not crossing.any():
-            continue
-        lo, hi, flo = np.full(size, a), np.full(size, b), fa.copy()
-        for _ in range(SCAN.bisections):
-            middle = 0.5 * (lo + hi)
-            fm = residual(middle)
-            left = np.sign(fm) == np.sign(flo)
-            lo = np.where(left, middle, lo)
-            flo = np.where(left, fm, flo)
-            hi = np.where(left, hi, middle)
-        root = np.where(crossing, 0.5 * (lo + hi), np.nan)
-        scope = dict(env)
-        scope[tear] = np.exp(root)
-        for name, fn in branch.sequence:
-            scope[name] = np.asarray(fn(scope), dtype=float)
-        scopes.append(scope)
-    return scopes
-
-
-def _scalar_fallback(model, cstep, env, regime, size, result):
-    """One scalar solve per element, for steps without a closed form."""
-    names = cstep.step.variables
-    out = {n: np.full(size, np.nan) for n in names}
-    result.scalar_steps.append(", ".join(names))
-    for i in range(size):
-        scalar = {k: (float(v[i]) if isinstance(v, np.ndarray) else v) for k, v in env.items()}
-        try:
-            if cstep.kind == "numeric":
-                run_numeric(model, cstep, scalar)
-            else:
-                run_block(model, cstep, scalar, regime)
-        except ChalkError:
-            for n in names:
-                result.failed[n] = result.failed.get(n, 0) + 1
-            continue
-        for n in names:
-            out[n][i] = scalar[n]
-    env.update(out)
+    chosen = np.full(size, np.nan)
+    count = np.zeros(size, dtype=int)
+    for root in sign_changes(residual, search_range(model.variables[name]), size):
+        value = np.exp(root)
+        ok = admits(model, name, value, name in cstep.provisional) & (
+            np.abs(residual(root)) < SCAN.root_accept)
+        same = ok & (count > 0) & np.isclose(value, chosen, rtol=SCAN.distinct_rtol, atol=0)
+        new = ok & ~same
+        chosen = np.where(new & (count == 0), value, chosen)
+        count += new
+    ambiguous = count > 1
+    env[name] = np.where(ambiguous, np.nan, chosen)
+    if ambiguous.any():
+        result.ambiguous[name] = int(ambiguous.sum())
+    none = count == 0
+    if none.any():
+        result.one_at_a_time[name] = int(none.sum())
+        one_by_one(model, cstep, env, regime, size, result, np.flatnonzero(none))

@@ -12,6 +12,7 @@ so chalk works inside a multiprocessing pool.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
 
 
@@ -344,6 +345,47 @@ class DataError(ChalkError, ValueError):
             f", entry {self.entry!r}" if self.entry != "-" else "",
             f", field {self.field!r}" if self.field != "-" else "") if part)
         return f"{self.path}{where}: {self.reason}"
+
+@dataclass(eq=False)
+class BeyondSearch(ChalkError, ValueError):
+    """An optimum on an edge of the range searched: the answer lies beyond it, and the
+    edge is not an answer."""
+
+    name: str
+    side: str  # "above" or "below"
+    bound: str  # the edge, as text with its unit
+    question: str  # what was searched for, e.g. "the compute-optimal model at 1e+35 FLOP"
+
+    @property
+    def message(self) -> str:
+        edge = "largest" if self.side == "above" else "smallest"
+        return (f"{self.question}: the best {self.name} is {self.side} {self.bound}, the "
+                f"{edge} value searched; the answer is beyond the range searched")
+
+
+_SHOWN = 120  # longest path quoted whole in a message
+
+
+def shown_path(path) -> str:
+    """A path as a message quotes it: as typed when that is plain and short, else quoted
+    or cut, so the message stays one readable line."""
+    text = os.fspath(path)
+    if len(text) > _SHOWN:
+        text = text[:_SHOWN - 3] + "..."
+    plain = text and text.isprintable() and text == text.strip()
+    return text if plain else repr(text)
+
+
+@dataclass(eq=False)
+class OutputError(ChalkError, ValueError):
+    """A destination chalk will not or cannot write, and why."""
+
+    path: str
+    reason: str
+
+    @property
+    def message(self) -> str:
+        return f"cannot write {shown_path(self.path)}: {self.reason}"
 
 
 @dataclass(eq=False)

@@ -160,14 +160,13 @@ class Variable:
         import numpy as np  # only array callers pay for it
 
         declared = np.asarray(base_values, dtype=float) / self.to_base
-        with np.errstate(invalid="ignore"):
-            ok = np.isfinite(declared) & (declared >= 0)
-            if not self.allow_zero:
-                ok &= declared != 0
-            if self.lower is not None:
-                ok &= declared >= self.lower * (1 - rtol)
-            if self.upper is not None:
-                ok &= declared <= self.upper * (1 + rtol)
+        ok = np.isfinite(declared) & (declared >= 0)  # comparisons with NaN are False
+        if not self.allow_zero:
+            ok &= declared != 0
+        if self.lower is not None:
+            ok &= declared >= self.lower * (1 - rtol)
+        if self.upper is not None:
+            ok &= declared <= self.upper * (1 + rtol)
         return ok
 
 

@@ -44,3 +44,21 @@ def run_cli():
         return status, out.getvalue(), err.getvalue()
 
     return runner
+
+
+def snapshot_tree(folder) -> dict[str, object]:
+    """Every entry under ``folder`` (links not followed): its kind and bytes or target."""
+    import stat
+    from pathlib import Path
+
+    seen = {}
+    for path in sorted(Path(folder).rglob("*")):
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            seen[str(path)] = ("link", os.readlink(path))
+        elif stat.S_ISREG(mode):
+            seen[str(path)] = ("file", path.read_bytes())
+        else:
+            seen[str(path)] = ("other", stat.S_IFMT(mode))
+    return seen
+

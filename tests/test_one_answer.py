@@ -129,3 +129,63 @@ def test_every_path_gives_solves_answer_or_its_refusal():
     assert not disagreements, disagreements[:5]
     # both kinds of outcome are exercised: answers and refusals
     assert QUESTIONS // 4 < answered < QUESTIONS
+
+
+# Questions with presets: a chip, a model and a precision, the serving figures a user
+# gives, and one of them moved. Every preparation pass runs here (headlines giving way
+# to the architecture, counts held, statements answered, user pins over presets).
+PRESET_QUESTIONS = int(__import__("os").environ.get("CHALK_ONE_ANSWER_PRESETS", 150))
+CHIPS = ("h100", "h200", "b200", "mi300x", "gb200_nvl72", "h800")
+MODELS_BY_NAME = ("llama_3_1_70b", "llama_3_1_8b", "deepseek_v3", "qwen3_235b_a22b",
+                  "mixtral_8x22b", "gpt_oss_120b")
+PRECISIONS = ("bf16", "fp8")
+SERVING_TARGETS = ("step_time", "tokens_per_second", "tokens_per_second_per_user",
+                   "memory_fill", "t_compute", "t_memory", "critical_batch_size",
+                   "kv_bytes_per_token", "weight_bytes", "active_params")
+
+
+def _preset_question(seed: int):
+    rng = random.Random(seed)
+    presets = [rng.choice(CHIPS), rng.choice(MODELS_BY_NAME), rng.choice(PRECISIONS)]
+    given = {"n_chips": f"{rng.choice((1, 8, 16, 72))} chip",
+             "batch_size": f"{rng.choice((1, 8, 64, 512, 4096))} sequence",
+             "context_length": f"{rng.choice((1000, 8000, 128000))} token"}
+    target = rng.choice(SERVING_TARGETS)
+    varied = rng.choice(sorted(given))
+    number = float(given[varied].split()[0]) * rng.choice((1.0, 0.5, 3.0, 1e-3))
+    return presets, target, given, varied, number
+
+
+def _preset_paths(model, presets, target, given, varied, number) -> dict:
+    """The answer (declared unit) or the refusal's type on each path, with presets."""
+    variable = model.variables[varied]
+    at = {**given, varied: Q_(number, variable.pint_unit)}
+
+    def bulk():
+        compiled = compile_question(target, given, presets)
+        result = compiled.evaluate({varied: np.array([number * variable.to_base])})
+        if 0 in result.refusals:
+            raise result.refusals[0]
+        return result.values[target][0] / model.variables[target].to_base
+
+    return {
+        "solve": _outcome(lambda: solve(target, at, presets).value(target)),
+        "Question": _outcome(lambda: Question(target, given, presets)(
+            **{varied: number})[target]),
+        "evaluate": _outcome(bulk),
+    }
+
+
+def test_every_path_gives_solves_answer_with_presets():
+    from chalk.knowledge import load_model
+
+    model = load_model()
+    disagreements, answered = [], 0
+    for seed in range(PRESET_QUESTIONS):
+        question = _preset_question(seed)
+        outcomes = _preset_paths(model, *question)
+        answered += isinstance(outcomes["solve"], float)
+        if not _agree(outcomes):
+            disagreements.append((seed, *question, outcomes))
+    assert not disagreements, disagreements[:5]
+    assert PRESET_QUESTIONS // 4 < answered

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from chalk.applications.optimize import BeyondSearch, Curve, minimize_in_log
-from chalk.symbolic.errors import NoSolution
+from chalk.applications.optimize import Curve, minimize_in_log
+from chalk.symbolic.errors import BeyondSearch, NoSolution
 
 
 @dataclass

@@ -17,27 +17,10 @@ import numpy as np
 from chalk.api import prepare
 from chalk.compiled import Options, compile_question
 from chalk.solvers.pins import parse_given, read_value
-from chalk.symbolic.errors import ChalkError, NoSolution, UsageError
+from chalk.symbolic.errors import BeyondSearch, ChalkError, NoSolution, UsageError
 from chalk.symbolic.printing.quantities import describe_dimension, format_quantity
 
 GRID = 400
-
-
-@dataclass(eq=False)
-class BeyondSearch(ChalkError, ValueError):
-    """An optimum on an edge of the range searched: the answer lies beyond it, and the
-    edge is not an answer."""
-
-    name: str
-    side: str  # "above" or "below"
-    bound: str  # the edge, as text with its unit
-    question: str  # what was searched for, e.g. "the compute-optimal model at 1e+35 FLOP"
-
-    @property
-    def message(self) -> str:
-        edge = "largest" if self.side == "above" else "smallest"
-        return (f"{self.question}: the best {self.name} is {self.side} {self.bound}, the "
-                f"{edge} value searched; the answer is beyond the range searched")
 
 
 def minimize_in_log(objective, low: float, high: float, name: str, unit: str,

@@ -26,11 +26,11 @@ import math
 from dataclasses import dataclass
 
 from chalk.cli import cache
+from chalk.solvers.counts import fractional_counts
 from chalk.solvers.derivation import Derivation
 from chalk.solvers.flags import flag_text, violated
 from chalk.solvers.pinned import Layer, Pin
 from chalk.solvers.steps import CheckRecord, StepRecord, regime_taken
-from chalk.solvers.tolerances import STEPS
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.ir import evaluate_ir
 from chalk.symbolic.parsing import looks_uncertain, parse_number, split_pin
@@ -63,6 +63,8 @@ class _Variable:
     lower: float | None
     upper: float | None
     allow_zero: bool
+    structural: bool = False  # a count of a model's config: flagged when not whole
+    description: str = ""
 
     def admits(self, base_value: float, rtol: float = BOUND_RTOL) -> bool:
         return within_bounds(base_value / self.to_base, self.lower, self.upper,
@@ -127,7 +129,8 @@ def answer(argv: list[str]) -> str | None:
 
 def _replay(entry: dict, args) -> str | None:
     variables = {name: _Variable(name, v["unit"], v["to_base"], UnitDisplay(*v["display"]),
-                                 v["lower"], v["upper"], v["allow_zero"])
+                                 v["lower"], v["upper"], v["allow_zero"],
+                                 v["count"] is not None, v["count"] or "")
                  for name, v in entry["variables"].items()}
     relations = {name: _Relation(name, r["equation"], r["source"])
                  for name, r in entry["relations"].items()}
@@ -156,8 +159,7 @@ def _replay(entry: dict, args) -> str | None:
     for step in entry["steps"]:
         name = step["variable"]
         value = evaluate_ir(step["ir"], env)
-        if not isinstance(value, float) or not variables[name].admits(value,
-                                                                       STEPS.bound_rtol):
+        if not isinstance(value, float) or not variables[name].admits(value):
             return None
         env[name] = value
         regime, note = _regime(step, env, UnitDisplay(*entry["seconds"]))
@@ -182,6 +184,9 @@ def _replay(entry: dict, args) -> str | None:
                             variables[c["quantity"]].to_base)
                   for c in entry["conditions"]
                   if violated(env[c["quantity"]], c["bound"], c["kind"]))
+    # a count that comes out fractional is flagged, as the full solve flags it
+    found += fractional_counts(_Model(variables, relations), env,
+                               [n for n in env if n not in pins])
     derivation = Derivation(_Model(variables, relations), entry["conventions"], pins,
                             tuple(records), tuple(checks), env, tuple(entry["notes"]),
                             tuple(entry["unused"]),
@@ -331,7 +336,8 @@ def _freeze(args, question: dict, solution) -> dict | None:
         display = v.display
         variables[name] = {"unit": v.unit, "to_base": v.to_base,
                            "display": [display.text, display.to_base, display.ladder],
-                           "lower": v.lower, "upper": v.upper, "allow_zero": v.allow_zero}
+                           "lower": v.lower, "upper": v.upper, "allow_zero": v.allow_zero,
+                           "count": v.description if v.structural else None}
     used = {r for record in d.steps for r in record.relations} | {c.relation for c in d.checks}
     relations = {r: {"equation": model.relations[r].equation,
                      "source": str(model.relations[r].source)} for r in used}

@@ -11,7 +11,14 @@ import json
 import os
 import sys
 
-from chalk.cli.options import Parser, UsageProblem, add_pin_options, add_question, add_solve
+from chalk.cli.options import (
+    Parser,
+    UsageProblem,
+    add_pin_options,
+    add_question,
+    add_quiet,
+    add_solve,
+)
 from chalk.symbolic.errors import ChalkError, KnowledgeError
 
 EXAMPLES = """examples:
@@ -45,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_pin_options(imply, given_help="an assumption to use instead of the defaults "
                                       "(repeatable)")
     imply.add_argument("--all", action="store_true", help="every shipped sheet, as a table")
+    add_quiet(imply)
     imply.add_argument("--brief", action="store_true", help="results only, no derivations")
     imply.add_argument("--plot", metavar="FILE", help="also draw the cache prices against the "
                        "tiers' holding costs (PNG or SVG)")
@@ -55,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "from long-context steps, the memory tier cache prices point "
                                 "to, each with a 90% interval.")
     atlas.add_argument("--json", action="store_true", help="print one JSON object")
+    add_quiet(atlas)
     atlas.add_argument("--plot", metavar="FILE", help="also draw cache prices against the "
                        "tiers' holding costs (PNG or SVG)")
 
@@ -68,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--log", action="store_true", help="space the grid logarithmically")
     add_pin_options(sweep, json=False)
     sweep.add_argument("--regime", choices=["compute-bound", "memory-bound"])
+    add_quiet(sweep)
     form = sweep.add_mutually_exclusive_group()
     form.add_argument("--csv", action="store_true", help="print CSV")
     form.add_argument("--json", action="store_true", help="print one JSON object")
@@ -94,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--outlier-z", type=float, default=None, metavar="Z",
                      help="flag residuals beyond Z standard deviations (default 3)")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
+    add_quiet(fit)
     fit.add_argument("--plot", metavar="FILE", help="also draw the residuals (PNG or SVG)")
 
     report = commands.add_parser("report", help="run a deduction file into a report",
@@ -103,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("file", metavar="FILE", help="a deduction file, or 'lecture'")
     report.add_argument("--html", metavar="OUT", help="write a self-contained HTML file")
     report.add_argument("--md", metavar="OUT", help="write Markdown (plots as PNG beside it)")
+    add_quiet(report)
 
     from chalk.cli.optimize import add_parser as add_optimize
 
@@ -134,7 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        output = _run(args)
+        from chalk.solvers import progress
+
+        progress.set_quiet(getattr(args, "quiet", False))
+        with progress.task(f"chalk {args.command}"):
+            output = _run(args)
     except UsageProblem as exc:
         print(f"chalk: error: {exc}", file=sys.stderr)
         return 2

@@ -21,6 +21,13 @@ def add_pin_options(parser, json: bool = True,
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def add_quiet(parser) -> None:
+    """The --quiet option of commands that can run for more than a second."""
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line on the terminal (none is drawn when stderr "
+                             "is not a terminal either)")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: a mistake raises :class:`UsageProblem` (status 2,
     no usage dump) instead of exiting."""
@@ -51,6 +58,7 @@ def add_solve(commands) -> None:
     solve.add_argument("--samples", type=int, default=None, metavar="N",
                        help="Monte Carlo samples when a pin is a range (default 100000)")
     solve.add_argument("--seed", type=int, default=0, help="random seed for the samples")
+    add_quiet(solve)
 
 
 def solve_parser() -> argparse.ArgumentParser:

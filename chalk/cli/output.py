@@ -25,41 +25,15 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from chalk.symbolic.errors import ChalkError
+from chalk.symbolic.errors import OutputError, shown_path
 
 PLOT_FORMATS = {".png": "png", ".svg": "svg"}
 HTML_FORMATS = {".html": "html", ".htm": "html"}
 MARKDOWN_FORMATS = {".md": "md", ".markdown": "md"}
 
 _NAMES = {"png": "PNG", "svg": "SVG", "html": "HTML", "md": "Markdown"}
-_SHOWN = 120  # longest destination quoted whole in a message
-
-
-def shown(path: str | os.PathLike) -> str:
-    """A destination as a message quotes it: as typed when that is plain and short,
-    else quoted or cut, so the message stays one readable line."""
-    text = os.fspath(path)
-    if len(text) > _SHOWN:
-        text = text[:_SHOWN - 3] + "..."
-    plain = text and text.isprintable() and text == text.strip()
-    return text if plain else repr(text)
-
-
-@dataclass(eq=False)
-class OutputError(ChalkError, ValueError):
-    """A destination chalk will not or cannot write, and why."""
-
-    path: str
-    reason: str
-
-    @property
-    def message(self) -> str:
-        return f"cannot write {shown(self.path)}: {self.reason}"
-
-
 def _reason(exc: OSError) -> str:
     """An OS error as the lower-case reason of a message line."""
     text = exc.strerror or type(exc).__name__
@@ -160,7 +134,8 @@ class Outputs:
                 try:
                     os.replace(temporary, path)
                 except OSError as exc:
-                    already = f" ({', '.join(map(shown, done))} already written)" if done else ""
+                    written = ", ".join(map(shown_path, done))
+                    already = f" ({written} already written)" if done else ""
                     raise OutputError(path, _reason(exc) + already) from None
                 done.append(path)
         finally:
@@ -184,11 +159,11 @@ class Outputs:
         try:
             folder_mode = os.stat(folder).st_mode
         except FileNotFoundError:
-            raise OutputError(path, f"folder {shown(folder)} does not exist") from None
+            raise OutputError(path, f"folder {shown_path(folder)} does not exist") from None
         except OSError as exc:
-            raise OutputError(path, f"folder {shown(folder)}: {_reason(exc)}") from None
+            raise OutputError(path, f"folder {shown_path(folder)}: {_reason(exc)}") from None
         if not stat.S_ISDIR(folder_mode):
-            raise OutputError(path, f"{shown(folder)} is not a folder")
+            raise OutputError(path, f"{shown_path(folder)} is not a folder")
         exists = _check_kind(path)
         if exists:
             for source in self._inputs:
@@ -197,8 +172,8 @@ class Outputs:
                 except (OSError, ValueError):
                     continue
                 if same:
-                    raise OutputError(path, f"it is an input of this command ({shown(source)});"
-                                            " name another file")
+                    raise OutputError(path, "it is an input of this command "
+                                            f"({shown_path(source)}); name another file")
         key = self._key(path)
         if key in self._taken:
             raise OutputError(path, f"{self._taken[key]} already writes it; name another file")
@@ -232,7 +207,7 @@ def _probe(path: str, folder: str) -> None:
     try:
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".chalk-", suffix=".tmp")
     except OSError as exc:
-        raise OutputError(path, f"cannot create files in folder {shown(folder)} "
+        raise OutputError(path, f"cannot create files in folder {shown_path(folder)} "
                                 f"({_reason(exc)})") from None
     os.close(handle)
     os.unlink(temporary)

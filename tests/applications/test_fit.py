@@ -221,3 +221,27 @@ def test_the_command_line_prints_json_and_draws_the_residuals(tmp_path):
     assert [e["name"] for e in body["estimates"]] == [
         "chip_flops", "hbm_bandwidth@h100", "hbm_bandwidth@h200"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_fit_too_large_for_its_measured_cost_is_refused_up_front(monkeypatch):
+    # Three subjects, two observations each, a bandwidth per subject and one shared FLOP
+    # rate: 6 observations x 4 unknowns = 24 cells. At a (pretended) 10 s a cell that is
+    # 240 s (4 min) against the 120 s (2 min) limit, and 8 bytes x 4 copies x 24 = 768
+    # bytes. Unknowns grow with the subjects, so cost with observations squared:
+    # 6 x sqrt(120/240) = 4.2, so 4 observations fit.
+    import dataclasses
+
+    from chalk.solvers import limits
+    from chalk.solvers.tolerances import LONG_WORK
+
+    from chalk.applications.fit import estimate
+
+    changed = dataclasses.replace(LONG_WORK, fit_seconds_per_cell=10.0, max_seconds=120.0)
+    monkeypatch.setattr(estimate, "LONG_WORK", changed)
+    monkeypatch.setattr(limits, "LONG_WORK", changed)
+    values = _draw(np.random.default_rng(0), 989e12, {"a": 2e12, "b": 3e12, "c": 4e12})
+    with pytest.raises(UsageError) as info:
+        fit(_chips(values))
+    assert info.value.message == (
+        "a fit of 6 observations and 4 unknowns would take about 4 min and 0.768 kB "
+        "(limits 2 min, 4 GB); fit about 4 observations or fewer at a time (fewer subjects)")

@@ -262,7 +262,7 @@ def test_sweep_flag_shows_the_bound_with_its_unit():
 # --- search bounds are never answers (issue 26) -------------------------------------------
 
 def test_compute_optimal_beyond_the_largest_model_searched():
-    from chalk.applications.optimize import BeyondSearch
+    from chalk.symbolic.errors import BeyondSearch
 
     n, _ = chinchilla_closed_form(1e33, 1.8172, 482.01, 2085.43, 0.3478, 0.3658)
     assert n > 1e15  # about 3.9e15 param: past the 1e15 the search stops at
@@ -272,7 +272,7 @@ def test_compute_optimal_beyond_the_largest_model_searched():
 
 
 def test_compute_optimal_below_the_smallest_model_searched():
-    from chalk.applications.optimize import BeyondSearch
+    from chalk.symbolic.errors import BeyondSearch
 
     n, _ = chinchilla_closed_form(1e13, 1.8172, 482.01, 2085.43, 0.3478, 0.3658)
     assert n < 1e6  # about 2.2e5 param
@@ -293,7 +293,7 @@ def test_compute_optimal_with_a_budget_too_small_for_a_finite_loss():
 
 
 def test_lifetime_optimum_needs_a_model_beyond_the_range():
-    from chalk.applications.optimize import BeyondSearch
+    from chalk.symbolic.errors import BeyondSearch
 
     # the smallest model reaching loss 1.82: A / N^alpha = 1.82 - E, so
     # N = (482.01 / 0.0028) ** (1 / 0.3478) = 1.13e15 param, above the 1e15 searched
@@ -303,7 +303,9 @@ def test_lifetime_optimum_needs_a_model_beyond_the_range():
 
 
 def test_largest_batch_beyond_the_largest_batch_searched():
-    from chalk.applications.optimize import BeyondSearch, largest_batch
+    from chalk.symbolic.errors import BeyondSearch
+
+    from chalk.applications.optimize import largest_batch
 
     presets, pins = DSV3_H800
     # 4e6 chips x 80 GB hold (3.2e17 - 1.342e12) / 2.81088e8 = 1.14e9 sequences, past 1e9
@@ -313,7 +315,7 @@ def test_largest_batch_beyond_the_largest_batch_searched():
 
 
 def test_cheapest_batch_still_falling_at_the_largest_batch_searched():
-    from chalk.applications.optimize import BeyondSearch
+    from chalk.symbolic.errors import BeyondSearch
 
     presets, pins = DSV3_H800
     # compute is free (1e21 FLOP/s) and 4e6 chips hold 1.1e9 sequences: the step is the
@@ -338,7 +340,7 @@ def test_crossover_refuses_a_quantity_against_itself_and_different_dimensions():
 
 
 def test_fast_mode_speedup_still_growing_at_the_largest_batch_searched():
-    from chalk.applications.optimize import BeyondSearch
+    from chalk.symbolic.errors import BeyondSearch
 
     presets, pins = DSV3_H800
     # free compute, 0.4-token context: step(B) = t_w + B t_kv with t_w / t_kv =

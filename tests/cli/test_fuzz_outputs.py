@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import snapshot_tree
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -61,19 +62,6 @@ def _world(folder: Path) -> None:
     os.mkfifo(folder / "pipe.md")
 
 
-def _tree(folder: Path) -> dict[str, object]:
-    seen = {}
-    for path in sorted(folder.rglob("*")):
-        mode = path.lstat().st_mode
-        if stat.S_ISLNK(mode):
-            seen[str(path)] = ("link", os.readlink(path))
-        elif stat.S_ISREG(mode):
-            seen[str(path)] = ("file", path.read_bytes())
-        else:
-            seen[str(path)] = ("other", stat.S_IFMT(mode))
-    return seen
-
-
 def _where(path: str) -> str:
     folder, name = os.path.split(path)
     return os.path.join(os.path.realpath(folder or "."), name)
@@ -98,7 +86,7 @@ def _refused(path: str, suffixes: tuple[str, ...]) -> bool:
 
 def _check_run(run_cli, folder: Path, argv: list[str], declared: list[str],
                refused: bool) -> None:
-    before = _tree(folder)
+    before = snapshot_tree(folder)
     event("refused" if refused else "written")  # both kinds, in --hypothesis-show-statistics
     status, out, err = run_cli(*argv)
     assert "Traceback" not in err
@@ -107,10 +95,10 @@ def _check_run(run_cli, folder: Path, argv: list[str], declared: list[str],
         assert status == 2, (argv, out, err)
         assert out == "" and err.startswith("chalk: error: cannot write ") and \
             err.endswith("\n") and err.count("\n") == 1, (argv, err)
-        assert _tree(folder) == before, argv
+        assert snapshot_tree(folder) == before, argv
         return
     assert (status, err) == (0, ""), (argv, err)
-    after = _tree(folder)
+    after = snapshot_tree(folder)
     written = {_where(p) for p in declared}
     changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
     assert set(before) <= set(after), "a file disappeared"

@@ -9,8 +9,10 @@ import stat
 from pathlib import Path
 
 import pytest
+from chalk.symbolic.errors import OutputError
+from conftest import snapshot_tree
 
-from chalk.cli.output import HTML_FORMATS, PLOT_FORMATS, OutputError, Outputs
+from chalk.cli.output import HTML_FORMATS, PLOT_FORMATS, Outputs
 
 REPO = Path(__file__).resolve().parents[2]
 FIT_EXAMPLE = REPO / "docs" / "examples" / "fit_chips.toml"
@@ -31,20 +33,6 @@ def _one_line_refusal(status, out, err, *parts):
     assert err.startswith("chalk: error: cannot write ") and err.count("\n") == 1, err
     for part in parts:
         assert part in err, err
-
-
-def _tree(folder: Path) -> dict[str, object]:
-    """Every entry under ``folder`` (links not followed): its kind and bytes or target."""
-    seen = {}
-    for path in sorted(folder.rglob("*")):
-        mode = path.lstat().st_mode
-        if stat.S_ISLNK(mode):
-            seen[str(path)] = ("link", os.readlink(path))
-        elif stat.S_ISREG(mode):
-            seen[str(path)] = ("file", path.read_bytes())
-        else:
-            seen[str(path)] = ("other", stat.S_IFMT(mode))
-    return seen
 
 
 # --- inputs are never outputs ---------------------------------------------------------------
@@ -154,11 +142,11 @@ def test_markdown_plots_beside_the_report_get_the_same_checks(run_cli, tmp_path)
     victim = tmp_path / "victim.png"
     victim.write_bytes(b"keep")
     (tmp_path / f"out-{asset}").symlink_to(victim)
-    before = _tree(tmp_path)
+    before = snapshot_tree(tmp_path)
     status, out, err = run_cli("report", str(deduction), "--html", str(tmp_path / "out.html"),
                                "--md", str(tmp_path / "out.md"))
     _one_line_refusal(status, out, err, f"out-{asset}", "symbolic link")
-    assert _tree(tmp_path) == before
+    assert snapshot_tree(tmp_path) == before
 
 
 # --- one line for every OS error ------------------------------------------------------------

@@ -13,6 +13,9 @@ from pint.util import UnitsContainer
 
 # One instance of every error type, with fields as the engine fills them.
 EXAMPLES = [
+    errors.BeyondSearch("active_params", "above", "1e15 param",
+                        "the compute-optimal model at 1e35 FLOP"),
+    errors.OutputError("x.pdf", "end the name in .png or .svg"),
     errors.ParseError("3.35 TB/z", "unknown unit 'z'", "write a unit such as TB/s"),
     errors.UnknownNameError("hbm_bandwith", "quantity", ["hbm_bandwidth"]),
     errors.UnitError("furlong", "not a unit chalk knows"),

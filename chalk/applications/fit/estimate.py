@@ -35,6 +35,8 @@ import numpy as np
 
 from chalk.applications.fit.identify import Identification, identify
 from chalk.applications.fit.system import System
+from chalk.solvers.limits import refuse_beyond_limits
+from chalk.solvers.tolerances import LONG_WORK
 from chalk.symbolic.errors import NoSolution, UsageError
 from chalk.symbolic.uncertain import Z90
 
@@ -133,9 +135,11 @@ class _Objective:
 
 
 def solve(system: System, loss: str = "linear") -> Solved:
-    """Fit ``system``; raise :class:`NoSolution` if the start has no prediction."""
+    """Fit ``system``; raise :class:`NoSolution` if the start has no prediction, and
+    :class:`UsageError` with the estimate if it would pass ``LONG_WORK``'s limits."""
     from scipy.optimize import least_squares
 
+    refuse_too_large(system)
     p = len(system.parameters)
     low = np.array([_bound(q.prior, 0) for q in system.parameters])
     high = np.array([_bound(q.prior, 1) for q in system.parameters])
@@ -176,6 +180,22 @@ def solve(system: System, loss: str = "linear") -> Solved:
             methods.append("profile likelihood")
     return Solved(x, covariance, z, weights, jac_std * system.sigma[:, None], intervals,
                   methods, identification, objective.evaluations)
+
+
+def refuse_too_large(system: System) -> None:
+    """Refuse, before any work, a fit whose measured cost per observation per unknown
+    (``LONG_WORK.fit_seconds_per_cell``) or dense Jacobian would pass the limits. With
+    an unknown per subject or group, unknowns grow with the observations, and so the
+    cost with their square: the count suggested allows for that."""
+    observations, unknowns = len(system.observed), len(system.parameters)
+    cells = float(observations) * unknowns
+    per_group = any(q.group for q in system.parameters)
+    refuse_beyond_limits(f"a fit of {observations:,} observations and {unknowns:,} unknowns",
+                         LONG_WORK.fit_seconds_per_cell * cells,
+                         8.0 * LONG_WORK.fit_copies * cells, observations,
+                         "fit about {fits} observations or fewer at a time"
+                         + (" (fewer subjects)" if per_group else ""),
+                         power=2.0 if per_group else 1.0)
 
 
 def _bound(prior, side: int) -> float:

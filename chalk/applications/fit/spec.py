@@ -157,7 +157,7 @@ def _names(items, shown, entry, key) -> tuple[str, ...]:
 def _pins(items, model: Model, shown: str, entry: str) -> dict[str, str]:
     if not isinstance(items, Mapping):
         raise DataError(shown, entry, "pins", "expected a table of NAME = \"VALUE UNIT\"")
-    pins = {}
+    pins, written = {}, {}
     for name, text in items.items():
         if not isinstance(text, str):
             raise DataError(shown, entry, f"pins.{name}", "expected \"VALUE UNIT\" as text")
@@ -166,7 +166,10 @@ def _pins(items, model: Model, shown: str, entry: str) -> dict[str, str]:
             read_value(variable, text)
         except ChalkError as exc:
             raise DataError(shown, entry, f"pins.{name}", exc.message) from None
-        pins[variable.name] = text
+        if variable.name in pins:  # an alias and its name, as solve and report refuse
+            raise DataError(shown, entry, f"pins.{name}", f"{variable.name} is pinned twice "
+                            f"(as {written[variable.name]} and {name}); give it once")
+        pins[variable.name], written[variable.name] = text, name
     return pins
 
 

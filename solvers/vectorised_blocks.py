@@ -1,0 +1,210 @@
+"""Simultaneous blocks over every element at once (for solvers.vectorised).
+
+Each regime combination of a block is solved for all elements together: by its closed
+forms in sequence, by a scan of its one torn quantity, or by batched Newton
+(solvers.batched_newton) when it is torn at several, seeded by the block's own search
+on a few pilot elements. Every solution is verified on all the block's relations; an
+element the batched search does not settle is solved alone and counted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from chalk.solvers import batched_newton
+from chalk.solvers.blocks import run_block, set_aside
+from chalk.solvers.elementwise import admits, element, holds, one_by_one, sign_changes, subset
+from chalk.solvers.strategies import NEWTON_MULTI_START, search_range
+from chalk.solvers.tolerances import BATCH_NEWTON, BLOCK, NEWTON, SCAN
+from chalk.symbolic.errors import AmbiguousSolution, ChalkError
+
+
+def solve_block(model, cstep, env, regime, size, result, seeds, index):
+    """A simultaneous block over every element at once.
+
+    Each regime combination is evaluated for all elements together: with no torn
+    quantity by its closed forms in sequence, with one by a scan of the torn quantity
+    over its plausible range (solvers.tolerances.SCAN) and bisection of each sign change,
+    with several by batched Newton from the typical values and from pilot solutions:
+    the first element solved by the block's own search, then, while some elements are
+    unsolved, up to ``BATCH_NEWTON.pilots - 1`` more of them (each seeding Newton on the
+    rest). An element keeps the solution of the regime whose inequalities hold there;
+    several distinct ones are an ambiguity. An element with none is a failure when
+    every search was complete; otherwise the block's own search (multi-start, then a path
+    from the reference point) solves it alone, and it is counted.
+    """
+    names = list(cstep.step.variables)
+    live = [b for b in cstep.block_branches if not set_aside(cstep, b, regime)]
+    searched = any(b.strategy == NEWTON_MULTI_START for b in live)
+    if searched and size == 1 and index not in seeds:  # the pilot would be all of it
+        one_by_one(model, cstep, env, regime, size, result)
+        return
+    if searched and index not in seeds:
+        first = _pilot(model, cstep, env, regime, 0)
+        # a first pilot with several solutions: Newton would pick one of them silently
+        seeds[index] = None if first is None else ([first] if first else [])
+    if searched and seeds[index] is None:
+        one_by_one(model, cstep, env, regime, size, result)
+        return
+    found = _Found(names, size)
+    starts = [*seeds.get(index, ()), _typical(model, names)]
+    for branch in live:
+        for scope in _branch_solutions(model, branch, env, size, starts):
+            found.add(model, cstep, branch, scope)
+    tried = np.zeros(size, dtype=bool)
+    for _ in range(BATCH_NEWTON.pilots - 1 if searched else 0):
+        waiting = np.flatnonzero((found.count == 0) & ~tried)
+        if not waiting.size:
+            break
+        tried[waiting[0]] = True
+        seed = _pilot(model, cstep, env, regime, int(waiting[0]))
+        if not seed:
+            continue
+        seeds[index].append(seed)
+        unsolved = found.count == 0
+        for branch in live:
+            if branch.strategy == NEWTON_MULTI_START:
+                for scope in _newton_solutions(branch, env, size, [seed], unsolved):
+                    found.add(model, cstep, branch, scope, unsolved)
+    ambiguous = found.count > 1
+    failed = found.count == 0
+    for n in names:
+        env[n] = np.where(ambiguous | failed, np.nan, found.chosen[n])
+        if ambiguous.any():
+            result.ambiguous[n] = int(ambiguous.sum())
+    if searched and failed.any():  # Newton proves nothing: the block's own search decides
+        result.one_at_a_time[", ".join(names)] = int(failed.sum())
+        one_by_one(model, cstep, env, regime, size, result, np.flatnonzero(failed))
+    elif failed.any():
+        for n in names:
+            result.failed[n] = int(failed.sum())
+    if any(branch.labels for branch in cstep.block_branches):
+        result.regimes[names[0]] = found.labels
+
+
+class _Found:
+    """The distinct verified solutions of a block found so far, per element: the first
+    one's values and regime labels, and how many there are."""
+
+    def __init__(self, names, size):
+        self.names, self.size = names, size
+        self.chosen = {n: np.full(size, np.nan) for n in names}
+        self.count = np.zeros(size, dtype=int)
+        self.labels = np.full(size, "", dtype=object)
+
+    def add(self, model, cstep, branch, scope, within=None):
+        """Count ``scope`` where it is a solution (every quantity physical, the regime's
+        inequalities held, every relation within ``SCAN.accept``) and new, among the
+        elements ``within`` (default all)."""
+        size = self.size
+        ok = np.ones(size, dtype=bool) if within is None else within.copy()
+        for n in self.names:
+            ok &= admits(model, n, np.broadcast_to(scope[n], (size,)), n in cstep.provisional)
+        ok &= holds(branch.guards, scope, size)
+        for lhs, rhs in branch.all_equations:
+            left = np.broadcast_to(np.asarray(lhs(scope), dtype=float), (size,))
+            right = np.broadcast_to(np.asarray(rhs(scope), dtype=float), (size,))
+            scale = np.maximum(np.abs(left), np.abs(right))
+            ok &= np.abs(left - right) <= SCAN.accept * np.where(scale == 0, 1, scale)
+        values = {n: np.broadcast_to(np.asarray(scope[n], dtype=float), (size,))
+                  for n in self.names}
+        same = ok & (self.count > 0)
+        for n in self.names:
+            same &= np.isclose(values[n], self.chosen[n], rtol=BLOCK.distinct_rtol, atol=0)
+        new = ok & ~same
+        first = new & (self.count == 0)
+        self.count += new
+        for n in self.names:
+            self.chosen[n] = np.where(first, values[n], self.chosen[n])
+        if branch.labels:
+            self.labels = np.where(first, ", ".join(branch.labels), self.labels)
+
+
+def _typical(model, names) -> dict[str, float]:
+    """The block's typical values in base units (the first start of its own search)."""
+    return {n: (model.variables[n].typical or 1.0) * model.variables[n].to_base for n in names}
+
+
+def _pilot(model, cstep, env, regime, i: int):
+    """The block's values at element ``i``, solved by the block's own search: a dict,
+    empty if it has none, ``None`` if it has several."""
+    scalar = element(env, i)
+    try:
+        run_block(model, cstep, scalar, regime)
+    except AmbiguousSolution:
+        return None
+    except ChalkError:
+        return {}
+    return {n: scalar[n] for n in cstep.step.variables}
+
+
+def _torn_residuals(branch, scope, size) -> np.ndarray:
+    """Relative residuals of ``branch``'s torn relations, shape (torn, size), with the
+    tears already in ``scope`` and the rest solved from them by the closed forms."""
+    for name, fn in branch.sequence:
+        value = np.asarray(fn(scope), dtype=float)
+        scope[name] = np.where(value > 0, value, np.nan)
+    rows = []
+    for lhs, rhs in branch.residuals:
+        left = np.asarray(lhs(scope), dtype=float)
+        right = np.asarray(rhs(scope), dtype=float)
+        total = np.abs(left) + np.abs(right)
+        rows.append(np.broadcast_to((left - right) / np.where(total == 0, 1, total), (size,)))
+    return np.vstack(rows)
+
+
+def _branch_solutions(model, branch, env, size, starts=()):
+    """Every solution of one regime combination, as scopes of arrays (NaN where an
+    element has no such solution); several tears are solved by Newton from ``starts``
+    (each a dict of base-unit values of the block's quantities)."""
+    if not branch.tears:
+        scope = dict(env)
+        for name, fn in branch.sequence:
+            scope[name] = np.asarray(fn(scope), dtype=float)
+        return [scope]
+    if len(branch.tears) > 1:
+        return _newton_solutions(branch, env, size, starts)
+    tear = branch.tears[0]
+
+    def residual(log_x):
+        scope = dict(env)
+        scope[tear] = np.exp(log_x)
+        return _torn_residuals(branch, scope, size)[0]
+
+    scopes = []
+    for root in sign_changes(residual, search_range(model.variables[tear]), size):
+        scope = dict(env)
+        scope[tear] = np.exp(root)
+        for name, fn in branch.sequence:
+            scope[name] = np.asarray(fn(scope), dtype=float)
+        scopes.append(scope)
+    return scopes
+
+
+def _newton_solutions(branch, env, size, starts, within=None):
+    """The solutions batched Newton reaches from each start, as scopes of arrays (NaN
+    where it did not converge), for the elements ``within`` (default all). An element
+    solved from one start is not started again from the next: like the block's own
+    multi-start search, this proves nothing unique."""
+    if len(branch.residuals) != len(branch.tears):
+        return []  # a degenerate combination: the block's own search handles it
+    tears = branch.tears
+
+    def residual(log_x, index):
+        scope = subset(env, index, size)
+        scope.update(zip(tears, np.exp(log_x), strict=True))
+        return _torn_residuals(branch, scope, index.size)
+
+    scopes = []
+    unsolved = np.ones(size, dtype=bool) if within is None else within.copy()
+    for start in starts:
+        if not unsolved.any():
+            break
+        begin = np.log(np.array([[start[t]] for t in tears], dtype=float)).repeat(size, 1)
+        begin[:, ~unsolved] = np.nan
+        log_x, solved = batched_newton.solve(residual, begin, NEWTON.accept, BLOCK.polish_above)
+        unsolved &= ~solved
+        scope = dict(env)
+        scope.update(zip(tears, np.where(solved, np.exp(log_x), np.nan), strict=True))
+        _torn_residuals(branch, scope, size)
+        scopes.append(scope)
+    return scopes

@@ -1,0 +1,166 @@
+"""Monte Carlo through a block torn at several quantities: batched Newton, its fallback to
+the block's own search, and the limits on long runs."""
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+from chalk.solvers import batched_newton, limits, uncertainty
+from chalk.solvers.execute import compile_plan, run_steps
+from chalk.solvers.plan import make_plan
+from chalk.solvers.strategies import NEWTON_MULTI_START
+from chalk.solvers.tolerances import BATCH_NEWTON, LONG_WORK
+from chalk.solvers.vectorised import evaluate
+from chalk.symbolic.errors import UsageError
+from chalk.symbolic.model import build_model
+from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.variables import Variable
+from synthetic import squares_model
+
+from chalk import solve
+from chalk.cli.main import main
+
+MODEL = squares_model()  # x^2 = (p - q + r) / 2 by hand (benchmarks/synthetic.py)
+
+
+def _compiled():
+    plan = make_plan(MODEL, frozenset("pqr"), ("x", "y", "z"))
+    compiled = compile_plan(MODEL, plan)
+    (block,) = [s for s in compiled.steps if s.kind == "block"]
+    assert all(b.strategy == NEWTON_MULTI_START for b in block.block_branches)
+    return compiled
+
+
+def _by_hand(p, q, r):
+    x2 = (p - q + r) / 2
+    y2 = p - x2
+    return np.sqrt(x2), np.sqrt(y2), np.sqrt(q - y2)
+
+
+@pytest.mark.slow  # forked sympy solves of the synthetic block, then a dozen scalar searches
+def test_batched_newton_gives_the_scalar_search_s_samples():
+    compiled = _compiled()
+    p = np.linspace(4.5, 5.5, 12)
+    batched = evaluate(compiled, {"p": p, "q": 13.0, "r": 10.0}, size=p.size)
+    assert not batched.scalar_steps and not batched.failed and not batched.one_at_a_time
+    for i, value in enumerate(p):
+        scalar, _, _ = run_steps(compiled, {"p": float(value), "q": 13.0, "r": 10.0})
+        for name in "xyz":
+            assert batched.values[name][i] == pytest.approx(scalar[name], rel=1e-12)
+    # and both are the hand solution: p = 5 gives x^2 = (5 - 13 + 10)/2 = 1, y^2 = 4, z^2 = 9
+    x, y, z = _by_hand(p, 13.0, 10.0)
+    assert np.allclose(batched.values["x"], x, rtol=1e-12)
+    assert np.allclose(batched.values["y"], y, rtol=1e-12)
+    assert np.allclose(batched.values["z"], z, rtol=1e-12)
+
+
+@pytest.mark.slow  # forked sympy solves of the synthetic block
+def test_many_samples_match_the_hand_solution():
+    p = np.random.default_rng(1).uniform(4.5, 5.5, 5000)
+    q = np.random.default_rng(2).uniform(12.0, 14.0, 5000)
+    result = evaluate(_compiled(), {"p": p, "q": q, "r": 10.0}, size=p.size)
+    # x^2 = (p - q + 10)/2 stays between (4.5 - 14 + 10)/2 = 0.25 and 1.75: all physical
+    assert not result.failed and not result.ambiguous
+    for name, want in zip("xyz", _by_hand(p, q, 10.0), strict=True):
+        assert np.allclose(result.values[name], want, rtol=1e-10)
+
+
+@pytest.mark.slow  # forked sympy solves of the synthetic block, then 20 scalar searches
+def test_samples_newton_does_not_reach_are_solved_alone_and_counted(monkeypatch):
+    # With no Newton step allowed, only the pilots (BATCH_NEWTON.pilots = 3 samples, solved
+    # by the block's own search first) start on their solution; the other 17 must go to
+    # that search, be counted, and still get the hand solution.
+    monkeypatch.setattr(batched_newton, "BATCH_NEWTON",
+                        dataclasses.replace(BATCH_NEWTON, iterations=0))
+    p = np.linspace(4.6, 5.4, 20)
+    result = evaluate(_compiled(), {"p": p, "q": 13.0, "r": 10.0}, size=p.size)
+    assert BATCH_NEWTON.pilots == 3
+    assert result.one_at_a_time == {"x, y, z": 17}
+    assert np.allclose(result.values["x"], _by_hand(p, 13.0, 10.0)[0], rtol=1e-9)
+
+
+@pytest.mark.slow  # forked sympy solves of the synthetic block
+def test_a_range_through_the_block_has_the_hand_interval():
+    s = solve("x", {"p": "4.5..5.5", "q": 13, "r": 10}, ["none"], model=MODEL, samples=20_000)
+    assert not s.uncertainty.notes
+    # p log-uniform on 4.5..5.5: its 5th and 95th percentiles are 4.5 * (5.5/4.5)^0.05 and
+    # 4.5 * (5.5/4.5)^0.95, and x = sqrt((p - 3)/2) rises with p
+    low, high = (4.5 * (5.5 / 4.5) ** f for f in (0.05, 0.95))
+    got_low, got_high = (q.magnitude for q in s.interval("x"))
+    assert got_low == pytest.approx(np.sqrt((low - 3) / 2), rel=2e-3)
+    assert got_high == pytest.approx(np.sqrt((high - 3) / 2), rel=2e-3)
+
+
+def _limits(monkeypatch, **changes):
+    """LONG_WORK with ``changes``, where Monte Carlo and the limit check read it."""
+    changed = dataclasses.replace(LONG_WORK, **changes)
+    monkeypatch.setattr(uncertainty, "LONG_WORK", changed)
+    monkeypatch.setattr(limits, "LONG_WORK", changed)
+
+
+def test_a_long_run_is_refused_with_its_estimate(monkeypatch):
+    # the 200K-crossover deduction, closed form: kv = active / (300 * 200e3) (lecture)
+    given = {"context_crossover": "200k token", "active_params": "100e9..300e9 param"}
+    _limits(monkeypatch, pilot_above=1000, max_seconds=1e-9)
+    with pytest.raises(UsageError) as info:
+        solve("kv_bytes_per_token", given, "lecture", samples=300_000)
+    message = info.value.message
+    assert message.startswith("300,000 samples through this plan would take about ")
+    fits = int(re.fullmatch(r".*; use --samples (\d+) or fewer", message).group(1))
+    assert fits < 300_000
+
+
+def test_the_command_refuses_a_long_run_in_one_line(monkeypatch, capsys):
+    _limits(monkeypatch, pilot_above=1000, max_seconds=1e-9)
+    status = main(["solve", "kv_bytes_per_token", "--preset", "lecture",
+                   "--given", "context_crossover=200k token",
+                   "--given", "active_params=100e9..300e9 param", "--samples", "300000"])
+    out, err = capsys.readouterr()
+    assert status == 2 and out == ""
+    assert err.startswith("chalk: error: 300,000 samples through this plan would take about")
+    assert err.count("\n") == 1
+
+
+def test_a_run_too_large_for_memory_is_refused_with_what_it_would_hold(monkeypatch):
+    # Held throughout: active_params drawn, kv_bytes_per_token kept, and the finite copy
+    # sorted for percentiles, 8 bytes each per sample: 300,000 x 8 x 3 = 7.2 MB. With a
+    # 1 MB limit, 300,000 x 1/7.2 = 41,666 samples fit: 41,000 to two figures.
+    given = {"context_crossover": "200k token", "active_params": "100e9..300e9 param"}
+    _limits(monkeypatch, pilot_above=1000, max_bytes=1e6)
+    with pytest.raises(UsageError) as info:
+        solve("kv_bytes_per_token", given, "lecture", samples=300_000)
+    assert " and 7.2 MB (limits " in info.value.message
+    assert info.value.message.endswith("use --samples 41000 or fewer")
+
+
+def test_samples_within_the_limits_are_evaluated_in_chunks(monkeypatch):
+    # chunks of 1,000 over 2,500 samples: the answer is the same as in one piece
+    given = {"context_crossover": "200k token", "active_params": "100e9..300e9 param"}
+    whole = solve("kv_bytes_per_token", given, "lecture", samples=2500)
+    _limits(monkeypatch, chunk=1000)
+    chunked = solve("kv_bytes_per_token", given, "lecture", samples=2500)
+    assert chunked.interval("kv_bytes_per_token") == whole.interval("kv_bytes_per_token")
+    # and it is the hand interval: log-uniform active params over 100e9..300e9, divided by
+    # 300 FLOP/byte x 200e3 token: 5th percentile 100e9 * 3^0.05 / 6e7
+    low = chunked.interval("kv_bytes_per_token", "byte/token")[0].magnitude
+    assert low == pytest.approx(100e9 * 3 ** 0.05 / 6e7, rel=1e-2)
+
+
+@pytest.mark.slow  # a forked sympy solve that finds no closed form
+def test_a_relation_with_no_closed_form_is_scanned_over_every_sample_at_once():
+    # y = x^5 + x has no solution in radicals, so the step is numeric. It rises with x, so
+    # each y has one root: y = 2 gives x = 1 (1 + 1), y = 34 gives x = 2 (32 + 2).
+    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in "xy"]
+    x, y = (v.symbol for v in variables)
+    model = build_model(variables, [Relation("quintic", y, x ** 5 + x, "synthetic",
+                                             definition())])
+    compiled = compile_plan(model, make_plan(model, frozenset("y"), ("x",)))
+    assert [s.kind for s in compiled.steps] == ["numeric"]
+    ys = np.array([2.0, 34.0, 1.5, 2.5, 10.0])
+    result = evaluate(compiled, {"y": ys}, size=ys.size)
+    assert not result.scalar_steps and not result.one_at_a_time
+    assert result.values["x"][:2] == pytest.approx([1.0, 2.0], rel=1e-14)
+    for i, value in enumerate(ys):
+        scalar, _, _ = run_steps(compiled, {"y": float(value)})
+        assert result.values["x"][i] == pytest.approx(scalar["x"], rel=1e-14)

@@ -1,0 +1,130 @@
+"""The compiled question (chalk.compiled): each path answers as ``chalk.solve`` does.
+
+Regression tests for issue 22's "other paths answer what solve refuses": every number
+below is worked by hand in the test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from chalk.symbolic.errors import BoundsError, ChalkError, InconsistentPins, UsageError
+
+from chalk import Question, fit, solve
+from chalk.applications.sweep import sweep
+from chalk.compiled import compile_question
+
+# decode compute time: t_compute = batch * (2 FLOP/param * active + attention FLOPs per
+# token) / (n_chips * chip_flops), one token per sequence per step
+COMPUTE = {"context_length": "4k token", "active_params": "37e9 param",
+           "batch_size": "64 sequence", "chip_flops": "989 TFLOP/s", "n_chips": "8 chip"}
+WITH_ATTENTION = 64 * (2 * 37e9 + 5e10) / (8 * 989e12)  # 1.00303 ms
+WITHOUT_ATTENTION = 64 * (2 * 37e9) / (8 * 989e12)  # 0.59858 ms
+
+
+def test_a_zero_that_removed_a_term_is_put_back_when_asked_again_with_a_value():
+    # built with attention left out (a zero removes the term), asked again with 5e10
+    q = Question("t_compute", {**COMPUTE, "attention_flops_per_token": "0 FLOP/token"})
+    assert q()["t_compute"] == pytest.approx(WITHOUT_ATTENTION, rel=1e-9)
+    assert q(attention_flops_per_token=5e10)["t_compute"] == pytest.approx(WITH_ATTENTION,
+                                                                            rel=1e-9)
+    direct = solve("t_compute", {**COMPUTE, "attention_flops_per_token": "5e10 FLOP/token"})
+    assert direct.value("t_compute", "s") == pytest.approx(WITH_ATTENTION, rel=1e-9)
+    # and the other way round: a value that becomes zero takes the term out
+    q = Question("t_compute", {**COMPUTE, "attention_flops_per_token": "5e10 FLOP/token"})
+    assert q(attention_flops_per_token=0.0)["t_compute"] == pytest.approx(
+        WITHOUT_ATTENTION, rel=1e-9)
+
+
+def test_question_refuses_what_solve_refuses():
+    q = Question("hbm_drain_time", {"hbm_capacity": "288 GB", "hbm_bandwidth": "20 TB/s"})
+    with pytest.raises(BoundsError):
+        q(hbm_capacity=-5.0)
+    assert q(hbm_capacity=144e9)["hbm_drain_time"] == pytest.approx(144e9 / 20e12)
+    # arrays: the refused point is NaN and named
+    out = q(hbm_capacity=np.array([144e9, -1.0]))["hbm_drain_time"]
+    assert out[0] == pytest.approx(7.2e-3) and np.isnan(out[1])
+    assert isinstance(q.refusals()[1], BoundsError)
+
+
+# 80 GB / 3.35 TB/s = 23.88 ms, not the 1 s pinned: the three pins disagree
+DRAIN = {"hbm_capacity": "80 GB", "hbm_bandwidth": "3.35 TB/s", "hbm_drain_time": "1 s"}
+
+
+def test_a_sweep_refuses_each_point_solve_refuses():
+    with pytest.raises(InconsistentPins):
+        solve("hardware_intensity", {**DRAIN, "chip_flops": "100 TFLOP/s"})
+    table = sweep("hardware_intensity", "chip_flops", "100 TFLOP/s", "1000 TFLOP/s", 4,
+                  given=DRAIN)
+    assert np.isnan(table.ys["hardware_intensity"]).all()
+    assert set(table.refusals) == {0, 1, 2, 3}
+    assert all(isinstance(e, InconsistentPins) for e in table.refusals.values())
+    assert "23.88 ms" in table.text() and "1 s" in table.text()
+
+
+def test_a_sweep_takes_no_range_it_would_replace_by_its_middle():
+    with pytest.raises(UsageError, match="hbm_bandwidth is a range"):
+        sweep("hbm_drain_time", "hbm_capacity", "10 GB", "100 GB", 3,
+              given={"hbm_bandwidth": "1..3 TB/s"})
+
+
+def test_a_sweep_point_is_solves_answer():
+    # hardware_intensity = chip_flops / hbm_bandwidth: 500e12 / 2e12 = 250 FLOP/byte
+    table = sweep("hardware_intensity", "chip_flops", "100 TFLOP/s", "500 TFLOP/s", 3,
+                  given={"hbm_bandwidth": "2 TB/s"})
+    assert table.ys["hardware_intensity"] == pytest.approx([50.0, 150.0, 250.0], rel=1e-12)
+
+
+def test_evaluate_answers_a_point_the_bulk_run_cannot_vouch_for_in_full():
+    question = compile_question("hbm_drain_time",
+                                {"hbm_capacity": "288 GB", "hbm_bandwidth": "20 TB/s"})
+    result = question.evaluate({"hbm_capacity": np.array([144e9, 0.0])})
+    assert result.values["hbm_drain_time"][0] == pytest.approx(7.2e-3)
+    assert isinstance(result.refusals[1], ChalkError)  # a zero capacity is no capacity
+    assert result.settled == 1
+
+
+def test_evaluate_refuses_every_point_of_an_under_determined_question():
+    question = compile_question("hbm_drain_time", {"hbm_capacity": "288 GB"})
+    result = question.evaluate({"hbm_capacity": np.array([1e9, 2e9])})
+    assert set(result.refusals) == {0, 1}
+    assert type(result.refusals[0]).__name__ == "UnderdeterminedError"
+
+
+def test_changing_a_pin_the_question_does_not_have_is_refused():
+    question = compile_question("hbm_drain_time",
+                                {"hbm_capacity": "288 GB", "hbm_bandwidth": "20 TB/s"})
+    with pytest.raises(UsageError, match="not pinned in this question"):
+        question.solve({"chip_flops": 1e15})
+
+
+def test_a_fit_file_that_pins_a_quantity_twice_is_refused(tmp_path):
+    # mem_bw is an alias of hbm_bandwidth: solve and report refuse "pinned twice"
+    with pytest.raises(ChalkError, match="pinned twice"):
+        solve("hardware_intensity", {"hbm_bandwidth": "3.35 TB/s", "mem_bw": "1 TB/s",
+                                     "chip_flops": "989 TFLOP/s"})
+    spec = tmp_path / "twice.toml"
+    spec.write_text('title = "twice"\n'
+                    'pins = { hbm_bandwidth = "3.35 TB/s", mem_bw = "1 TB/s" }\n'
+                    '[unknowns]\nchip_flops = "100e12..10e15 FLOP/s"\n'
+                    '[[observations]]\nquantity = "hardware_intensity"\n'
+                    'value = "lognormal(295 FLOP/byte, 0.1)"\n')
+    with pytest.raises(ChalkError, match="pinned twice"):
+        fit(str(spec))
+
+
+def test_a_fits_predictions_are_solves_answers_at_the_estimate(tmp_path):
+    # one chip, one unknown: hardware_intensity = chip_flops / 3.35e12 byte/s observed at
+    # 295 FLOP/byte fixes chip_flops = 295 * 3.35e12 = 988.25e12 FLOP/s
+    spec = tmp_path / "one.toml"
+    spec.write_text('title = "one"\npins = { hbm_bandwidth = "3.35 TB/s" }\n'
+                    '[unknowns]\nchip_flops = "100e12..10e15 FLOP/s"\n'
+                    '[[observations]]\nquantity = "hardware_intensity"\n'
+                    'value = "lognormal(295 FLOP/byte, 0.1)"\n')
+    result = fit(str(spec))
+    estimate = result.estimates[0]
+    assert estimate.value == pytest.approx(295 * 3.35e12, rel=1e-6)
+    predicted = result.residuals[0].predicted
+    direct = solve("hardware_intensity", {"hbm_bandwidth": "3.35 TB/s",
+                                          "chip_flops": f"{estimate.value!r} FLOP/s"})
+    assert predicted == pytest.approx(direct.value("hardware_intensity"), rel=1e-9)

@@ -1,0 +1,145 @@
+"""The serving measurements table (issue 23's acceptance): every row sourced, dated and with
+its conditions; chalk's bound beside each, checked by hand on two rows; the table runs."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from chalk.knowledge import data
+from chalk.knowledge.presets import chip_preset, preset
+from chalk.symbolic.errors import DataError
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import serving_bounds  # noqa: E402  (benchmarks/serving_bounds.py)
+
+ROWS = data.serving_measurements()
+
+
+def test_at_least_fifteen_measurements_from_several_sources():
+    assert len(ROWS) >= 15
+    # the first address of each source: more than one publisher
+    sources = {r.fields["source"].split()[0] for r in ROWS.values()}
+    assert len(sources) >= 4
+
+
+@pytest.mark.parametrize("ident", sorted(ROWS))
+def test_every_row_has_source_date_and_conditions(ident):
+    record = ROWS[ident]
+    fields = record.fields
+    assert fields["source"].startswith("https://")
+    assert fields["date"].strip() and fields["engine"].strip()
+    assert fields["metric"] in ("total", "per_chip", "per_user")
+    assert preset(fields["model"]).kind == "model"
+    assert preset(fields["precision"]).kind == "precision"
+    # the chip has a datasheet peak for the format the row ran at
+    assert chip_preset(fields["chip"], fields["precision"]).kind == "accelerator"
+    facts = record.facts
+    assert facts["measured"].quantity().to("token/s").magnitude > 0
+    assert facts["n_chips"].quantity().to("chip").magnitude >= 1
+    assert facts["input_tokens"].quantity().to("token").magnitude > 0
+    assert "output_tokens" in facts or fields.get("note")
+    for fact in facts.values():  # each number under the row's source and date
+        assert (fact.source, fact.date) == (fields["source"], fields["date"])
+
+
+def _write(tmp_path, monkeypatch, text):
+    (tmp_path / "serving_measurements.yaml").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(data, "DATA_DIR", tmp_path)
+    data.serving_measurements.cache_clear()
+
+
+ENTRY = """measurements:
+- id: row
+  name: a row
+  source: https://example.org
+  date: "2025"
+  engine: an engine
+  model: llama_3_1_8b
+  chip: h100
+  precision: fp8
+  metric: {metric}
+  facts: {{{facts}}}
+"""
+FACTS = 'measured: "1 token/s", n_chips: "1 chip", input_tokens: "1 token"'
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    (ENTRY.format(metric="total", facts=FACTS).replace("  source: https://example.org\n", ""),
+     "serving_measurements.yaml, entry 'row', field 'source': missing"),
+    (ENTRY.format(metric="total", facts='measured: "1 token/s", n_chips: "1 chip"'),
+     "serving_measurements.yaml, entry 'row', field 'input_tokens': missing"),
+    (ENTRY.format(metric="per_node", facts=FACTS + ', output_tokens: "1 token"'),
+     "serving_measurements.yaml, entry 'row', field 'metric': 'per_node' is not one of "
+     "total, per_chip, per_user"),
+    (ENTRY.format(metric="total", facts=FACTS),
+     "serving_measurements.yaml, entry 'row', field 'output_tokens': missing: give it, or "
+     "say in a note why the source does not"),
+])
+def test_a_row_without_its_conditions_is_refused(tmp_path, monkeypatch, entry, message):
+    _write(tmp_path, monkeypatch, entry)
+    try:
+        with pytest.raises(DataError) as info:
+            data.serving_measurements()
+        assert info.value.message == message
+    finally:
+        data.serving_measurements.cache_clear()
+
+
+def test_a_row_without_a_batch_asks_for_the_batch_hbm_holds():
+    targets, given, presets = serving_bounds.question(ROWS["trtllm_llama70b_h200_fp8_1000_1000"])
+    # 1000 in, 1000 out: the mean context of the decode is 1000 + 1000 / 2
+    assert given == {"n_chips": "1 chip", "context_length": "1500 token", "memory_fill": "1"}
+    assert "batch_size" in targets
+    assert [p.name if hasattr(p, "name") else p for p in presets] == [
+        "h200_fp8", "llama_3_1_70b", "fp8"]
+
+
+def test_bound_of_a_row_that_fills_hbm_by_hand():
+    # Llama 3.1/3.3 70B at fp8: 80 x (2x8192x64x128 + 2x8192x8x128 + 3x8192x28672)
+    # + 2 x 128256 x 8192 = 70,552,387,584 weight bytes; KV 2 x 80 x 8 x 128 x 1 B =
+    # 163,840 B per token, x 1500 tokens per sequence. HBM full (141 GB) holds
+    # (141e9 - weights) / (1500 x 163,840) = 286.65 sequences, and a step reads it all once:
+    # 141e9 / 4.8e12 = 29.375 ms (memory-bound: the compute is ~20.7 ms).
+    weights = 80 * (2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 3 * 8192 * 28672) \
+        + 2 * 128256 * 8192
+    batch = (141e9 - weights) / (1500 * 163840)
+    row = serving_bounds.bound_row(ROWS["trtllm_llama70b_h200_fp8_1000_1000"])
+    assert row.batch == pytest.approx(batch, rel=1e-6)
+    assert row.bound == pytest.approx(batch / (141e9 / 4.8e12), rel=1e-6)   # 9,758 token/s
+    assert row.regime == "memory"
+    assert row.ratio == pytest.approx(2909 / row.bound)                        # 0.30
+
+
+def test_bound_of_a_row_at_batch_one_by_hand():
+    # Llama 3.1 405B at fp8 on 8 MI300X: weights 126 x (2x16384x128x128 + 2x16384x8x128
+    # + 3x16384x53248) + 2 x 128256 x 16384 = 405,849,243,648 B; KV 2 x 126 x 8 x 128 x 1 B
+    # = 258,048 B per token at the mean context 128 + 128 / 2 = 192. One step reads both
+    # over 8 x 5.3 TB/s: 9.573 ms, so at most 104.5 token/s (measured: 36).
+    weights = 126 * (2 * 16384 * 128 * 128 + 2 * 16384 * 8 * 128 + 3 * 16384 * 53248) \
+        + 2 * 128256 * 16384
+    step = (weights + 192 * 258048) / (8 * 5.3e12)
+    row = serving_bounds.bound_row(ROWS["oracle_llama405b_mi300x_fp8_batch1"])
+    assert row.bound == pytest.approx(1 / step, rel=1e-6)
+    assert row.ratio == pytest.approx(36 * step, rel=1e-6)
+
+
+def test_summary_medians_and_flags():
+    rows = [serving_bounds.Row("a", "", 1, 4, 1, "memory", True),     # 0.25
+            serving_bounds.Row("b", "", 3, 4, 1, "memory", True),     # 0.75
+            serving_bounds.Row("c", "", 5, 4, 1, "memory", False)]    # 1.25: beats its bound
+    s = serving_bounds.summary(rows)
+    assert s["median"] == pytest.approx(0.75)
+    assert s["median_comparable"] == pytest.approx(0.5)
+    assert s["beats_bound"] == ["c"]
+    assert s["at_least_half"] == 2
+
+
+def test_the_table_runs_over_every_row(capsys):
+    figures = serving_bounds.main()
+    out = capsys.readouterr().out
+    assert all(ident in out for ident in ROWS)
+    assert f"median measured/bound: {figures['median']:.2f} over {len(ROWS)} rows" in out
+    # every flagged row is printed as such
+    assert out.count("BEATS ITS BOUND") == len(figures["beats_bound"])
