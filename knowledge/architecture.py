@@ -130,4 +130,11 @@ RELATIONS = (
       GEMMA3,
       ("no KV shared across layers",),
       topic=TOPIC),
+    R("global_layers_keep_the_context",
+      q.n_kv_layers, q.n_global_layers,
+      "the global (full-attention) layers of a hybrid model are the layers whose KV cache "
+      "spans the whole context",
+      GEMMA3,
+      ("no KV shared across layers",),
+      topic=TOPIC),
 )

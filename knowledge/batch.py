@@ -9,7 +9,7 @@ size trades latency against cost.
 from __future__ import annotations
 
 from chalk.knowledge.quantities import BY_NAME, q
-from chalk.symbolic.relations import Condition, Relation, definition, lecture
+from chalk.symbolic.relations import Condition, Relation, Source, definition, lecture
 from chalk.symbolic.variables import count, unit_constant
 from sympy import Integer, Max
 
@@ -88,9 +88,10 @@ RELATIONS = (
     Relation(
         "t_weight_fetch",
         q.t_weight_fetch, q.weight_bytes / q.replica_hbm_bandwidth,
-        "time to read every weight (all experts) from HBM once per step",
+        "time to read every weight (all experts) from HBM once: the lecture's weight term, "
+        "which a step reaches once its tokens touch every expert",
         lecture("5:16", "5:30"),
-        ("every expert is read each step (true at large batch)",
+        ("every weight is read, every expert and the input-embedding table included",
          "the weights are spread evenly over n_chips"),
         topic=TOPIC,
     ),
@@ -111,17 +112,24 @@ RELATIONS = (
     ),
     Relation(
         "t_memory",
-        q.t_memory, q.t_weight_fetch + q.t_kv_fetch,
-        "HBM traffic time: weights plus KV cache",
+        q.t_memory, q.t_weight_fetch_touched + q.t_kv_fetch,
+        "HBM traffic time: the weights the step reads plus the KV cache",
         lecture("7:54", "9:44"),
+        ("a mixture-of-experts step reads only the experts its tokens pick "
+         "(t_weight_fetch_touched); with every expert read it is t_weight_fetch without the "
+         "input-embedding table",),
         topic=TOPIC,
     ),
     Relation(
         "step_time",
-        q.step_time, Max(q.t_compute, q.t_memory),
-        "a step takes as long as the slower of compute and memory traffic (roofline)",
-        lecture("2:34", "3:19"),
-        ("compute and memory traffic overlap perfectly",),
+        q.step_time, Max(q.t_compute, q.t_memory) + q.t_ep_comm,
+        "a step takes as long as the slower of compute and memory traffic (roofline), then "
+        "waits for the expert-parallel all-to-all it does not hide",
+        Source("lecture 2:34-3:19 (the roofline); the all-to-all on the critical path: "
+               "lecture 34:48-36:50 and DeepSeek-V3, arXiv:2412.19437, sec. 3.4.2", "paper"),
+        ("compute and memory traffic overlap perfectly",
+         "the exposed all-to-all runs after them (t_ep_comm; 0 without expert "
+         "parallelism)"),
         regimes=(("compute-bound", q.t_compute), ("memory-bound", q.t_memory)),
         topic=TOPIC,
     ),

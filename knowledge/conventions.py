@@ -20,12 +20,40 @@ _ONE_TOKEN = PresetValue(
     "raise it for multi-token prediction or speculative decoding",
 )
 
-# Facts both conventions share: the training FLOP count and Chinchilla's ratio, and
-# no sliding-window KV unless a model preset says otherwise.
+# Facts both conventions share: the training FLOP count and Chinchilla's ratio; no
+# sliding-window KV unless a model preset says otherwise; and the lecture's MoE layout
+# (every expert read, experts over the chips of a stage, the all-to-all left out until the
+# layout and the model's widths give it), each yielding to what determines it.
 _SHARED = {
     "kv_window_bytes_per_sequence": PresetValue(
         "0 byte/sequence", "dense attention in every layer, as the lecture assumes (5:30-5:56)",
         LECTURE_DATE, "a hybrid model preset (local + global layers) replaces it"),
+    "n_local_layers": PresetValue(
+        "0", "no sliding-window layers: every layer keeps a KV cache over the whole context, "
+        "as the lecture assumes (5:30-5:56)", LECTURE_DATE,
+        "a model preset that states its local/global pattern (n_kv_layers, n_local_layers) "
+        "replaces it"),
+    "unread_expert_fraction": PresetValue(
+        "0", "every expert is read each step, as the lecture assumes (5:16-5:30): the "
+        "large-batch limit", LECTURE_DATE,
+        "gives way where n_experts, n_active_experts and the step's tokens determine it"),
+    "t_alltoall": PresetValue(
+        "0 s", "no expert-parallel all-to-all: the lecture's roofline (2:34-3:19) leaves it "
+        "out", LECTURE_DATE,
+        "gives way where the expert parallelism, the model's widths and the scale-up "
+        "bandwidth determine it"),
+    "alltoall_exposed_fraction": PresetValue(
+        "1", "not overlapped: the whole all-to-all is on the step's critical path (lecture "
+        "35:42-36:50 asks only that it not dominate)", LECTURE_DATE,
+        "pin less than 1 for a schedule that hides it (DeepSeek's two micro-batches)"),
+    "expert_load_imbalance": PresetValue(
+        "1", "routing spreads tokens evenly over the expert-parallel chips, as the lecture "
+        "assumes (35:42-36:50)", LECTURE_DATE,
+        "pin the busiest chip's load over the mean (above 1) for real routing"),
+    "moe_tensor_parallelism": PresetValue(
+        "1", "every chip of a stage holds whole experts, as in the lecture's layout "
+        "(33:53-34:33)", LECTURE_DATE,
+        "pin it where each expert is also split over chips (TensorRT-LLM's moe_tp_size)"),
     "attention_flops_per_token": PresetValue(
         "0 FLOP/token", "attention FLOPs left out, as on the lecture's blackboard (3:19-4:04), "
         "until the attention shape is known", LECTURE_DATE,

@@ -4,14 +4,17 @@ Experts are spread over the chips of one scale-up domain (expert parallelism);
 every token is sent to the chips holding its chosen experts and the results come
 back, an all-to-all pattern that needs the full connectivity of one rack. At
 small batch a step touches only some experts, so fewer weights are read than
-the lecture's "read them all" assumes.
+the lecture's "read them all" assumes; that assumption is the large-batch limit
+(and the conventions' default where a model's experts are not known). The
+all-to-all sits on the step's critical path unless it is stated to overlap, and
+the busiest chip, not the average one, sets its time.
 """
 
 from __future__ import annotations
 
 from chalk.knowledge.quantities import BY_NAME, q
 from chalk.symbolic.relations import Relation as R
-from chalk.symbolic.relations import Source, lecture
+from chalk.symbolic.relations import Source, lecture, paper
 from chalk.symbolic.variables import count, unit_constant
 from sympy import Integer
 
@@ -20,7 +23,21 @@ TOPIC = "mixture of experts on a rack"
 one_token = unit_constant("token").symbol
 expert_chips = count(BY_NAME["expert_parallelism"])
 step_tokens = count(BY_NAME["tokens_per_step"])
-chips = count(BY_NAME["n_chips"])
+stage_chips = count(BY_NAME["chips_per_stage"])
+
+# The expectation below is exact for top-k routing that picks k distinct experts uniformly
+# and independently per token; real routers are neither (load-balancing losses push
+# towards uniform, correlated tokens share experts), so it is an estimate.
+UNIFORM_ROUTING = Source(
+    "expected coverage (occupancy) under uniform, independent top-k routing: one token "
+    "leaves a given expert unpicked with probability 1 - k/E, T independent tokens with "
+    "(1 - k/E)^T; applied to the router of lecture 32:43-33:04, whose 'fetch all of the "
+    "weights' (5:16-5:30) is the limit of many tokens", "derivation")
+DEEPEP = paper("DeepSeek-V3, arXiv:2412.19437, sec. 3.4 and 3.4.2 (decode: all-to-all "
+               "dispatch and combine between attention and the experts; a second "
+               "micro-batch's work overlaps them; redundant experts balance the load); "
+               "DeepSeek, 'Inference system overview' (2025, github.com/deepseek-ai/"
+               "open-infra-index)", "https://arxiv.org/abs/2412.19437")
 
 RELATIONS = (
     R("experts_per_chip",
@@ -49,14 +66,26 @@ RELATIONS = (
       "all-to-all time when the expert-parallel chips share the traffic over the scale-up "
       "network",
       lecture("35:42", "36:50"),
-      ("traffic spreads evenly over the chips' scale-up links",),
+      ("traffic spreads evenly over the chips' scale-up links",
+       "the expert-parallel chips share one scale-up domain: past it the traffic crosses the "
+       "slower scale-out network (lecture 36:27-36:50), which this leaves out, so the time "
+       "is optimistic there",
+       "every routed copy is counted as sent, also to an expert on the sender's own chip"),
+      topic=TOPIC),
+    R("unread_expert_fraction",
+      q.unread_expert_fraction,
+      (1 - q.n_active_experts / q.n_experts) ** step_tokens,
+      "share of a layer's routed experts that none of the step's tokens picks, so the step "
+      "reads none of their weights",
+      UNIFORM_ROUTING,
+      ("routing is uniform and independent across the step's tokens (an estimate: real "
+       "routers are neither)", "every MoE layer routes alike"),
       topic=TOPIC),
     R("experts_touched",
-      q.experts_touched,
-      q.n_experts * (1 - (1 - q.n_active_experts / q.n_experts) ** step_tokens),
-      "expected distinct experts a step reaches: each token picks n_active of n_experts",
-      Source("expected coverage under independent uniform top-k routing, applied to the "
-             "router of lecture 32:43-33:04", "derivation"),
+      q.experts_touched + q.n_experts * q.unread_expert_fraction, q.n_experts,
+      "expected distinct experts a step reaches per layer: those left unpicked subtracted "
+      "from all",
+      UNIFORM_ROUTING,
       ("routing is uniform and independent across tokens",),
       topic=TOPIC),
     R("total_params_split",
@@ -74,14 +103,44 @@ RELATIONS = (
       ("experts are equal in size",),
       topic=TOPIC),
     R("params_read",
-      q.params_read, q.dense_params + q.expert_params * q.experts_touched / q.n_experts,
-      "a step reads the dense parameters and only the experts its tokens reach",
-      lecture("5:16", "5:30"),
-      ("refines the lecture's assumption that every expert is read each step",),
+      q.params_read + q.input_embedding_params + q.expert_params * q.unread_expert_fraction,
+      q.total_params,
+      "a step reads every parameter but the input-embedding table (a token looks up one "
+      "row) and the routed experts none of its tokens picks: the dense part plus the "
+      "experts it touches",
+      UNIFORM_ROUTING,
+      ("experts are equal in size", "with every expert read (unread_expert_fraction = 0, "
+       "the lecture's assumption and the large-batch limit) it is all the weights"),
       topic=TOPIC),
     R("t_weight_fetch_touched",
       q.t_weight_fetch_touched, q.params_read * q.bytes_per_param / q.replica_hbm_bandwidth,
-      "weight read time counting only the experts a step touches",
+      "weight read time of a step: only the parameters it reads",
       lecture("5:16", "5:30"),
+      ("the weights read are spread evenly over n_chips",),
+      topic=TOPIC),
+    R("stage_chips_from_parallelism",
+      stage_chips, expert_chips * q.moe_tensor_parallelism,
+      "the chips of a pipeline stage are its expert-parallel chips, each group of them "
+      "splitting its experts' matmuls moe_tensor_parallelism ways",
+      Source("lecture 1:05:37-1:07:33 (E = 64 expert-parallel chips in each rack, one "
+             "pipeline stage a rack, memory divided by E x P); TensorRT-LLM, 'Expert "
+             "Parallelism in TensorRT-LLM', "
+             "nvidia.github.io/TensorRT-LLM/advanced/expert-parallelism.html (moe_tp_size "
+             "x moe_ep_size = tp_size)", "paper"),
+      ("attention and the dense layers run on the same chips (data- or tensor-parallel)",),
+      topic=TOPIC),
+    R("t_ep_comm",
+      q.t_ep_comm,
+      # (chips - 1) multiplied in first: sympy would spread the product over the difference
+      (expert_chips - 1) * q.alltoall_exposed_fraction * q.expert_load_imbalance
+      * q.t_alltoall / expert_chips,
+      "the all-to-all time a step waits for: the busiest chip's traffic to experts on other "
+      "chips, less what is hidden under compute or HBM traffic",
+      DEEPEP,
+      ("routing is uniform, so (E - 1)/E of the copies t_alltoall counts leave their chip "
+       "(none on one chip)",
+       "the busiest chip sends and receives expert_load_imbalance times the mean",
+       "the exposed share is stated (default 1: not overlapped), not derived from a "
+       "schedule"),
       topic=TOPIC),
 )

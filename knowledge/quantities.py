@@ -26,7 +26,8 @@ chinchilla_tokens overtrain_factor train_flops training_time memory_per_chip
 scale_up_out_time_ratio pipeline_latency_added global_batch_size memory_demand memory_fill
 weight_fill chips_per_stage micro_batch_size
 experts_per_chip alltoall_bytes_per_token t_alltoall tokens_per_step experts_touched
-params_read t_weight_fetch_touched rl_compute inference_compute rl_cost_ratio
+params_read t_weight_fetch_touched unread_expert_fraction t_ep_comm rl_compute
+inference_compute rl_cost_ratio
 inference_cost_ratio kv_elements_per_layer kv_window_bytes_per_sequence
 kv_bytes_per_sequence kv_tokens_read sparse_context_crossover remat_cost_per_token
 hold_cost_per_token retrieve_cost_per_token tier_cost_per_token tier_cost_per_byte_hour
@@ -133,11 +134,13 @@ VARIABLES: tuple[Variable, ...] = (
     _v("t_kv_per_sequence", "s/sequence", "time to read one sequence's KV cache once", SERVING,
        typical=1e-5),
     _v("t_compute", "s", "time for the weight matmuls of a step", SERVING, typical=0.02),
-    _v("t_weight_fetch", "s", "time to read the weights from HBM", SERVING, typical=0.02),
+    _v("t_weight_fetch", "s", "time to read the weights from HBM: all of them, every expert "
+       "included (the step reads t_weight_fetch_touched)", SERVING, typical=0.02),
     _v("t_kv_fetch", "s", "time to read the batch's KV cache from HBM", SERVING, typical=0.02),
-    _v("t_memory", "s", "t_weight_fetch + t_kv_fetch", SERVING, typical=0.02),
-    _v("step_time", "s", "time of one decode step: max(t_compute, t_memory)", SERVING,
-       typical=0.02),
+    _v("t_memory", "s", "HBM traffic of a step: the weights it reads (t_weight_fetch_touched) "
+       "plus t_kv_fetch", SERVING, typical=0.02),
+    _v("step_time", "s", "time of one decode step: max(t_compute, t_memory) plus the "
+       "expert-parallel all-to-all left exposed (t_ep_comm)", SERVING, typical=0.02),
     _v("critical_batch_size", "sequence", "batch at which t_compute = t_weight_fetch", SERVING,
        typical=2000),
     _v("latency_floor", "s", "step time as the batch goes to zero: the weights read once over "
@@ -234,12 +237,26 @@ VARIABLES: tuple[Variable, ...] = (
     _v("alltoall_bytes_per_token", "byte/token",
        "bytes one token sends and receives in the MoE all-to-alls of a forward pass", MOE,
        typical=1e6),
-    _v("t_alltoall", "s", "time of a step's MoE all-to-all traffic on the scale-up network",
-       MOE, typical=1e-3),
+    _v("t_alltoall", "s", "time of a step's MoE all-to-all traffic on the scale-up network "
+       "(0 when the experts are not spread over chips)", MOE, allow_zero=True, typical=1e-3),
+    _v("alltoall_exposed_fraction", "1", "share of the all-to-all time not hidden under the "
+       "step's compute or HBM traffic: 1 not overlapped, 0 fully overlapped", MOE,
+       allow_zero=True, upper=1, typical=1, scale_like=False),
+    _v("expert_load_imbalance", "1", "tokens the busiest expert-parallel chip sends and "
+       "receives over the mean: 1 when routing spreads evenly", MOE, lower=1, typical=1.2,
+       scale_like=False),
+    _v("t_ep_comm", "s", "expert-parallel all-to-all time on a decode step's critical path",
+       MOE, allow_zero=True, typical=1e-3),
+    _v("moe_tensor_parallelism", "1", "ways each expert's matmuls are split over chips inside "
+       "a stage (TensorRT-LLM's moe_tp_size): 1 when every chip holds whole experts",
+       PARALLELISM, lower=1, typical=1),
     _v("tokens_per_step", "token", "tokens a step produces: batch times tokens per sequence",
        SERVING, typical=64),
     _v("experts_touched", "1", "expected distinct routed experts a step's tokens reach, per "
        "layer", MOE, typical=200),
+    _v("unread_expert_fraction", "1", "expected share of a layer's routed experts no token of "
+       "the step picks, whose weights the step does not read (0: every expert read)", MOE,
+       allow_zero=True, upper=1, typical=0.1),
     _v("expert_params", "param", "parameters in routed experts (0 in a dense model)", MOE,
        allow_zero=True, typical=6e11),
     _v("dense_params", "param", "parameters every token multiplies by: attention, dense MLPs, "

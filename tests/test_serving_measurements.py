@@ -98,28 +98,35 @@ def test_a_row_without_a_batch_asks_for_the_batch_hbm_holds():
 
 def test_bound_of_a_row_that_fills_hbm_by_hand():
     # Llama 3.1/3.3 70B at fp8: 80 x (2x8192x64x128 + 2x8192x8x128 + 3x8192x28672)
-    # + 2 x 128256 x 8192 = 70,552,387,584 weight bytes; KV 2 x 80 x 8 x 128 x 1 B =
+    # + 2 x 128256 x 8192 = 70,552,387,584 weight bytes held; KV 2 x 80 x 8 x 128 x 1 B =
     # 163,840 B per token, x 1500 tokens per sequence. HBM full (141 GB) holds
-    # (141e9 - weights) / (1500 x 163,840) = 286.65 sequences, and a step reads it all once:
-    # 141e9 / 4.8e12 = 29.375 ms (memory-bound: the compute is ~20.7 ms).
+    # (141e9 - weights) / (1500 x 163,840) = 286.65 sequences. A step reads all of HBM but
+    # the input-embedding table (128256 x 8192 = 1,050,673,152 B: a token looks up one row):
+    # (141e9 - 1,050,673,152) / 4.8e12 = 29.156 ms (memory-bound: the compute is ~20.7 ms;
+    # one chip, dense, so no all-to-all), 286.65 / 29.156 ms = 9,832 token/s.
     weights = 80 * (2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128 + 3 * 8192 * 28672) \
         + 2 * 128256 * 8192
+    embedding = 128256 * 8192
     batch = (141e9 - weights) / (1500 * 163840)
+    step = (141e9 - embedding) / 4.8e12
     row = serving_bounds.bound_row(ROWS["trtllm_llama70b_h200_fp8_1000_1000"])
     assert row.batch == pytest.approx(batch, rel=1e-6)
-    assert row.bound == pytest.approx(batch / (141e9 / 4.8e12), rel=1e-6)   # 9,758 token/s
+    assert row.bound == pytest.approx(batch / step, rel=1e-6)                  # 9,832 token/s
     assert row.regime == "memory"
     assert row.ratio == pytest.approx(2909 / row.bound)                        # 0.30
 
 
 def test_bound_of_a_row_at_batch_one_by_hand():
     # Llama 3.1 405B at fp8 on 8 MI300X: weights 126 x (2x16384x128x128 + 2x16384x8x128
-    # + 3x16384x53248) + 2 x 128256 x 16384 = 405,849,243,648 B; KV 2 x 126 x 8 x 128 x 1 B
-    # = 258,048 B per token at the mean context 128 + 128 / 2 = 192. One step reads both
-    # over 8 x 5.3 TB/s: 9.573 ms, so at most 104.5 token/s (measured: 36).
+    # + 3x16384x53248) + 2 x 128256 x 16384 = 405,849,243,648 B, of which a step reads all
+    # but the input-embedding table (128256 x 16384 = 2,101,346,304 B): 403,747,897,344 B;
+    # KV 2 x 126 x 8 x 128 x 1 B = 258,048 B per token at the mean context 128 + 128 / 2 =
+    # 192. One step reads both over 8 x 5.3 TB/s: 9.524 ms (dense over tensor parallelism:
+    # no expert-parallel all-to-all), so at most 105.0 token/s (measured: 36).
     weights = 126 * (2 * 16384 * 128 * 128 + 2 * 16384 * 8 * 128 + 3 * 16384 * 53248) \
         + 2 * 128256 * 16384
-    step = (weights + 192 * 258048) / (8 * 5.3e12)
+    embedding = 128256 * 16384
+    step = (weights - embedding + 192 * 258048) / (8 * 5.3e12)
     row = serving_bounds.bound_row(ROWS["oracle_llama405b_mi300x_fp8_batch1"])
     assert row.bound == pytest.approx(1 / step, rel=1e-6)
     assert row.ratio == pytest.approx(36 * step, rel=1e-6)

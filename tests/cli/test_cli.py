@@ -142,7 +142,8 @@ def test_readme_fit_examples(run_cli):
     # parameters, 36.62e9 active. Compute-bound,
     # B = (1/30 s) x 32 x 989e12 / (2 x 36.62e9 + 2 x 128 x 1,088 x 61 x 4,000) = 7,471
     # sequences, whose fill is (1,342e9 + 7,471 x 281,088,000) / (32 x 80e9) = 1.345; the
-    # largest batch that fits is (32 x 80e9 - 1,342e9) / 281,088,000 = 4,333
+    # largest batch that fits is (32 x 80e9 - 1,342e9) / 281,088,000 = 4,333. The first
+    # states the expert-parallel all-to-all hidden (alltoall_exposed_fraction = 0).
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("### Does it fit?", 1)[1].split("```", 2)[1]
     first, second = [shlex.split(line)[1:] for line in section.strip().splitlines()]

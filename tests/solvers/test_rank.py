@@ -218,9 +218,11 @@ def test_explain_names_the_combination_a_degenerate_set_fixes():
         solve("chip_flops", pins)
     # replica_flops = n chip_flops and replica bandwidth = n hbm_bandwidth: with their ratio
     # pinned too, the pins fix chip_flops only together with hbm_bandwidth (or n_chips, or
-    # chips_per_stage, which is n_chips in the conventions' single pipeline stage)
-    assert "fix only chip_flops/hbm_bandwidth" in info.value.message
+    # chips_per_stage, which is n_chips in the conventions' single pipeline stage, or
+    # expert_parallelism, which is chips_per_stage with whole experts on each chip)
+    assert "fix only chip_flops·expert_parallelism" in info.value.message
     assert set(map(tuple, info.value.completions)) == {("hbm_bandwidth",), ("n_chips",),
-                                                       ("chips_per_stage",)}
+                                                       ("chips_per_stage",),
+                                                       ("expert_parallelism",)}
     text = explain("chip_flops", pins).text()
     assert "n_chips" in text
