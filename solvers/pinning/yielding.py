@@ -138,13 +138,16 @@ def outranked(pin: Pin, behind: Sequence[Pin], model: Model) -> bool:
     soon as a higher layer brings what determines the quantity, even if lower-layer pins
     such as another zero also feed in. A published headline figure ("235B") gives way to
     pins of its own layer or higher that determine it (a model's architecture). A count
-    of a model's config (``structural`` in its declaration: layers, heads) gives way only
-    to a derivation from such counts alone: 160 kB of KV per token given for a model
-    does not make 41 of its 80 layers sliding-window ones.
+    a model preset states of its config (``structural`` in its declaration: layers,
+    heads) gives way only to a derivation from such counts alone: 160 kB of KV per token
+    given for a model does not make 41 of its 80 layers sliding-window ones. A
+    conventions default of a count (no sliding-window layers) is no model's config and
+    gives way as any default does.
     """
     if not behind:
         return False
-    if _structural(model, pin.name) and not all(_structural(model, b.name) for b in behind):
+    if (pin.layer is Layer.PRESET and _structural(model, pin.name)
+            and not all(_structural(model, b.name) for b in behind)):
         return False
     if pin.headline:
         return all(b.layer >= pin.layer for b in behind)

@@ -100,10 +100,8 @@ def test_a_structural_count_gives_way_only_to_counts():
     assert outranked(fill, [kv, layers], model)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "engine (solvers/yielding.held_counts): the conventions' no-sliding-window default "
-    "(n_local_layers = 0) is held as if it were a model preset's count, so the user's own "
-    "window figures are set aside and the answer is 0"))
+# Regression: solvers.pinning.yielding.held_counts held the conventions' no-window default
+# (n_local_layers = 0) as if a model preset stated it, and the answer was 0
 def test_no_model_preset_the_window_figures_give_the_local_layers():
     # With no model named, the local layers follow from the window KV a sequence holds:
     # 41,943,040 byte/sequence / (1024 token x 2048 elements x 2 byte) = 10 layers.
