@@ -14,32 +14,28 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from chalk.options import (  # noqa: F401  (re-exported: the API's public names)
+from chalk.options import (
     DEFAULT_RTOL,
-    PREFERENCES,
     REGIMES,
     RTOL_LIMITS,
     SAMPLE_LIMITS,
     Options,
-    check_options,
     check_question,
     checked_arguments,
 )
-from chalk.preparation import (  # noqa: F401  (re-exported)
+from chalk.preparation import (
     Given,
     Prepared,
     answered_with,
     derivable_statements,
     load_presets,
-    moved_pin,
     prepare,
     resolve,
     stated_answers,
     stated_plan,
-    statement_outranked,
     used_quantities,
 )
-from chalk.solution import Explanation, Solution  # noqa: F401  (re-exported)
+from chalk.solution import Explanation, Solution
 from chalk.solvers.bulk.ranged_pins import judge_ranges
 from chalk.solvers.bulk.uncertainty import propagate
 from chalk.solvers.execution.solving import compute
@@ -52,6 +48,11 @@ from chalk.symbolic.model import Model
 from chalk.symbolic.printing.numbers import format_gap
 from chalk.symbolic.printing.quantities import format_quantity
 
+# Names kept here for callers of the API, though defined in the modules it stands on
+__all__ = ["DEFAULT_RTOL", "REGIMES", "RTOL_LIMITS", "SAMPLE_LIMITS", "Explanation", "Options",
+           "Prepared", "Solution", "explain", "load_presets", "prepare", "resolve", "solve",
+           "solve_prepared"]
+
 
 def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
             model: Model | None = None) -> Explanation:
@@ -59,7 +60,6 @@ def explain(targets: str | Sequence[str], given: Given = (), presets=(), *,
     targets, given, presets = check_question(targets, given, presets)
     q = prepare(targets, given, presets, model)
     return Explanation(q.model, q.plan, q.pins, q.notes, q.conventions)
-
 
 
 def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
@@ -115,28 +115,21 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
         :class:`~chalk.symbolic.errors.UsageError` for an argument outside what is
         accepted above, naming it.
     """
-    targets, given, presets = check_question(targets, given, presets)
-    drop = check_options(regime, rtol, timeout, samples, seed, prefer, drop)
     options = Options(regime=regime, rtol=rtol, timeout=timeout, prefer=prefer,
                       samples=samples, seed=seed)
+    targets, given, presets, drop = checked_arguments(targets, given, presets, options, drop)
     # the body chalk.compiled.CompiledQuestion.solve runs at the pins as given
     return solve_prepared(prepare(targets, given, presets, model, drop), options)
 
 
-
 def solve_prepared(q: Prepared, options: Options) -> Solution:
     """Compute a prepared question with ``options``: the one body behind every solve."""
-    kwargs = dict(regime=options.regime, rtol=options.rtol, timeout=options.timeout,
-                  samples=options.samples, seed=options.seed)
-    if q.stated:
-        return _solve_stated(q, options.prefer, kwargs)
-    return _solve_prepared(q, **kwargs)
+    return _solve_stated(q, options) if q.stated else _solve_prepared(q, options)
 
 
-
-def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT_TIMEOUT,
-                    samples=None, seed=0, stated=None) -> Solution:
-    """Compute a prepared question."""
+def _solve_prepared(q: Prepared, options: Options) -> Solution:
+    """Compute a prepared question that states none of its targets."""
+    regime, rtol, timeout = options.regime, options.rtol, options.timeout
     notes = q.notes
     try:
         done = compute(q.model, q.plan, q.pins, regime, rtol, timeout)
@@ -155,7 +148,7 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
         # a range on a pin this answer does not use has no share in its spread
         pins = {n: p for n, p in q.pins.items() if p.spread is None or n in used}
         propagation = propagate(done.compiled, pins, q.targets + tuple(q.range_checks),
-                                samples, seed, regime)
+                                options.samples, options.seed, regime)
     if q.range_checks:
         notes += judge_ranges(q.model, q.range_checks, q.plan, done.values, propagation,
                               rtol)
@@ -166,11 +159,10 @@ def _solve_prepared(q: Prepared, regime=None, rtol=DEFAULT_RTOL, timeout=DEFAULT
                             done.values, notes + done.notes, plan.unused_pins, rtol,
                             plan.placeholders, plan.provisional, q.targets,
                             done.flags + counts, q.reported)
-    return Solution(q.targets, derivation, plan, propagation, stated or {})
+    return Solution(q.targets, derivation, plan, propagation)
 
 
-
-def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
+def _solve_stated(q: Prepared, options: Options) -> Solution:
     """Targets that a preset or the conventions state a value for.
 
     A stated target that the other pins also determine is solved for like any target,
@@ -183,16 +175,16 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
     """
     model, names = q.model, q.targets
     derivable = derivable_statements(q)
-    main = stated_plan(q)
+    answers = stated_answers(q, options.prefer)
     failure = ""
     try:
-        solution = _solve_prepared(main, **options)
+        solution = _solve_prepared(stated_plan(q), options)
     except ChalkError as exc:
         if not derivable:
             raise
         # the other pins would give a value but cannot be solved here: use the statements
         failure = exc.message
-        solution = _solve_prepared(answered_with(q, {**q.pins, **q.stated}), **options)
+        solution = _solve_prepared(answered_with(q, {**q.pins, **q.stated}), options)
     values = solution.derivation.values
     info, notes, override = {}, [], {}
     for t, pin in q.stated.items():
@@ -205,14 +197,13 @@ def _solve_stated(q: Prepared, prefer: str, options: dict) -> Solution:
             shown = format_quantity(derived / variable.to_base, variable.pint_unit)
             gap = abs(derived - pin.value) / max(abs(derived), abs(pin.value))
             entry.update(derived=derived / variable.to_base, relative_difference=gap)
-            verdict = (f"they agree within {format_gap(gap)}" if gap <= options["rtol"]
+            verdict = (f"they agree within {format_gap(gap)}" if gap <= options.rtol
                        else f"they differ: {format_gap(gap)}")
-            behind = q.plan.analysis.pins_behind(model, t)
-            replaced = statement_outranked(q, t)
-            if prefer == "derived" or replaced:
+            if answers[t] == "derived":
                 entry["answer"] = "derived"
-                why = (f", set aside: {', '.join(behind)} determine it" if replaced
-                       and prefer != "derived" else "")
+                behind = q.plan.analysis.pins_behind(model, t)
+                why = (f", set aside: {', '.join(behind)} determine it"
+                       if options.prefer != "derived" else "")
                 notes.append(f"{t}: the pins give {shown}; {pin.origin} states "
                              f"{stated_text}{why}; {verdict}")
             else:

@@ -173,16 +173,11 @@ class CompiledQuestion:
             Where :meth:`solve` refuses.
         """
         changes = self._changes(values or {})
-        if self._bulk_ready and not self._value_sensitive(changes):
-            pins, variables = self.prepared.pins, self.model.variables
-            for name, value in changes.items():
-                value = float(value)
-                if (value == 0) != (pins[name].value == 0) or not variables[name].admits(value):
-                    break
-            else:
-                found = self._run_point(changes)
-                if found is not None:
-                    return found
+        if (self._bulk_ready and not self._value_sensitive(changes)
+                and all(self._as_prepared(n, float(v)) for n, v in changes.items())):
+            found = self._run_point(changes)
+            if found is not None:
+                return found
         solution = self.solve(changes)
         return {n: math.nan if (v := solution.base_value(n)) is None else v
                 for n in self._answered}
@@ -229,7 +224,7 @@ class CompiledQuestion:
         size = int(np.broadcast(*shaped).size) if shaped else 1
         arrays = {n: a if isinstance(a, float) else np.broadcast_to(a, (size,))
                   for n, a in arrays.items()}
-        names = self.targets + self.reported
+        names = self._answered
         out = {n: np.full(size, np.nan) for n in names}
         if not self._main.plan.determined:
             # solve refuses every point so, before any number (the pins that would do)
@@ -239,7 +234,7 @@ class CompiledQuestion:
         trusted = np.zeros(size, dtype=bool)
         regimes: dict[str, np.ndarray] = {}
         if self._vouched and not self._value_sensitive(arrays):
-            as_given = np.ones(size, dtype=bool)  # values solve would read as they are
+            as_given = np.ones(size, dtype=bool)  # as _as_prepared, point by point
             for name, array in arrays.items():
                 as_given &= (array == 0) == (self.prepared.pins[name].value == 0)
                 as_given &= self.model.variables[name].admits_each(array)
@@ -287,7 +282,7 @@ class CompiledQuestion:
                 gap = np.where(scale == 0, 0.0, np.abs(left - right) / scale)
                 ok &= gap <= self.options.rtol
         values = {}
-        for n in self.targets + self.reported:
+        for n in self._answered:
             if self._answers.get(n) == "stated":
                 values[n] = np.full(size, self.prepared.stated[n].value)
             elif n in env:
@@ -316,31 +311,31 @@ class CompiledQuestion:
         plan = self._main.plan
         return tuple(n for n in plan.computed if n not in plan.placeholders)
 
-    @cached_property
-    def _canonical(self) -> dict[str, str]:
-        return {n: n for n in self.pins}
-
     def _changes(self, values: Mapping[str, object]) -> dict:
         """``values`` checked against the question's pins (by name or alias)."""
-        known = self._canonical
+        pins = self.prepared.pins
         out = {}
         for name, value in values.items():
-            canonical = known.get(name) or self.model.variable(name).name
-            if canonical not in known:
+            canonical = name if name in pins else self.model.variable(name).name
+            if canonical not in pins:
                 raise UsageError(f"{canonical} is not pinned in this question; pin it when "
                                  "making the question")
             out[canonical] = value
         return out
 
-    @cached_property
-    def _sensitive(self) -> frozenset[str]:
-        """Pins whose values decide which lower-layer values give way."""
-        return self.prepared.value_sensitive
-
     def _value_sensitive(self, changes: Mapping[str, object]) -> bool:
-        return bool(self._sensitive.intersection(changes))
+        """Whether a changed pin's value decided which lower-layer values gave way."""
+        return not self.prepared.value_sensitive.isdisjoint(changes)
+
+    def _as_prepared(self, name: str, value: float) -> bool:
+        """Whether ``value`` is read as the question's own pin was: in its bounds, and
+        zero (a term absent) exactly when that pin was."""
+        return ((value == 0) == (self.prepared.pins[name].value == 0)
+                and self.model.variables[name].admits(value))
 
     def _reprepare(self, changes: Mapping[str, float]) -> bool:
+        """Whether ``changes`` need the question prepared afresh (a default that gave
+        way by its value, or a term now absent or present)."""
         if self._value_sensitive(changes):
             return True
         return any((value == 0) != (self.prepared.pins[name].value == 0)
