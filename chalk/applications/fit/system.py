@@ -45,10 +45,9 @@ class Parameter:
 
 @dataclass
 class _Shape:
-    """Subjects answered by one compiled plan."""
+    """Subjects answered by one compiled question."""
 
     question: object  # the CompiledQuestion every subject of the shape is asked
-    base: dict[str, float]
     targets: tuple[str, ...]
     used: tuple[str, ...]  # unknown quantities the targets depend on
     fixed_names: tuple[str, ...]
@@ -260,5 +259,4 @@ def _compile_shape(model: Model, presets: tuple[str, ...], pins: tuple, targets:
                              f"{', '.join(others) or 'the other unknowns'}; estimate fewer of "
                              "them or drop the pins that fix it")
     used = tuple(sorted(names - set(q.plan.unused_pins)))
-    base = {n: p.value for n, p in q.pins.items()}
-    return (question, base, targets, used, tuple(sorted(n for n, _ in pins)))
+    return (question, targets, used, tuple(sorted(n for n, _ in pins)))
