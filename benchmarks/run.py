@@ -98,7 +98,7 @@ def bench_warm(repeats: int = 2000) -> dict:
     warm = statistics.median(times)
     question = chalk.Question("critical_batch_size", CRITICAL_PINS)
     values = [30e9 + (i % 100) * 1e8 for i in range(repeats)]
-    asked = _median_call(lambda i: question(active_params=values[i]), repeats)
+    asked = _median_call(lambda i: question.magnitudes(active_params=values[i]), repeats)
     import numpy as np
 
     def closed_form(i):  # the same deduction written by hand with numpy scalars
@@ -110,7 +110,8 @@ def bench_warm(repeats: int = 2000) -> dict:
     print(f"first chalk.solve in a fresh process (model load, plan, closed forms): "
           f"{first * 1e3:.0f} ms")
     print(f"  ratio first/warm = {first / warm:.0f}x (the plan and closed forms are cached)")
-    print(f"chalk.Question asked again with a new active_params: median {asked * 1e6:.1f} µs")
+    print(f"chalk.Question.magnitudes asked again with a new active_params: median "
+          f"{asked * 1e6:.1f} µs")
     print(f"hand-written numpy closed form: median {by_hand * 1e6:.2f} µs")
     print(f"  ratio Question/numpy = {asked / by_hand:.1f} (target <= 20); full "
           f"chalk.solve/numpy = {warm / by_hand:.0f}")

@@ -92,7 +92,7 @@ def _paths(model, target, given, varied, value) -> dict:
 
     return {
         "solve": _outcome(lambda: solve(target, at, ["none"], model=model).value(target)),
-        "Question": _outcome(lambda: Question(target, given, ["none"], model=model)(
+        "Question": _outcome(lambda: Question(target, given, ["none"], model=model).magnitudes(
             **{varied: value})[target]),
         "evaluate": _outcome(bulk),
         "sweep": _outcome(table),
@@ -170,7 +170,7 @@ def _preset_paths(model, presets, target, given, varied, number) -> dict:
 
     return {
         "solve": _outcome(lambda: solve(target, at, presets).value(target)),
-        "Question": _outcome(lambda: Question(target, given, presets)(
+        "Question": _outcome(lambda: Question(target, given, presets).magnitudes(
             **{varied: number})[target]),
         "evaluate": _outcome(bulk),
     }

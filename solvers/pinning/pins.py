@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 
+import numpy as np
 import pint
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.symbolic.errors import (
@@ -110,6 +111,39 @@ def _read_value(variable: Variable, value) -> tuple[float, str]:
     if not variable.admits(base):
         raise BoundsError(name, text, variable.requirement())
     return base, text
+
+
+def read_values(variable: Variable, value):
+    """Like :func:`read_value` for numbers in bulk: the base-unit magnitudes of ``value``.
+
+    ``value`` may be anything :func:`read_value` takes, a pint Quantity holding an array,
+    or a plain array (or list) in the variable's declared unit. Arrays are checked for
+    their unit and for finiteness, not against the variable's bounds: a point out of
+    bounds is refused where it is answered, point by point.
+    """
+    if isinstance(value, pint.Quantity) and not np.isscalar(value.magnitude):
+        if value._REGISTRY is not ureg:
+            raise ParseError(str(value)[:60], "quantities must be made with chalk's "
+                             "registry (chalk.Q_ or chalk.ureg)")
+        _check_dimension(variable, value.units, f"an array in {format_unit(value.units)}")
+        return _finite_array(value.magnitude, variable.name) * base_factor(value.units)
+    if isinstance(value, (str, pint.Quantity, bool)):
+        return read_value(variable, value)[0]
+    if isinstance(value, (numbers.Real, Decimal)):
+        return _finite(value, _number_text(value), variable.name) * variable.to_base
+    return _finite_array(value, variable.name) * variable.to_base
+
+
+def _finite_array(value, name: str):
+    """``value`` as a float array; non-numbers, NaN and infinities are refused."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ParseError(str(value)[:60], f"{name} needs numbers") from None
+    if not np.all(np.isfinite(array)):
+        raise ParseError(str(value)[:60], f"{name} needs finite numbers (no NaN or "
+                                          "infinity)")
+    return array
 
 
 def _number_text(value) -> str:
