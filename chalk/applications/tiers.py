@@ -9,11 +9,15 @@ from functools import lru_cache
 import numpy as np
 
 from chalk.symbolic.errors import UnderdeterminedError
-from chalk.symbolic.printing.quantities import format_seconds
+from chalk.symbolic.printing.quantities import format_quantity, format_seconds
+from chalk.symbolic.units import ureg
 
 
 @dataclass(frozen=True)
 class TierRow:
+    """One memory tier: plain numbers in the units their names say, and the same numbers
+    as pint Quantities (``drain_time``, ``price``, ``capacity``, ``bandwidth``)."""
+
     name: str
     kind: str
     drain_time_s: float
@@ -21,17 +25,69 @@ class TierRow:
     capacity_bytes: float
     bandwidth_bytes_s: float
 
+    @property
+    def drain_time(self):
+        return ureg.Quantity(self.drain_time_s, "s")
+
+    @property
+    def price(self):
+        """USD per GB per hour held (NaN where the data has no price)."""
+        return ureg.Quantity(self.cost_per_gb_hour, "USD/GB/hour")
+
+    @property
+    def capacity(self):
+        return ureg.Quantity(self.capacity_bytes, "byte")
+
+    @property
+    def bandwidth(self):
+        return ureg.Quantity(self.bandwidth_bytes_s, "byte/s")
+
+    def cells(self) -> tuple[str, ...]:
+        """The row as printed: name, kind, capacity, bandwidth, drain time, price."""
+        price = ("no price in the data" if math.isnan(self.cost_per_gb_hour)
+                 else format_quantity(self.cost_per_gb_hour, ureg.Unit("USD/GB/hour")))
+        return (self.name, self.kind, format_quantity(self.capacity_bytes, ureg.byte),
+                format_quantity(self.bandwidth_bytes_s, ureg.Unit("byte/s")),
+                format_seconds(self.drain_time_s), price)
+
+
+_HEADINGS = ("tier", "kind", "capacity", "bandwidth", "drain time", "price")
+
+
+class TierTable(tuple):
+    """The memory tiers, fastest to drain first: a tuple of :class:`TierRow` that prints
+    as a table (``text()``, and a Markdown table in a notebook)."""
+
+    def text(self) -> str:
+        rows = [_HEADINGS, *(row.cells() for row in self)]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADINGS))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                         for r in rows)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return f"TierTable({len(self)} tiers: {', '.join(row.name for row in self)})"
+
+    def _repr_markdown_(self) -> str:
+        lines = ["| " + " | ".join(_HEADINGS) + " |", "|" + "---|" * len(_HEADINGS)]
+        lines += ["| " + " | ".join(row.cells()) + " |" for row in self]
+        return "\n".join(lines)
+
 
 @lru_cache(maxsize=1)
-def tier_table() -> tuple[TierRow, ...]:
+def tier_table() -> TierTable:
     """Every memory-tier preset with its drain time and holding price.
 
     Returns
     -------
-    tuple of TierRow
-        Sorted by drain time; each row has ``name``, ``kind`` (hbm, dram, flash, disk),
-        ``drain_time_s`` (capacity over bandwidth, s), ``cost_per_gb_hour`` (USD, NaN
-        where the data has no price), ``capacity_bytes`` and ``bandwidth_bytes_s``.
+    TierTable
+        A tuple of TierRow sorted by drain time, printable as a table; each row has
+        ``name``, ``kind`` (hbm, dram, flash, disk), ``drain_time_s`` (capacity over
+        bandwidth, s), ``cost_per_gb_hour`` (USD, NaN where the data has no price),
+        ``capacity_bytes`` and ``bandwidth_bytes_s``, and the same numbers as
+        Quantities (``drain_time``, ``price``, ``capacity``, ``bandwidth``).
     """
     from chalk.api import solve
     from chalk.knowledge.presets import all_presets
@@ -50,7 +106,7 @@ def tier_table() -> tuple[TierRow, ...]:
         rows.append(TierRow(preset.name, kind, drain.value("tier_drain_time", "s"), cost,
                             drain.value("tier_capacity", "byte"),
                             drain.value("tier_bandwidth", "byte/s")))
-    return tuple(sorted(rows, key=lambda r: r.drain_time_s))
+    return TierTable(sorted(rows, key=lambda r: r.drain_time_s))
 
 
 @dataclass
