@@ -67,13 +67,27 @@ class PriceSheet:
         return self.source != UNSOURCED
 
 
+# What other price lists call the fields of a sheet (OpenAI's "cached input", a
+# "prompt"/"completion" pair), so a pasted name is pointed at chalk's own.
+_OTHER_NAMES = {
+    "cached_input": "cache_read", "cache_input": "cache_read", "cached": "cache_read",
+    "cache_hit": "cache_read", "cache_hits": "cache_read", "input_cached": "cache_read",
+    "cached_read": "cache_read", "prompt_cache_read": "cache_read",
+    "cache_write": "cache_writes", "cache_creation": "cache_writes",
+    "cache_storage_per_hour": "cache_storage", "storage": "cache_storage",
+    "prompt": "input", "input_tokens": "input", "completion": "output",
+    "output_tokens": "output", "long_context_threshold": "threshold",
+}
+
+
 def _refuse_unknown(raw: Mapping, allowed, path, entry, where: str = "") -> None:
     """Raise for the first key of ``raw`` not in ``allowed``, naming the closest one."""
     unknown = sorted(set(raw) - set(allowed), key=str)
     if not unknown:
         return
     key = str(unknown[0])
-    close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+    close = [_OTHER_NAMES[key]] if _OTHER_NAMES.get(key) in allowed else \
+        difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else \
         "; expected one of " + ", ".join(sorted(allowed))
     raise DataError(path, entry, f"{where}.{key}" if where else key, "unknown key" + hint)

@@ -50,11 +50,18 @@ _MULTIPLIERS = {
 #
 # Micro is written with the micro sign µ (U+00B5) or the Greek letter μ (U+03BC), which look
 # the same; both are read, as the micro sign.
-_UNIT_TOKEN = re.compile(r"\s*(?:(?P<scale>1[kKMGBT]|[kKMGT])\s+"
+#
+# Prices are pasted as people write them: a currency sign ($ for USD, ¢ for cent), "per"
+# for a division, and a scale spelled out ("per million tokens", "per 1 million tokens").
+_UNIT_TOKEN = re.compile(r"\s*(?:(?P<scale>1[kKMGBT]|[kKMGT]"
+                         r"|(?:1\s+)?(?:thousand|million|billion|trillion))\s+"
                          r"(?P<scaled>[A-Za-zµμ][A-Za-z0-9_µμ]*)"
                          r"|(?P<name>[A-Za-zµμ%][A-Za-z0-9_µμ]*)|(?P<op>\*\*|[*/·^()])"
-                         r"|(?P<int>[+-]?\d+))")
-_SCALE_PREFIX = {"k": "k", "K": "k", "M": "M", "G": "G", "B": "G", "T": "T"}
+                         r"|(?P<currency>[$¢])|(?P<int>[+-]?\d+))")
+_SCALE_PREFIX = {"k": "k", "K": "k", "M": "M", "G": "G", "B": "G", "T": "T",
+                 "thousand": "k", "million": "M", "billion": "G", "trillion": "T"}
+_CURRENCY = {"$": "USD", "¢": "cent"}
+_LEADING_DOLLAR = re.compile(r"\s*\$\s*")
 _MAX_EXPONENT = 300
 
 
@@ -132,10 +139,15 @@ def _tokenize_unit(text: str) -> list[tuple[str, str]]:
             bad = text[position:].strip()[:1]
             raise ParseError(text, f"unexpected character {bad!r} in a unit")
         if match.group("scale"):
-            prefix = _SCALE_PREFIX[match.group("scale")[-1]]
+            scale = match.group("scale").split()[-1]
+            prefix = _SCALE_PREFIX.get(scale) or _SCALE_PREFIX[scale[-1]]
             tokens.append(("name", _micro(prefix + match.group("scaled"))))
+        elif match.group("name") and match.group("name").lower() == "per":
+            tokens.append(("op", "/"))  # "USD per hour"
         elif match.group("name"):
             tokens.append(("name", _micro(match.group("name"))))
+        elif match.group("currency"):
+            tokens.append(("name", _CURRENCY[match.group("currency")]))
         elif match.group("op"):
             tokens.append(("op", match.group("op")))
         else:
@@ -230,8 +242,12 @@ def parse_value(text: str) -> ParsedValue:
         raise ParseError(str(text), "expected text")
     if len(text) > MAX_TEXT:
         raise ParseError(text, f"longer than {MAX_TEXT} characters")
-    magnitude, rest = parse_number(text)
-    rest = rest.strip()
+    dollar = _LEADING_DOLLAR.match(text)  # "$3 / 1M tokens": the sign is the unit
+    try:
+        magnitude, rest = parse_number(text[dollar.end():] if dollar else text)
+    except ParseError as exc:
+        raise ParseError(text, exc.reason, exc.hint) from None
+    rest = ("$ " + rest if dollar else rest).strip()
     if not rest:
         return ParsedValue(magnitude, None, text.strip())
     try:

@@ -78,6 +78,9 @@ def test_the_shipped_rules_still_refuse_a_sheet_without_source(tmp_path):
         ('  output: "15', '  ouput: "15', "prices.ouput", "output"),
         ('  threshold:', '  treshold:', "long_context.treshold", "threshold"),
         ('  source: "my notes"', '  sorce: "my notes"', "long_context.sorce", "source"),
+        # names other price lists use, too far in spelling for a close match (issue 25)
+        ('  cache_read: "0.3', '  cached_input: "0.3', "prices.cached_input", "cache_read"),
+        ('  output: "15', '  completion: "15', "prices.completion", "output"),
     ],
 )
 def test_unknown_keys_name_the_closest_known_one(tmp_path, replace, by, field, closest):
@@ -159,3 +162,10 @@ def test_the_documented_spellings(text, base, unit):
     quantity = Q_(parsed.magnitude, parsed.unit).to_base_units()
     assert quantity.units == parse_unit(unit)
     assert quantity.magnitude == pytest.approx(base, rel=1e-12)
+
+
+def test_prices_pasted_with_a_dollar_sign_read_as_written(tmp_path):
+    # $15 / 1M tokens = 15e-6 USD/token, as "15 USD/1M tokens" is
+    pasted = PERSONAL.replace('output: "15 USD/1M tokens"', 'output: "$15 / 1M tokens"')
+    sheet = price_sheet(str(_write(tmp_path, pasted)))
+    assert _base(sheet.prices["output"]) == pytest.approx(15e-6, rel=1e-12)

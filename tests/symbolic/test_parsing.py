@@ -167,3 +167,36 @@ def test_greek_mu_reads_as_the_micro_sign(text):
     parsed = parse_value(text)
     assert parsed.unit == parse_unit(text[2:].replace("\u03bc", "\u00b5"))
     assert base(text) == pytest.approx(3e-6)
+
+
+# Prices as people paste them (issue 25: "$3 / 1M tokens" was refused). Each is 3 USD per
+# 1e6 tokens, i.e. 3e-6 USD/token, or the hand-converted figure named beside it.
+@pytest.mark.parametrize("text, usd_per_token", [
+    ("$3 / 1M tokens", 3e-6),
+    ("$3/Mtok", 3e-6),
+    ("3 $/Mtok", 3e-6),
+    ("3 USD per million tokens", 3e-6),
+    ("3 USD per 1 million tokens", 3e-6),
+    ("30¢ per million tokens", 0.30e-6),  # 30 cent = 0.30 USD
+    ("300 ¢/Mtoken", 3e-6),
+    ("$0.003 per thousand tokens", 3e-6),  # 0.003 USD / 1e3 token
+])
+def test_pasted_prices_read_as_usd_per_token(text, usd_per_token):
+    from chalk.symbolic.units import ureg
+
+    parsed = parse_value(text)
+    value = (parsed.magnitude * parsed.unit).to(ureg.USD / ureg.token).magnitude
+    assert value == pytest.approx(usd_per_token, rel=1e-12)
+
+
+def test_per_hour_and_a_bare_dollar_amount():
+    from chalk.symbolic.units import ureg
+
+    rent = parse_value("$2.50 per hour")
+    assert (rent.magnitude * rent.unit).to(ureg.USD / ureg.hour).magnitude == 2.5
+    assert parse_value("$3").unit == ureg.USD
+
+
+def test_a_dollar_sign_with_no_number_names_the_whole_text():
+    with pytest.raises(ParseError, match=r"cannot read '\$\$3'"):
+        parse_value("$$3")
