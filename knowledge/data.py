@@ -22,18 +22,21 @@ note: str (optional), estimate: bool (optional)}``. Files:
     written as a bare string inherits its section's (or the sheet's) source
     and date (every field in ``docs/PRICE_SHEETS.md``).
 ``serving_measurements.yaml``
-    ``measurements: [{id, name, source, date, engine, model, chip, precision, metric,
-    note, facts: {measured, n_chips, input_tokens, output_tokens, batch_size}}]``
-    (``batch_size`` where the source states it; ``output_tokens`` unless a note says why
-    the source does not; ``speculative: true`` for a run that drafted tokens);
-    ``model``, ``chip`` and ``precision`` name presets, ``metric`` says what ``measured``
-    counts (``total``, ``per_chip`` or ``per_user`` output tokens per second), and every
-    fact inherits its entry's source and date.
+    ``measurements: [{id, name, source, date, engine, engine_version, parallelism, model,
+    chip, precision, metric, speculative, note, facts: {measured, n_chips, input_tokens,
+    output_tokens, batch_size, ttft, tpot}}]`` and no other key. ``engine`` is an
+    identifier (``tensorrt_llm``, ``vllm``) and ``engine_version`` the release and the
+    benchmark tool as published; ``parallelism`` the layout as published (``TP8``,
+    ``DEP4``); ``model``, ``chip`` and ``precision`` name presets; ``metric`` says what
+    ``measured`` counts (``total``, ``per_chip`` or ``per_user`` output tokens per second).
+    ``batch_size`` (the batch or the concurrency), ``ttft`` and ``tpot`` only where the
+    source states them; ``output_tokens`` unless a note says why the source does not;
+    ``speculative: true`` for a run that drafted tokens. Each fact's dimension is checked
+    and every fact inherits its entry's source and date.
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -88,12 +91,7 @@ def read_fact(raw, path: str, entry: str, field: str, inherited: Mapping[str, st
         raw = {"value": raw}
     if not isinstance(raw, Mapping):
         raise DataError(path, entry, field, "expected a mapping with value, source and date")
-    keys = ("value", "source", "date", "note", "estimate")
-    unknown = sorted(set(raw) - set(keys), key=str)
-    if unknown:
-        close = difflib.get_close_matches(str(unknown[0]), keys, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else "; expected " + ", ".join(keys)
-        raise DataError(path, entry, field, f"unknown key {unknown[0]!r}{hint}")
+    fields.known_keys(raw, ("value", "source", "date", "note", "estimate"), path, entry, field)
     text = raw.get("value")
     if text is None or isinstance(text, bool):
         raise DataError(path, entry, field, "missing value")
@@ -134,7 +132,8 @@ class Record:
 
 def _records(path: Path, key: str, required: tuple[str, ...],
              zero_ok: frozenset[str] = frozenset(), required_facts: tuple[str, ...] = (),
-             entry_sourced: bool = False):
+             entry_sourced: bool = False, keys: tuple[str, ...] | None = None,
+             fact_names: tuple[str, ...] | None = None):
     data = files.load_yaml(path)
     shown = path.name
     if not isinstance(data, Mapping) or key not in data:
@@ -151,12 +150,16 @@ def _records(path: Path, key: str, required: tuple[str, ...],
             raise DataError(shown, f"#{index}", "id", "missing or not a lower-case identifier")
         if ident in out:
             raise DataError(shown, ident, "id", "duplicate id")
+        if keys is not None:  # a file whose entries have a closed set of keys
+            fields.known_keys(raw, keys, shown, ident, "-")
         for field in required:
             if not raw.get(field):
                 raise DataError(shown, ident, field, "missing")
         facts_raw = raw.get("facts", {})
         if not isinstance(facts_raw, Mapping):
             raise DataError(shown, ident, "facts", "expected a mapping")
+        if fact_names is not None:
+            fields.known_keys(facts_raw, fact_names, shown, ident, "facts")
         for name in required_facts:
             if name not in facts_raw:
                 raise DataError(shown, ident, name, "missing")
@@ -168,8 +171,8 @@ def _records(path: Path, key: str, required: tuple[str, ...],
                 raise DataError(shown, ident, str(name), "fact names are lower-case identifiers")
             facts[name] = read_fact(fact, shown, ident, name, inherited,
                                     positive=name not in zero_ok)
-        fields = {k: v for k, v in raw.items() if k not in ("facts",)}
-        out[ident] = Record(ident, str(raw.get("name", ident)), fields, facts)
+        described = {k: v for k, v in raw.items() if k not in ("facts",)}
+        out[ident] = Record(ident, str(raw.get("name", ident)), described, facts)
     return out
 
 
@@ -196,25 +199,52 @@ def memory_tiers() -> Mapping[str, Record]:
 
 
 MEASUREMENT_METRICS = ("total", "per_chip", "per_user")
+# The dimension each fact of a measurement must have (any scale: "8 ms", "0.008 s").
+MEASUREMENT_UNITS = {"measured": "token/s", "n_chips": "chip", "input_tokens": "token",
+                     "output_tokens": "token", "batch_size": "sequence", "ttft": "s",
+                     "tpot": "s"}
+# Text as published (engine_version says the release and the benchmark tool) and the
+# identifiers that group rows: the engine, and the model, chip and precision presets.
+_MEASUREMENT_TEXT = {"name": MAX_NAME, "engine_version": MAX_NAME, "parallelism": MAX_NAME,
+                     "note": MAX_SOURCE}
+_MEASUREMENT_NAMES = ("engine", "model", "chip", "precision")
+_MEASUREMENT_KEYS = ("id", "name", "source", "date", "engine", "engine_version", "parallelism",
+                     "model", "chip", "precision", "metric", "speculative", "note", "facts")
+
+
+def _check_dimension(fact: Fact, wanted: str, shown: str, entry: str, field: str) -> None:
+    if fact.quantity().dimensionality != Q_(1, wanted).dimensionality:
+        raise DataError(shown, entry, field, f"{fact.text!r} is not in {wanted} (e.g. "
+                                             f"'{fact.value:g} {wanted}')")
 
 
 @cache
 def serving_measurements() -> Mapping[str, Record]:
-    """Published serving measurements by id: the conditions and the measured output rate,
-    each number under its entry's source and date."""
-    records = _records(DATA_DIR / "serving_measurements.yaml", "measurements",
-                       ("name", "source", "date", "engine", "model", "chip", "precision",
-                        "metric"),
+    """Published serving measurements by id: the conditions and the measured output rate
+    (with TTFT and TPOT where published), each number under its entry's source and date."""
+    shown = "serving_measurements.yaml"
+    records = _records(DATA_DIR / shown, "measurements",
+                       ("name", "source", "date", "engine", "engine_version", "parallelism",
+                        "model", "chip", "precision", "metric"),
                        required_facts=("measured", "n_chips", "input_tokens"),
-                       entry_sourced=True)
+                       entry_sourced=True, keys=_MEASUREMENT_KEYS,
+                       fact_names=tuple(MEASUREMENT_UNITS))
     for ident, record in records.items():
-        metric = record.fields["metric"]
-        if metric not in MEASUREMENT_METRICS:
-            raise DataError("serving_measurements.yaml", ident, "metric",
-                            f"{metric!r} is not one of {', '.join(MEASUREMENT_METRICS)}")
-        fields.flag(record.fields.get("speculative", False), "serving_measurements.yaml",
-                    ident, "speculative")
-        if "output_tokens" not in record.facts and not record.fields.get("note"):
-            raise DataError("serving_measurements.yaml", ident, "output_tokens",
+        raw = record.fields
+        for key, limit in _MEASUREMENT_TEXT.items():
+            if key in raw:
+                fields.text(raw[key], shown, ident, key, limit)
+        for key in _MEASUREMENT_NAMES:
+            if not isinstance(raw[key], str) or not NAME_PATTERN.match(raw[key]):
+                raise DataError(shown, ident, key, f"expected an identifier such as "
+                                                   f"'tensorrt_llm', found {raw[key]!r}")
+        if raw["metric"] not in MEASUREMENT_METRICS:
+            raise DataError(shown, ident, "metric", f"{raw['metric']!r} is not one of "
+                                                    f"{', '.join(MEASUREMENT_METRICS)}")
+        fields.flag(raw.get("speculative", False), shown, ident, "speculative")
+        for name, fact in record.facts.items():
+            _check_dimension(fact, MEASUREMENT_UNITS[name], shown, ident, name)
+        if "output_tokens" not in record.facts and not raw.get("note"):
+            raise DataError(shown, ident, "output_tokens",
                             "missing: give it, or say in a note why the source does not")
     return records

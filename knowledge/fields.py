@@ -8,6 +8,7 @@ expected and what was found.
 from __future__ import annotations
 
 import datetime
+import difflib
 import re
 from collections.abc import Mapping
 
@@ -56,6 +57,16 @@ def flag(value, shown: str, entry: str, field: str) -> bool:
     if not isinstance(value, bool):
         raise DataError(shown, entry, field, f"expected true or false, found {describe(value)}")
     return value
+
+
+def known_keys(raw: Mapping, allowed, shown: str, entry: str, field: str) -> None:
+    """Refuse the first key of ``raw`` that is not in ``allowed``, naming the closest one
+    (a misspelt key would otherwise be dropped without a word)."""
+    unknown = sorted(set(raw) - set(allowed), key=str)
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), list(allowed), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else "; expected " + ", ".join(allowed)
+        raise DataError(shown, entry, field, f"unknown key {unknown[0]!r}{hint}")
 
 
 def listing(value, shown: str, entry: str, field: str, what: str) -> list:

@@ -17,11 +17,38 @@ import serving_bounds  # noqa: E402  (benchmarks/serving_bounds.py)
 ROWS = data.serving_measurements()
 
 
-def test_at_least_fifteen_measurements_from_several_sources():
-    assert len(ROWS) >= 15
+def _moe(model: str) -> bool:
+    experts = data.models()[model].facts.get("n_experts")
+    return experts is not None and experts.value > 1
+
+
+def test_the_dataset_spans_chips_engines_and_both_kinds_of_model():
+    # issue 24 item 1: at least 60 rows over 4 chip kinds, 3 engines, dense and MoE models
+    assert len(ROWS) >= 60
+    assert len({r.fields["chip"] for r in ROWS.values()}) >= 4
+    engines = {r.fields["engine"] for r in ROWS.values()}
+    assert len(engines) >= 3
+    assert engines <= {"tensorrt_llm", "vllm", "sglang", "nim"}  # one spelling per engine
+    kinds = {_moe(r.fields["model"]) for r in ROWS.values()}
+    assert kinds == {True, False}
     # the first address of each source: more than one publisher
     sources = {r.fields["source"].split()[0] for r in ROWS.values()}
     assert len(sources) >= 4
+
+
+def test_published_latencies_agree_with_the_published_rates():
+    # A stream emits at most one token per TPOT after its first, so c streams emit at most
+    # c / TPOT in total (the first token waits TTFT, which only lowers the rate): e.g. NIM's
+    # 70B at concurrency 5, 218.48 token/s <= 5 / 21.83 ms = 229.0. A swapped column or a
+    # slipped digit breaks it.
+    timed = [r for r in ROWS.values() if "tpot" in r.facts]
+    assert len(timed) >= 6
+    for record in timed:
+        tpot = record.facts["tpot"].quantity().to("s").magnitude
+        streams = record.facts["batch_size"].quantity().to("sequence").magnitude
+        rate = record.facts["measured"].quantity().to("token/s").magnitude
+        per_stream = rate if record.fields["metric"] == "per_user" else rate / streams
+        assert per_stream <= 1 / tpot, record.id
 
 
 @pytest.mark.parametrize("ident", sorted(ROWS))
@@ -29,7 +56,8 @@ def test_every_row_has_source_date_and_conditions(ident):
     record = ROWS[ident]
     fields = record.fields
     assert fields["source"].startswith("https://")
-    assert fields["date"].strip() and fields["engine"].strip()
+    assert fields["date"].strip() and fields["engine_version"].strip()
+    assert fields["parallelism"].strip()
     assert fields["metric"] in ("total", "per_chip", "per_user")
     assert preset(fields["model"]).kind == "model"
     assert preset(fields["precision"]).kind == "precision"
@@ -40,6 +68,9 @@ def test_every_row_has_source_date_and_conditions(ident):
     assert facts["n_chips"].quantity().to("chip").magnitude >= 1
     assert facts["input_tokens"].quantity().to("token").magnitude > 0
     assert "output_tokens" in facts or fields.get("note")
+    for latency in ("ttft", "tpot"):
+        if latency in facts:
+            assert facts[latency].quantity().to("s").magnitude > 0
     for fact in facts.values():  # each number under the row's source and date
         assert (fact.source, fact.date) == (fields["source"], fields["date"])
 
@@ -55,7 +86,9 @@ ENTRY = """measurements:
   name: a row
   source: https://example.org
   date: "2025"
-  engine: an engine
+  engine: an_engine
+  engine_version: "1.0"
+  parallelism: TP1
   model: llama_3_1_8b
   chip: h100
   precision: fp8
@@ -76,6 +109,33 @@ FACTS = 'measured: "1 token/s", n_chips: "1 chip", input_tokens: "1 token"'
     (ENTRY.format(metric="total", facts=FACTS),
      "serving_measurements.yaml, entry 'row', field 'output_tokens': missing: give it, or "
      "say in a note why the source does not"),
+    # a misspelt key would otherwise be dropped without a word
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        "  parallelism: TP1\n", "  parallelism: TP1\n  paralellism: TP2\n"),
+     "serving_measurements.yaml, entry 'row': unknown key 'paralellism'; did you mean "
+     "'parallelism'?"),
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token", tftt: "1 s"'),
+     "serving_measurements.yaml, entry 'row', field 'facts': unknown key 'tftt'; did you "
+     "mean 'ttft'?"),
+    # a latency in tokens, a rate in seconds: the dimension each fact needs
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token", ttft: "5 token"'),
+     "serving_measurements.yaml, entry 'row', field 'ttft': '5 token' is not in s "
+     "(e.g. '5 s')"),
+    (ENTRY.format(metric="total", facts='measured: "1 s", n_chips: "1 chip", '
+                                        'input_tokens: "1 token", output_tokens: "1 token"'),
+     "serving_measurements.yaml, entry 'row', field 'measured': '1 s' is not in token/s "
+     "(e.g. '1 token/s')"),
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        "  parallelism: TP1\n", ""),
+     "serving_measurements.yaml, entry 'row', field 'parallelism': missing"),
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        "engine: an_engine", "engine: TensorRT-LLM 1.0"),
+     "serving_measurements.yaml, entry 'row', field 'engine': expected an identifier such "
+     "as 'tensorrt_llm', found 'TensorRT-LLM 1.0'"),
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        'engine_version: "1.0"', "engine_version: [1, 0]"),
+     "serving_measurements.yaml, entry 'row', field 'engine_version': expected text, "
+     "found a list"),
 ])
 def test_a_row_without_its_conditions_is_refused(tmp_path, monkeypatch, entry, message):
     _write(tmp_path, monkeypatch, entry)
