@@ -59,14 +59,28 @@ def flag(value, shown: str, entry: str, field: str) -> bool:
     return value
 
 
-def known_keys(raw: Mapping, allowed, shown: str, entry: str, field: str) -> None:
+def known_keys(raw: Mapping, allowed, shown: str, entry: str, field: str | None,
+               *, where: str = "", other_names: Mapping[str, str] | None = None) -> None:
     """Refuse the first key of ``raw`` that is not in ``allowed``, naming the closest one
-    (a misspelt key would otherwise be dropped without a word)."""
+    (a misspelt key would otherwise be dropped without a word).
+
+    ``field=None`` names the key itself as the field (under ``where``); ``other_names``
+    maps names other formats use to the allowed one meant, for keys too far in spelling
+    for a close match.
+    """
     unknown = sorted(set(raw) - set(allowed), key=str)
-    if unknown:
-        close = difflib.get_close_matches(str(unknown[0]), list(allowed), n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else "; expected " + ", ".join(allowed)
-        raise DataError(shown, entry, field, f"unknown key {unknown[0]!r}{hint}")
+    if not unknown:
+        return
+    key = str(unknown[0])
+    meant = (other_names or {}).get(key)
+    close = [meant] if meant in allowed else \
+        difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
+    if field is None:
+        hint = f"; did you mean {close[0]!r}?" if close else \
+            "; expected one of " + ", ".join(sorted(allowed))
+        raise DataError(shown, entry, f"{where}.{key}" if where else key, "unknown key" + hint)
+    hint = f"; did you mean {close[0]!r}?" if close else "; expected " + ", ".join(allowed)
+    raise DataError(shown, entry, field, f"unknown key {unknown[0]!r}{hint}")
 
 
 def listing(value, shown: str, entry: str, field: str, what: str) -> list:

@@ -82,15 +82,7 @@ _OTHER_NAMES = {
 
 def _refuse_unknown(raw: Mapping, allowed, path, entry, where: str = "") -> None:
     """Raise for the first key of ``raw`` not in ``allowed``, naming the closest one."""
-    unknown = sorted(set(raw) - set(allowed), key=str)
-    if not unknown:
-        return
-    key = str(unknown[0])
-    close = [_OTHER_NAMES[key]] if _OTHER_NAMES.get(key) in allowed else \
-        difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else \
-        "; expected one of " + ", ".join(sorted(allowed))
-    raise DataError(path, entry, f"{where}.{key}" if where else key, "unknown key" + hint)
+    fields.known_keys(raw, allowed, path, entry, None, where=where, other_names=_OTHER_NAMES)
 
 
 # The unit each field must carry (its dimension is checked, any scale accepted).
