@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from chalk.cli import cache
 from chalk.solvers.execution.steps import CheckRecord, StepRecord, regime_taken
 from chalk.solvers.pinning.pinned import Layer, Pin
+from chalk.solvers.records.brief import brief_text
 from chalk.solvers.records.counts import fractional_counts
 from chalk.solvers.records.derivation import Derivation
 from chalk.solvers.records.flags import flag_text, violated
@@ -200,8 +201,10 @@ def _replay(entry: dict, args) -> str | None:
         results = {t: derivation.json_value(t) for t in targets}
         return json.dumps({"results": results, **derivation.to_dict()}, indent=2)
     headline = [f"{t} = {derivation.show(t)}" for t in targets]
-    return ("\n".join([*headline, *derivation.reported_lines(), *derivation.flag_lines()])
-            + "\n\n" + derivation.text())
+    summary = [*headline, *derivation.reported_lines(), *derivation.flag_lines()]
+    if args.brief:
+        return brief_text(summary, derivation)
+    return "\n".join(summary) + "\n\n" + derivation.text()
 
 
 def _moderate(value: float) -> bool:

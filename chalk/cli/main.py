@@ -186,7 +186,14 @@ def _run(args) -> str:
                 raise UsageProblem(f"--rtol must be between {low:g} and {high:g}")
             options["rtol"] = args.rtol
         solution = api.solve(args.targets, args.given, args.preset, **options)
-        output = solution.to_json() if args.json else str(solution)
+        if args.json:
+            output = solution.to_json()
+        elif args.brief:
+            from chalk.solvers.records.brief import brief_text
+
+            output = brief_text(solution.summary().splitlines(), solution.derivation)
+        else:
+            output = str(solution)
         from chalk.cli.fast import remember
 
         remember(args, solution)  # compiled for the next run of a question of this shape

@@ -58,6 +58,9 @@ def add_solve(commands) -> None:
     solve.add_argument("--samples", type=int, default=None, metavar="N",
                        help="Monte Carlo samples when a pin is a range (default 100000)")
     solve.add_argument("--seed", type=int, default=0, help="random seed for the samples")
+    solve.add_argument("--brief", action="store_true",
+                       help="the answers, flags and one line per assumption; no pin table "
+                            "or derivation")
     add_quiet(solve)
 
 

@@ -26,6 +26,23 @@ def test_solve_prints_answer_and_derivation(run_cli):
     assert "(989 TFLOP/s)/(3.35 TB/s)" in out  # values substituted
 
 
+def test_brief_prints_the_answer_and_one_line_per_assumption(run_cli):
+    status, out, err = run_cli("solve", "critical_batch_size", "--preset", "lecture",
+                               "--given", "sparsity_factor=8", "--brief")
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    # the lecture's 300 FLOP/byte x sparsity 8 x 1 byte/param / (1 FLOP/param/token x
+    # 1 token/sequence) = 2,400 sequences
+    assert lines[0] == "critical_batch_size = 2,400 sequence"
+    assumed = lines[lines.index("assumed") + 1:]
+    conventions = [line.strip() for line in assumed if "(convention lecture" in line]
+    assert [line.split(" (")[0] for line in conventions] == [
+        "flops_per_param = 1 FLOP/(param·token)", "bytes_per_param = 1 byte/param",
+        "hardware_intensity = 300 FLOP/byte", "decode_tokens_per_step = 1 token/sequence"]
+    assert "derivation" not in lines and "pins" not in lines
+    assert lines[-1] == "(the pins' sources and every step: the same command without --brief)"
+
+
 def test_json_shape(run_cli):
     status, out, _ = run_cli(*CRITICAL, "--json")
     assert status == 0

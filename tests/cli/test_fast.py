@@ -36,6 +36,7 @@ def _chalk(argv, folder, no_cache=False):
 QUESTIONS = {
     "critical batch": CRITICAL,
     "critical batch as JSON": [*CRITICAL, "--json"],
+    "critical batch, brief": [*CRITICAL, "--brief"],
     "sparsity from the critical batch": ["solve", "sparsity_factor", "--preset", "lecture",
                                          "--given", "critical_batch_size=2400 sequence"],
     "drain time": ["solve", "hbm_drain_time", "--given", "hbm_capacity=288 GB",
