@@ -14,7 +14,9 @@ import numpy as np
 
 from chalk.api import solve
 from chalk.applications.sweep import sweep
-from chalk.symbolic.errors import ChalkError, UsageError
+from chalk.symbolic.errors import ChalkError, UnderdeterminedError, UsageError
+from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.units import ureg
 
 PLOTS: dict[str, Callable] = {}
 
@@ -69,12 +71,77 @@ def _try(target, given, presets):
         return None
 
 
+# Pins a reader needs in a figure's title to know what it shows, in this order.
+_TITLE_PINS = ("n_chips", "batch_size", "context_length")
+
+
+def subject(given=(), presets=(), swept: str | None = None) -> str:
+    """What a figure is drawn for, for its title: the model, the chips, the precision and
+    the pins that set the scene (``llama_3_1_70b on 8 chip h100, bf16; context_length
+    8k token``). ``swept`` (the x axis) is left out."""
+    from chalk.knowledge.presets import preset as find_preset
+    from chalk.solvers.pinning.pins import parse_given
+
+    pins = {n: getattr(v, "text", v) for n, v in parse_given(given)}
+    chosen = [p if not isinstance(p, str) else find_preset(p)
+              for p in ([presets] if isinstance(presets, str) else presets)]
+    kinds = {kind: [p.name for p in chosen if p.kind == kind]
+             for kind in ("model", "accelerator", "precision", "conventions")}
+    chips = ", ".join(kinds["accelerator"])
+    if "n_chips" in pins and swept != "n_chips":
+        chips = f"{pins['n_chips']} {chips}".strip()
+    parts = [" on ".join(x for x in (", ".join(kinds["model"]), chips) if x)]
+    parts += kinds["precision"] + [f"{c} conventions" for c in kinds["conventions"]]
+    head = ", ".join(p for p in parts if p)
+    scene = [f"{n} {pins[n]}" for n in _TITLE_PINS if n in pins and n not in (swept,
+                                                                              "n_chips")]
+    return "; ".join(x for x in (head, ", ".join(scene)) if x)
+
+
+def _titled(what: str, given, presets, swept: str | None) -> str:
+    detail = subject(given, presets, swept)
+    return f"{what}\n{detail}" if detail else what
+
+
+def memory_wall(over: str, given=(), presets=()) -> float | None:
+    """Where the weights and KV cache stop fitting as ``over`` (batch_size or
+    context_length) grows: its value in its declared unit at ``memory_fill = 1``, 0 when
+    the weights alone do not fit, None when the pins do not say."""
+    from chalk.solvers.pinning.pins import parse_given
+
+    pins = {n: v for n, v in parse_given(given) if n != over}
+    weights = _try("weight_fill", pins, presets)
+    if weights is not None and weights.value("weight_fill") >= 1:
+        return 0.0
+    wall = _try(over, {**pins, "memory_fill": "1"}, presets)
+    return None if wall is None else wall.value(over)
+
+
+def _mark_memory_wall(ax, over: str, unit: str, given, presets) -> float | None:
+    """Shade where the swept quantity no longer fits in HBM, and label the wall."""
+    wall = memory_wall(over, given, presets)
+    if wall is None:
+        return None
+    low, high = ax.get_xlim()
+    if wall <= 0:
+        ax.axvspan(low, high, color="tab:red", alpha=0.08,
+                   label="the weights alone do not fit in HBM")
+    elif wall < high:
+        ax.axvspan(max(wall, low), high, color="tab:red", alpha=0.08,
+                   label=f"does not fit in HBM past {over} = "
+                         f"{format_quantity(wall, ureg.Unit(unit))}")
+        ax.axvline(wall, color="tab:red", lw=1.2, ls="-")
+    ax.set_xlim(low, high)
+    return wall
+
+
 @_register("step_time_vs_batch")
 def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 sequence"):
     """Step time against batch: compute, weight fetch, KV fetch and their roofline."""
     parts = ["t_compute", "t_weight_fetch", "t_kv_fetch", "step_time"]
     table = sweep(parts, "batch_size", low, high, 200, True, given, presets)
-    fig, ax = _figure("Time per decode step vs batch size")
+    fig, ax = _figure(_titled("Time per decode step vs batch size", given, presets,
+                              "batch_size"))
     ms = 1e3
     styles = {"t_compute": ":", "t_weight_fetch": "--", "t_kv_fetch": "-."}
     for index, name in enumerate(parts[:-1]):
@@ -84,7 +151,7 @@ def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 seque
             label="step_time = max(t_compute, t_weight_fetch + t_kv_fetch)")
     floor = _try("latency_floor", given, presets)
     if floor is not None:
-        ax.axhline(floor.value("latency_floor", "s") * ms, color="tab:red", lw=1,
+        ax.axhline(floor.value("latency_floor", "s") * ms, color="tab:olive", lw=1,
                    label=f"latency_floor {floor.derivation.show('latency_floor')}")
     critical = _try("critical_batch_size", given, presets)
     if critical is not None:
@@ -98,6 +165,7 @@ def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 seque
     ax.set_yscale("log")
     ax.set_xlabel("batch_size [sequence]")
     ax.set_ylabel("time per step [ms]")
+    _mark_memory_wall(ax, "batch_size", "sequence", given, presets)
     _legend(ax)
     return fig
 
@@ -106,7 +174,7 @@ def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 seque
 def cost_vs_batch(given=(), presets=(), low="1 sequence", high="16384 sequence"):
     """Cost per token against batch: weight reads amortised down to the compute floor."""
     table = sweep(["cost_per_token"], "batch_size", low, high, 200, True, given, presets)
-    fig, ax = _figure("Cost per token vs batch size")
+    fig, ax = _figure(_titled("Cost per token vs batch size", given, presets, "batch_size"))
     ax.plot(table.xs, table.ys["cost_per_token"] * 1e6, "k-", lw=2, label="cost_per_token")
     floor = _try("cost_per_token_floor", given, presets)
     if floor is not None:
@@ -116,6 +184,7 @@ def cost_vs_batch(given=(), presets=(), low="1 sequence", high="16384 sequence")
     ax.set_yscale("log")
     ax.set_xlabel("batch_size [sequence]")
     ax.set_ylabel("cost per token [USD per million tokens]")
+    _mark_memory_wall(ax, "batch_size", "sequence", given, presets)
     _legend(ax, 8)
     return fig
 
@@ -125,7 +194,8 @@ def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k toke
                     high="1M token"):
     """Cost per token against context length, with a provider's price tiers over it."""
     table = sweep(["cost_per_token"], "context_length", low, high, 200, True, given, presets)
-    fig, ax = _figure("Cost per token vs context length")
+    fig, ax = _figure(_titled("Cost per token vs context length", given, presets,
+                              "context_length"))
     ax.plot(table.xs, table.ys["cost_per_token"] * 1e6, "k-", lw=2,
             label="cost_per_token (chip time)")
     for index, quantity, before, after in table.changes:
@@ -133,34 +203,37 @@ def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k toke
                    label=f"{quantity}: {before} -> {after}")
     ax.set_xscale("log")
     ax.set_xlabel("context_length [token]")
-    ax.set_ylabel("cost per token [USD per million tokens]")
-    handles = ax.get_legend_handles_labels()[0]
+    # a price and a cost are both USD per million tokens: one axis, so that a price drawn
+    # above a cost is higher
+    ax.set_ylabel("cost or price per token [USD per million tokens]")
     if sheet is not None:
         from chalk.knowledge.price_sheets import price_sheet
 
         prices = price_sheet(sheet)
-        right = ax.twinx()
-        base = prices.prices["output"]
         xs = table.xs
-        ys = np.full(xs.shape, base.quantity().to("USD/Mtoken").magnitude)
+        ys = np.full(xs.shape, prices.prices["output"].quantity().to("USD/Mtoken").magnitude)
         if prices.long_context and "output" in prices.long_context:
             threshold = prices.long_context["threshold"].quantity().to("token").magnitude
             above = prices.long_context["output"].quantity().to("USD/Mtoken").magnitude
             ys = np.where(xs > threshold, above, ys)
-            right.axvline(threshold, color="tab:orange", lw=1, ls="--")
-        right.step(xs, ys, where="post", color="tab:orange",
-                   label=f"{prices.title} output price")
-        right.set_ylabel("price [USD per million output tokens]", color="tab:orange")
-        right.set_ylim(0, ys.max() * 1.3)
-        handles += right.get_legend_handles_labels()[0]
-    _legend(ax, 8, handles, below=True)
+            ax.axvline(threshold, color="tab:orange", lw=1, ls="--",
+                       label=f"long-context price from {threshold:,.0f} token")
+        ax.step(xs, ys, where="post", color="tab:orange",
+                label=f"{prices.title} output price")
+    ax.set_ylim(bottom=0)
+    _mark_memory_wall(ax, "context_length", "token", given, presets)
+    _legend(ax, 8, below=True)
     return fig
 
 
 @_register("tier_cost_vs_hold")
 def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
-    """Cost of keeping one token's KV against hold time, per memory tier, crossovers marked."""
-    from chalk.applications.tiers import tier_costs
+    """Cost of keeping one token's KV against hold time, per memory tier, crossovers marked.
+
+    Tiers whose curves coincide (the same price per byte-hour and per read) are one line
+    named by all of them; each line is labelled at its right end as well as in the legend.
+    """
+    from chalk.applications.tiers import tier_costs, tier_table
     from chalk.solvers.pinning.pins import parse_given
 
     pins = {n: getattr(v, "text", v) for n, v in parse_given(given)}  # drop source notes
@@ -168,13 +241,44 @@ def tier_cost_vs_hold(given=(), presets=(), kv_bytes: str | None = None):
     if kv is None:
         raise UsageError("the tier plot needs kv_bytes_per_token, e.g. --given "
                          "'kv_bytes_per_token=2000 byte/token'")
-    costs = tier_costs(kv, remat=pins or None)
-    fig, ax = _figure("Cost of holding a token's KV cache vs hold time")
-    for index, (name, curve) in enumerate(costs.costs.items()):
-        ax.plot(costs.hold_times, curve * 1e6, lw=1.4, label=name.removeprefix("tier_"),
-                **series_style(index))
-    for t, _, _ in costs.crossovers:
-        ax.axvline(t, color="grey", lw=0.8, ls=":")
+    try:  # recomputing the KV instead of holding it, priced from the pins and presets
+        costs = tier_costs(kv, remat=pins if (pins or presets) else None, presets=presets)
+    except UnderdeterminedError:
+        if pins:
+            raise
+        costs = tier_costs(kv)  # the presets alone do not price recomputing: tiers only
+
+    size = format_quantity(costs.kv_bytes_per_token, ureg.Unit("byte/token"))
+    fig, ax = _figure(f"Cost of holding a token's KV cache vs hold time\nKV cache {size}")
+    # The tiers that are cheapest somewhere (and recomputing) are lines of their own, each
+    # labelled at its right end; the rest of each kind is one shaded band from its
+    # cheapest to its dearest, so that 18 tiers stay legible.
+    kinds = {row.name: row.kind for row in tier_table()}
+    alone = list(dict.fromkeys(costs.cheapest)) + [n for n in costs.costs if n not in kinds]
+    for index, name in enumerate(n for n in costs.costs if n in alone):
+        label, curve, style = name.removeprefix("tier_"), costs.costs[name], series_style(index)
+        ax.plot(costs.hold_times, curve * 1e6, lw=1.6, label=label, **style)
+        ax.annotate(label, (costs.hold_times[-1], curve[-1] * 1e6), xytext=(3, 0),
+                    textcoords="offset points", fontsize=7, va="center",
+                    color=style["color"])
+    others: dict[str, list[str]] = {}
+    for name in costs.costs:
+        if name not in alone:
+            others.setdefault(kinds[name], []).append(name)
+    for index, (kind, names) in enumerate(others.items()):
+        stacked = np.vstack([costs.costs[n] for n in names]) * 1e6
+        ax.fill_between(costs.hold_times, stacked.min(axis=0), stacked.max(axis=0),
+                        color=_COLOURS[(index + len(alone)) % len(_COLOURS)], alpha=0.18,
+                        lw=0, label=f"other {kind} tiers ({len(names)}): "
+                                    f"{', '.join(n.removeprefix('tier_') for n in names)}"
+                        if len(names) <= 3 else f"other {kind} tiers ({len(names)})")
+    for index, (t, before, after) in enumerate(costs.crossovers):
+        ax.axvline(t, color="grey", lw=0.8, ls=":",
+                   label="the cheapest changes (named on the line)" if index == 0
+                   else "_crossover")
+        ax.text(t, ax.get_ylim()[0], f" {before.removeprefix('tier_')} -> "
+                f"{after.removeprefix('tier_')}", rotation=90, fontsize=6, color="grey",
+                va="bottom", ha="right")
     for mark, label in ((300, "5 min"), (3600, "1 h")):
         # black, so no tier's colour and style is read as a hold-time mark
         ax.axvline(mark, color="black", lw=1, ls="--")

@@ -138,7 +138,7 @@ class TierCosts:
 
 def tier_costs(kv_bytes_per_token: str, tiers: list[str] | None = None,
                remat: dict | None = None, low: float = 1.0, high: float = 30 * 86400.0,
-               points: int = 400) -> TierCosts:
+               points: int = 400, presets=()) -> TierCosts:
     """What keeping one token's KV and reading it back costs on each tier, by hold time.
 
     Parameters
@@ -148,12 +148,14 @@ def tier_costs(kv_bytes_per_token: str, tiers: list[str] | None = None,
     tiers : list of str, optional
         Tier preset names (default: every tier with a price in the data).
     remat : dict, optional
-        Pins for ``remat_cost_per_token`` (active params, chip FLOP/s and price):
-        adds recomputing the KV, whose cost does not depend on the hold time.
+        Pins for ``remat_cost_per_token`` (active params, chip FLOP/s and price), with
+        ``presets``: adds recomputing the KV, whose cost does not depend on the hold time.
     low, high : float
         The hold times considered, in seconds.
     points : int
         Grid points between them (geometric).
+    presets : sequence, optional
+        Presets for the recompute option (a chip and a model supply its pins).
 
     Returns
     -------
@@ -182,8 +184,9 @@ def tier_costs(kv_bytes_per_token: str, tiers: list[str] | None = None,
         except UnderdeterminedError:
             continue  # a tier without a price in the data
         curves[name] = table.ys["tier_cost_per_token"]
-    if remat:
-        value = solve("remat_cost_per_token", given=remat).value("remat_cost_per_token")
+    if remat is not None:
+        value = solve("remat_cost_per_token", given=remat, presets=presets).value(
+            "remat_cost_per_token")
         curves["recompute"] = np.full(points, value)
     names = list(curves)
     stacked = np.vstack([curves[n] for n in names])

@@ -113,7 +113,7 @@ def run(args) -> str:
         from chalk.applications.tiers import tier_costs
 
         remat = dict(parse_given(args.given)) or None
-        found = tier_costs(args.kv_bytes, remat=remat)
+        found = tier_costs(args.kv_bytes, remat=remat, presets=args.preset if remat else ())
         return json.dumps(found.to_dict(), indent=2) if args.json else found.text()
     from chalk.applications.chinchilla import compute_optimal, lifetime_optimum
 

@@ -138,7 +138,8 @@ PLOT_ARGS = {
 AXIS_LABELS = {
     "step_time_vs_batch": ("batch_size [sequence]", "time per step [ms]"),
     "cost_vs_batch": ("batch_size [sequence]", "cost per token [USD per million tokens]"),
-    "cost_vs_context": ("context_length [token]", "cost per token [USD per million tokens]"),
+    "cost_vs_context": ("context_length [token]",
+                        "cost or price per token [USD per million tokens]"),
     "tier_cost_vs_hold": ("hold_time [s]", "cost per token [USD per million tokens]"),
     "pipeline_schedule": ("time [micro-batch slots]", "pipeline stage (rack)"),
 }
