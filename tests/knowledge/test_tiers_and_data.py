@@ -77,3 +77,15 @@ def test_price_sheet_file_with_unknown_key(tmp_path):
     assert info.value.message == ("sheet.yaml, entry 'mine', field 'prices.discount': "
                                   "unknown key; expected one of cache_read, cache_storage, "
                                   "date, input, note, output, source")
+
+
+def test_every_preset_source_is_a_public_citation():
+    # issue 25: a report printed "../shared/reference ..." as a source; a reader needs
+    # the public document (a URL, a paper, a repository file), not this project's notes
+    from chalk.knowledge.presets import all_presets
+
+    private = ("../shared", "shared/reference", "reference-data")
+    for preset in all_presets().values():
+        for name, value in preset.values.items():
+            assert not any(p in value.source for p in private), (preset.name, name,
+                                                                 value.source)
