@@ -6,6 +6,7 @@
     description = "The question in words."
     presets = ["lecture"]            # applied to every question
     samples = 20000                  # Monte Carlo samples for ranges (optional)
+    compared_with = "the lecture"    # whose numbers the stated values are (optional)
 
     [pins]                           # known values; a table adds a source note
     context_crossover = "200k token"
@@ -18,10 +19,11 @@
     pins = { }                       # extra pins for this question only (optional)
     presets = [ ]                    # extra presets (optional)
     regime = "memory-bound"          # optional
-    lecture = { value = "1.7 kB/token", at = "1:38:28", quote = "almost 2 kilobyte" }
+    stated = { value = "1.7 kB/token", at = "1:38:28", quote = "almost 2 kilobyte" }
                                      # the number a source states for the same question
                                      # (optional; a range "LOW..HIGH UNIT" is allowed;
-                                     # target = "NAME" when the question has several)
+                                     # target = "NAME" when the question has several;
+                                     # `lecture = ...` is the same key under its old name)
 
     [[sweeps]]                       # title, text, targets, over = "NAME=LOW..HIGH", steps, log
     [[plots]]                        # title, text, name, sheet (cost_vs_context), pins, presets
@@ -43,10 +45,11 @@ from chalk.symbolic.parsing import MAX_TEXT, looks_uncertain, parse_spread, pars
 from chalk.symbolic.presets import PresetValue
 from chalk.symbolic.symbols import NAME_PATTERN
 
-_TOP = {"title", "description", "presets", "pins", "samples", "seed", "questions", "sweeps",
-        "plots", "fits"}
+_TOP = {"title", "description", "presets", "pins", "samples", "seed", "compared_with",
+        "questions", "sweeps", "plots", "fits"}
 _ENTRY = {
-    "questions": {"title", "text", "targets", "pins", "presets", "regime", "lecture"},
+    "questions": {"title", "text", "targets", "pins", "presets", "regime", "stated",
+                  "lecture"},
     "sweeps": {"title", "text", "targets", "over", "steps", "log", "pins", "presets"},
     "plots": {"title", "text", "name", "sheet", "pins", "presets"},
     "fits": {"title", "text", "file", "atlas"},
@@ -57,7 +60,7 @@ _REQUIRED = {"questions": ("title", "targets"), "sweeps": ("title", "targets", "
 
 @dataclass(frozen=True)
 class Stated:
-    """A number the lecture (or another source) gives for a question's answer.
+    """A number a source (the file's ``compared_with``) gives for a question's answer.
 
     ``value`` is the text as written (``"15 ms"`` or a range ``"1 s..10 s"``), ``at``
     where it is said (a timestamp), ``target`` the answer it is compared with.
@@ -77,7 +80,7 @@ class Entry:
     options: dict
     pins: dict = field(default_factory=dict)
     presets: list = field(default_factory=list)
-    lecture: Stated | None = None
+    stated: Stated | None = None
 
 
 @dataclass
@@ -90,6 +93,7 @@ class DeductionFile:
     samples: int
     seed: int
     entries: list[Entry]
+    compared_with: str = "the stated source"
 
 
 def _fit_source(options: dict, shown: str, label: str) -> None:
@@ -160,33 +164,33 @@ def _pin_table(raw, path, entry) -> dict[str, PresetValue]:
     return out
 
 
-def _stated(raw, targets, path, entry) -> Stated | None:
+def _stated(raw, targets, path, entry, key: str = "stated") -> Stated | None:
     if raw is None:
         return None
     if isinstance(raw, str):
         raw = {"value": raw}
     if not isinstance(raw, dict):
-        raise DataError(path, entry, "lecture", "expected a table { value = ..., at = ... }")
+        raise DataError(path, entry, key, "expected a table { value = ..., at = ... }")
     unknown = set(raw) - {"value", "at", "target", "quote"}
     if unknown:
-        raise DataError(path, entry, f"lecture.{sorted(unknown)[0]}", "unknown key")
-    for key in ("value", "at", "target", "quote"):
-        if key in raw and (not isinstance(raw[key], str) or len(raw[key]) > MAX_TEXT):
-            raise DataError(path, entry, f"lecture.{key}", "expected text")
+        raise DataError(path, entry, f"{key}.{sorted(unknown)[0]}", "unknown key")
+    for part in ("value", "at", "target", "quote"):
+        if part in raw and (not isinstance(raw[part], str) or len(raw[part]) > MAX_TEXT):
+            raise DataError(path, entry, f"{key}.{part}", "expected text")
     if "value" not in raw:
-        raise DataError(path, entry, "lecture.value", "missing")
+        raise DataError(path, entry, f"{key}.value", "missing")
     try:
         if looks_uncertain(raw["value"]):
             if parse_spread(raw["value"]).kind != "range":
-                raise DataError(path, entry, "lecture.value",
+                raise DataError(path, entry, f"{key}.value",
                                 "expected a value or a range 'LOW..HIGH UNIT'")
         else:
             parse_value(raw["value"])
     except ParseError as exc:
-        raise DataError(path, entry, "lecture.value", exc.message) from None
+        raise DataError(path, entry, f"{key}.value", exc.message) from None
     target = raw.get("target", targets[0] if targets else "")
     if target not in targets:
-        raise DataError(path, entry, "lecture.target",
+        raise DataError(path, entry, f"{key}.target",
                         f"not one of the targets ({', '.join(targets)})")
     return Stated(raw["value"], raw.get("at", ""), target, raw.get("quote", ""))
 
@@ -254,18 +258,29 @@ def load(name_or_path: str) -> DeductionFile:
             if options.get("regime") not in (None, "compute-bound", "memory-bound"):
                 raise DataError(shown, label, "regime",
                                 "expected 'compute-bound' or 'memory-bound'")
-            options.pop("lecture", None)
+            if "stated" in options and "lecture" in options:
+                raise DataError(shown, label, "lecture", "give the stated number once, as "
+                                                         "stated = { ... }")
+            key = "lecture" if "lecture" in options else "stated"
+            raw_stated = options.pop(key, None)
             entries.append(Entry(kind, item["title"], item.get("text", ""), options,
                                  _pins(item.get("pins"), shown, label),
                                  _strings(item.get("presets", []), shown, label, "presets"),
-                                 _stated(item.get("lecture"), options.get("targets", []),
-                                         shown, label)))
+                                 _stated(raw_stated, options.get("targets", []), shown, label,
+                                         key)))
     if not entries:
         raise DataError(shown, "-", "questions", "the file asks nothing")
     try:
         pins = _pins(raw.get("pins"), shown, "-")
     except ParseError as exc:
         raise DataError(shown, "-", "pins", exc.message) from None
+    # whose numbers the stated values are: named by the file, else "the lecture" for a
+    # file written with the old key
+    old_key = any(entry.stated is not None and "lecture" in item
+                  for entry, item in zip(entries, raw.get("questions", []), strict=False))
+    compared_with = fields.text(raw["compared_with"], shown, "-", "compared_with", MAX_NAME,
+                                numbers=False) if "compared_with" in raw else \
+        "the lecture" if old_key else "the stated source"
     return DeductionFile(str(path), title, description,
                          _strings(raw.get("presets", []), shown, "-", "presets"), pins,
-                         samples, seed, entries)
+                         samples, seed, entries, compared_with)

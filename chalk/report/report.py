@@ -45,12 +45,19 @@ class Change:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The lecture's number for an answer, shown in the answer's unit, and how close."""
+    """A stated number for an answer (the file's ``compared_with``), shown in the answer's
+    unit, and how close."""
 
     target: str
     stated: str
     at: str
     agreement: str
+    source: str = "the lecture"  # whose number it is, as the file names it
+
+    @property
+    def said_by(self) -> str:
+        """``source`` to open a sentence (``The lecture``, ``My spreadsheet``)."""
+        return self.source[:1].upper() + self.source[1:]
 
 
 @dataclass
@@ -73,6 +80,8 @@ class Section:
     png: bytes = b""
     changes: dict[str, list[Change]] = field(default_factory=dict)
     comparison: Comparison | None = None
+    # a sweep's pins and presets that its answers rest on (None: every one is listed)
+    used: frozenset[str] | None = None
 
     @property
     def anchor(self) -> str:
@@ -82,8 +91,8 @@ class Section:
     def primary(self) -> str:
         """The target a summary row shows: the one the lecture's number is for, else the
         first."""
-        if self.entry.lecture is not None:
-            return self.entry.lecture.target
+        if self.entry.stated is not None:
+            return self.entry.stated.target
         return self.entry.options["targets"][0] if "targets" in self.entry.options else ""
 
     def answer(self, target: str) -> str:
@@ -158,7 +167,7 @@ def _run(spec: DeductionFile, entry: Entry, number: int) -> Section:
                                   {**pins, **_at_point(solution, section.point)}, presets,
                                   regime=regime)
         section.changes = _what_would_change(section)
-        section.comparison = _compare(section)
+        section.comparison = _compare(section, spec.compared_with)
     elif entry.kind == "sweeps":
         from chalk.applications.sweep import parse_over, sweep
 
@@ -166,6 +175,7 @@ def _run(spec: DeductionFile, entry: Entry, number: int) -> Section:
         section.sweep = sweep(entry.options["targets"], name, low, high,
                               int(entry.options.get("steps", 21)),
                               bool(entry.options.get("log", False)), pins, presets)
+        section.used = _sweep_inputs(entry.options["targets"], name, low, pins, presets)
     elif entry.kind == "fits":
         from pathlib import Path
 
@@ -190,6 +200,19 @@ def _run(spec: DeductionFile, entry: Entry, number: int) -> Section:
         section.svg = render(figure, "svg", close=False).decode("utf-8")
         section.png = render(figure, "png")
     return section
+
+
+def _sweep_inputs(targets, over: str, low, pins, presets) -> frozenset[str]:
+    """The pins (by name) and presets (by name) a sweep's answers rest on: those the
+    question's plan uses at the first point of the grid."""
+    from chalk.preparation import used_quantities
+    from chalk.solvers.pinning.pinned import Layer
+
+    question = compile_question(targets, {**pins, over: low}, presets)
+    prepared = question.prepared
+    used = used_quantities(question.model, prepared.plan)
+    return frozenset(used | {pin.preset for name, pin in prepared.pins.items()
+                             if name in used and pin.layer is Layer.PRESET})
 
 
 def _at_point(solution: Solution, point: MedianPoint) -> dict[str, PresetValue]:
@@ -223,8 +246,8 @@ def _what_would_change(section: Section) -> dict[str, list[Change]]:
     return out
 
 
-def _compare(section: Section) -> Comparison | None:
-    stated = section.entry.lecture
+def _compare(section: Section, source: str) -> Comparison | None:
+    stated = section.entry.stated
     if stated is None:
         return None
     solution = section.shown
@@ -239,17 +262,18 @@ def _compare(section: Section) -> Comparison | None:
             parsed = parse_value(stated.value)
             low = high = Q_(parsed.magnitude, parsed.unit).to(unit).magnitude
     except Exception:  # pint's DimensionalityError, or a bare number for a unit
-        raise UsageError(f"lecture value {stated.value!r} is not in units of "
+        raise UsageError(f"{source}'s value {stated.value!r} is not in units of "
                          f"{stated.target} ({variable.unit})") from None
     answer = solution.value(stated.target)
     shown = format_quantity(low, unit)
     if high != low:
         shown = f"{shown} to {format_quantity(high, unit)}"
-    return Comparison(stated.target, shown, stated.at, agreement(answer, low, high))
+    return Comparison(stated.target, shown, stated.at, agreement(answer, low, high, source),
+                      source)
 
 
-def agreement(answer: float, low: float, high: float) -> str:
-    """How an answer compares with a stated number (``low == high``) or range.
+def agreement(answer: float, low: float, high: float, source: str = "the lecture") -> str:
+    """How an answer compares with a number ``source`` states (``low == high``) or a range.
 
     Within half of the stated number the gap reads as a percentage of it (``within
     19%``); further apart, as a ratio (``36.6× the lecture's``). A range reads
@@ -257,7 +281,7 @@ def agreement(answer: float, low: float, high: float) -> str:
     """
     if low != high:
         if low <= answer <= high:
-            return "inside the lecture's range"
+            return f"inside {source}'s range"
         end, word = (high, "upper") if answer > high else (low, "lower")
         return f"{format_number(answer / end, 3)}× its {word} end"
     gap = abs(answer - low) / abs(low)
@@ -265,14 +289,15 @@ def agreement(answer: float, low: float, high: float) -> str:
         return "equal"
     if gap <= 0.5:
         return f"within {format_number(100 * gap, 2)}%"
-    return f"{format_number(answer / low, 3)}× the lecture's"
+    return f"{format_number(answer / low, 3)}× {source}'s"
 
 
 def _assumptions(spec: DeductionFile, sections: list[Section]) -> list[dict]:
     """One row per distinct pin (name, value, origin), with the sections that used it.
 
     Questions contribute the pins their solve used (presets and conventions included);
-    sweeps and plots the pins the file gives them.
+    sweeps the pins the file gives them that their answers rest on, and plots every pin
+    the file gives them.
     """
     rows: dict[tuple, dict] = {}
 
@@ -292,8 +317,9 @@ def _assumptions(spec: DeductionFile, sections: list[Section]) -> list[dict]:
                     section.number)
         else:
             for name, value in {**spec.pins, **section.entry.pins}.items():
-                add(name, value.text, "given", value.source, value.date, False,
-                    section.number)
+                if section.used is None or name in section.used:
+                    add(name, value.text, "given", value.source, value.date, False,
+                        section.number)
     return sorted(rows.values(), key=lambda r: (r["name"], r["sections"][0]))
 
 
@@ -320,6 +346,9 @@ def sweep_columns(table, limit: int = 25) -> tuple[list[str], list[list[str]], l
     notes = [f"{quantity} changes from {before} to {after} between {table.over} = "
              f"{cells[0][index - 1]} and {cells[0][index]}"
              for index, quantity, before, after in table.changes if index > 0]
+    # what the command line's sweep warns of, the report says too
+    notes += [f"Warning: {flag}" for flag in table.flags]
+    notes += [f"No solution: {gap}" for gap in table.gaps]
     return headers, rows, notes
 
 
@@ -403,14 +432,28 @@ def range_note(section: Section) -> str:
             "its Monte Carlo median. The interval is from the Monte Carlo.")
 
 
+def summary_columns(report: Report) -> list[str]:
+    """The summary table's headings: the stated number and the agreement only when some
+    entry states a number to compare with."""
+    head = ["§", "question", "answer"]
+    if any(s.comparison is not None for s in report.sections):
+        head += [report.file.compared_with, "agreement"]
+    return head
+
+
 def inputs_line(report: Report, section: Section) -> str:
     """What a sweep, plot or fit was given: its presets and pins, as one sentence."""
     entry = section.entry
     if entry.kind == "fits":
         return ("Inputs: every shipped price sheet (chalk atlas)." if entry.options.get("atlas")
                 else f"Inputs: the fit file {entry.options['file']} (chalk fit).")
-    presets = [*report.file.presets, *entry.presets]
+    presets = [str(p) for p in (*report.file.presets, *entry.presets)]
     pins = {**report.file.pins, **entry.pins}
+    used = section.used
+    unused = [] if used is None else \
+        [p for p in presets if p not in used] + [n for n in pins if n not in used]
+    presets = [p for p in presets if p not in unused]
     parts = ([f"presets {', '.join(presets)}"] if presets else []) + \
-        [f"{n} = {v.text}" for n, v in pins.items()]
-    return "Inputs: " + ("; ".join(parts) if parts else "none") + "."
+        [f"{n} = {v.text}" for n, v in pins.items() if n not in unused]
+    line = "Inputs: " + ("; ".join(parts) if parts else "none") + "."
+    return line + (f" Given but not used here: {', '.join(unused)}." if unused else "")

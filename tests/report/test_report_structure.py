@@ -154,8 +154,8 @@ def test_lecture_value_in_the_wrong_unit_names_the_question(run_cli, tmp_path):
                    'lecture = { value = "15 GB" }\n')
     status, _, stderr = run_cli("report", str(bad))
     assert status == 2
-    assert stderr == ("chalk: error: question 'q': lecture value '15 GB' is not in units of "
-                      "hbm_drain_time (s)\n")
+    assert stderr == ("chalk: error: question 'q': the lecture's value '15 GB' is not in "
+                      "units of hbm_drain_time (s)\n")
 
 
 def test_lecture_target_must_be_asked(run_cli, tmp_path):
@@ -249,3 +249,65 @@ def test_a_section_says_which_conditions_hold_and_which_fail(tmp_path):
     for out, shown in ((text, str), (page, html.escape)):
         assert shown(held) in out and shown(failed) in out
         assert "(checked: memory_fill" not in out
+
+
+DRAIN = ('[[questions]]\ntitle = "q"\ntargets = ["hbm_drain_time"]\n'
+         'pins = { hbm_capacity = "288 GB", hbm_bandwidth = "20 TB/s" }\n')
+
+
+def test_the_comparison_column_is_named_by_the_file(tmp_path):
+    # issue 25: the column was hard-wired to the lecture. 288 GB / 20 TB/s = 14.4 ms
+    # against a stated 12 ms: a gap of 2.4 / 12 = 20%, read as "within 20%"
+    path = tmp_path / "mine.toml"
+    path.write_text('title = "x"\ncompared_with = "my spreadsheet"\n' + DRAIN
+                    + 'stated = { value = "12 ms", at = "row 7" }\n')
+    report = build(str(path))
+    text, _ = markdown(report)
+    page = render_html(report)
+    assert "| § | question | answer | my spreadsheet | agreement |" in text
+    assert "My spreadsheet at row 7: 12 ms; within 20%." in text
+    assert "<th>my spreadsheet</th>" in page and "the lecture" not in text.lower()
+
+
+def test_the_old_lecture_key_still_names_the_lecture(tmp_path):
+    path = tmp_path / "old.toml"
+    path.write_text('title = "x"\n' + DRAIN + 'lecture = { value = "1.44 ms" }\n')
+    text, _ = markdown(build(str(path)))
+    # 14.4 ms is 10x the stated 1.44 ms
+    assert "| § | question | answer | the lecture | agreement |" in text
+    assert "The lecture: 1.44 ms; 10× the lecture's." in text
+
+
+def test_a_stated_number_given_twice_is_refused(tmp_path):
+    from chalk.symbolic.errors import DataError
+
+    path = tmp_path / "both.toml"
+    path.write_text('title = "x"\n' + DRAIN + 'stated = "12 ms"\nlecture = "12 ms"\n')
+    with pytest.raises(DataError, match="give the stated number once"):
+        load(str(path))
+
+
+SWEEP = ('title = "fill"\npresets = ["h100", "bf16", "llama_3_1_70b"]\n'
+         '[pins]\nn_chips = "8 chip"\ncontext_length = "8000 token"\n'
+         'pretrain_tokens = "15e12 token"\n'
+         '[[sweeps]]\ntitle = "s"\ntargets = ["step_time"]\n'
+         'over = "batch_size=64..512 sequence"\nsteps = 4\n')
+
+
+def test_a_sweep_table_warns_where_memory_overflows_and_lists_only_used_inputs(tmp_path):
+    # KV 327,680 byte/token x 8,000 tokens; weights 141.1e9 byte; HBM 640e9 byte: the fill
+    # passes 1 past (640e9 - 141.1e9) / (8000 x 327,680) = 190.3 sequences, so at 3 of the
+    # 4 points 64, 213.3, 362.7, 512
+    path = tmp_path / "sweep.toml"
+    path.write_text(SWEEP)
+    report = build(str(path))
+    text, _ = markdown(report)
+    page = render_html(report)
+    warning = "Warning: memory_fill is above 1 at 3 of 4 points"
+    for out in (text, page):
+        assert warning in out
+    inputs = ("Inputs: presets h100, bf16, llama_3_1_70b; n_chips = 8 chip; "
+              "context_length = 8000 token. Given but not used here: pretrain_tokens.")
+    assert inputs in text and html.escape(inputs) in page
+    assumptions = text.split("## Assumptions", 1)[1]
+    assert "`n_chips`" in assumptions and "pretrain_tokens" not in assumptions
