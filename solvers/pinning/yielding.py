@@ -19,7 +19,7 @@ from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.zeros import following_pins, put_zeros, zero_pins
-from chalk.solvers.planning.plan import analyse_pins, make_plan
+from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model, build_model
@@ -38,7 +38,8 @@ class Yielded:
     sensitive: frozenset[str] = frozenset()
 
 
-def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...]) -> Yielded:
+def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...],
+                   plan: Plan | None = None) -> Yielded:
     """Set aside lower-layer pins that higher layers already determine.
 
     A conventions value (the lecture's 300 FLOP/byte, say) yields to a chip's own FLOP/s
@@ -46,12 +47,13 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
     the disagreement stays and is reported as a conflict; a zero stands for absence and
     always yields. Conflicts among equals remain errors. Published headlines are left to
-    :func:`yield_headlines`.
+    :func:`yield_headlines`. ``plan``, if given, is the question's plan of exactly these
+    pins (it spares planning them again).
     """
     pins = dict(pins)
     notes = []
     weighed = False
-    over = _over_determined(model, pins, targets)
+    over = _over_determined(model, pins, targets, plan)
     for layer in (Layer.CONVENTIONS, Layer.PRESET):
         # headlines are yield_headlines' (whatever is asked), after these have given way
         for name in sorted(n for n, p in pins.items()
@@ -87,12 +89,13 @@ def number_free(note: str) -> bool:
             and note.endswith(" determine it"))
 
 
-def _over_determined(model: Model, pins: Mapping[str, Pin],
-                     targets: tuple[str, ...]) -> set[str]:
+def _over_determined(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...],
+                     plan: Plan | None = None) -> set[str]:
     """Pins the others could determine: those in a dependent relation's reduced row.
     Only these can give way, and setting pins aside never adds to them, so one analysis
-    spares planning once per pin."""
-    analysis = make_plan(model, frozenset(pins), targets).analysis
+    spares planning once per pin. ``plan``: the plan of these pins, if already made."""
+    plan = plan if plan is not None else make_plan(model, frozenset(pins), targets)
+    analysis = plan.analysis
     out: set[str] = set()
     for _, row in analysis.dependent:
         for column, value in row.items():
@@ -232,8 +235,8 @@ class Overridden:
     notes: tuple[str, ...] = ()
 
 
-def override_presets(model: Model, pins: Mapping[str, Pin],
-                     targets: tuple[str, ...]) -> Overridden:
+def override_presets(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...],
+                     plan: Plan | None = None) -> Overridden:
     """Let each user pin stand where presets alone also determine its quantity.
 
     With ``kv_bytes_per_token`` given beside a model preset whose architecture gives
@@ -243,14 +246,17 @@ def override_presets(model: Model, pins: Mapping[str, Pin],
     beside the pin with the gap. A pin that other user pins also determine is left to
     the cross-checks (those are the user's own numbers disagreeing), and so is a range,
     which is judged against the derivation instead (:mod:`chalk.solvers.bulk.ranged_pins`).
-    A relation is set aside only if the targets stay determined without it.
+    A relation is set aside only if the targets stay determined without it. ``plan``,
+    if given, is the question's plan of exactly these pins.
     """
-    over = _over_determined(model, pins, targets)
+    over = _over_determined(model, pins, targets, plan)
     candidates = sorted(n for n, p in pins.items()
                         if n in over and p.layer is Layer.GIVEN and p.spread is None)
     if not candidates:
         return Overridden(model)
-    determined = make_plan(model, frozenset(pins), targets, explain=False).determined
+    if plan is None:
+        plan = make_plan(model, frozenset(pins), targets, explain=False)
+    determined = plan.determined
     set_aside: list[str] = []
     notes: list[str] = []
     for name in candidates:
