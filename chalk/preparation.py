@@ -29,6 +29,7 @@ from chalk.solvers.pinning.zeros import following_pins, put_zeros, used_zeros, z
 from chalk.solvers.pinning.zeros import note as absent_note
 from chalk.solvers.planning.plan import Plan, make_plan
 from chalk.solvers.records.flags import reported
+from chalk.solvers.records.notes import Note
 from chalk.symbolic.errors import UsageError
 from chalk.symbolic.model import Model
 from chalk.symbolic.presets import Preset
@@ -86,7 +87,7 @@ class Prepared:
     pins : mapping of name to Pin
         Every pin in force (conventions, presets, the user's), after lower layers
         yielded to higher ones.
-    notes : tuple of str
+    notes : tuple of Note
         What was set aside and why.
     conventions : str
         The counting conventions in force.
@@ -108,7 +109,7 @@ class Prepared:
     model: Model
     targets: tuple[str, ...]
     pins: Mapping[str, Pin]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     conventions: str
     plan: Plan
     stated: Mapping[str, Pin]
@@ -172,7 +173,7 @@ class State:
     pins: Mapping[str, Pin]
     stated: Mapping[str, Pin]
     conventions: str
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     sensitive: frozenset[str] = frozenset()
     moves: Mapping[str, float] = field(default_factory=dict)
     drop: frozenset[str] = frozenset()

@@ -13,6 +13,7 @@ from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.pinning.pinned import Pin
 from chalk.solvers.planning.plan import Plan
 from chalk.solvers.records.derivation import Derivation
+from chalk.solvers.records.notes import Note, texts
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import monomial_text
 from chalk.symbolic.printing.quantities import format_quantity
@@ -197,7 +198,7 @@ class Explanation:
     model: Model
     plan: Plan
     pins: Mapping[str, Pin]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     conventions: str
 
     def text(self) -> str:
@@ -237,8 +238,7 @@ class Explanation:
             lines.extend(f"  {c}: {model.relations[c].equation}" for c in plan.checks)
         if plan.unused_pins:
             lines.append(f"pins not needed: {', '.join(plan.unused_pins)}")
-        for note in self.notes:
-            lines.append(f"note: {note}")
+        lines.extend(f"note: {text}" for text in texts(self.notes))
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -257,5 +257,5 @@ class Explanation:
                        "simultaneous": s.simultaneous} for s in plan.steps],
             "checks": list(plan.checks),
             "unused_pins": list(plan.unused_pins),
-            "notes": list(self.notes),
+            "notes": list(texts(self.notes)),
         }

@@ -20,10 +20,10 @@ from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.zeros import following_pins, put_zeros, zero_pins
 from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
+from chalk.solvers.records.notes import Kind, Note
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model, build_model
-from chalk.symbolic.printing.numbers import format_gap
 from chalk.symbolic.printing.quantities import format_quantity
 
 
@@ -32,7 +32,7 @@ class Yielded:
     """Pins after lower layers gave way: the pins in force and a note per pin set aside."""
 
     pins: dict[str, Pin]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     # pins whose values decided whether a default gave way (it yields only to pins
     # that roughly agree with it): another value of one may change the preparation
     sensitive: frozenset[str] = frozenset()
@@ -73,20 +73,10 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     return Yielded(pins, tuple(notes), frozenset(over) if weighed else frozenset())
 
 
-def _yield_note(pin: Pin, higher) -> str:
-    kind = (" (a zero: absence)" if pin.value == 0
-            else " (a published headline)" if pin.headline else "")
-    return (f"{pin.origin} value {pin.text}{kind} of {pin.name} set aside: "
-            f"{', '.join(sorted(higher))} determine it")
-
-
-def number_free(note: str) -> bool:
-    """Whether a note says a zero default or a published headline gave way: that happens
-    whatever the numbers (both yield to any pins that determine their quantity), so an
-    answer with only such notes may be replayed with other numbers. (Ask for the
-    quantity itself to see the headline beside what the other pins give.)"""
-    return ((" (a zero: absence) of " in note or " (a published headline) of " in note)
-            and note.endswith(" determine it"))
+def _yield_note(pin: Pin, higher) -> Note:
+    kind = Kind.HEADLINE if pin.headline and pin.value != 0 else Kind.YIELDED
+    return Note(kind, {"origin": pin.origin, "shown": pin.text, "name": pin.name,
+                       "behind": tuple(sorted(higher)), "zero": pin.value == 0})
 
 
 def _over_determined(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...],
@@ -226,13 +216,13 @@ class Overridden:
         quantity the user pinned (the model itself when there were none).
     set_aside : tuple of str
         Those relations.
-    notes : tuple of str
+    notes : tuple of Note
         Per such pin: the user's value, the presets' value as its cross-check, the gap.
     """
 
     model: Model
     set_aside: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
 
 def override_presets(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...],
@@ -258,7 +248,7 @@ def override_presets(model: Model, pins: Mapping[str, Pin], targets: tuple[str, 
         plan = make_plan(model, frozenset(pins), targets, explain=False)
     determined = plan.determined
     set_aside: list[str] = []
-    notes: list[str] = []
+    notes: list[Note] = []
     for name in candidates:
         without = {n: p for n, p in pins.items() if n != name}
         plan = make_plan(model, frozenset(without), (name,), explain=False)
@@ -287,19 +277,16 @@ def override_presets(model: Model, pins: Mapping[str, Pin], targets: tuple[str, 
 
 
 def _override_note(model: Model, pin: Pin, implied: float, behind: Sequence[Pin],
-                   relation: str) -> str:
+                   relation: str) -> Note:
     variable = model.variables[pin.name]
-    shown = format_quantity(implied / variable.to_base, variable.pint_unit)
-    given = format_quantity(pin.value / variable.to_base, variable.pint_unit)
-    presets = sorted({b.preset for b in behind if b.layer is Layer.PRESET})
-    origin = (f"preset {presets[0]} gives" if len(presets) == 1
-              else f"presets {' and '.join(presets)} give" if presets
-              else f"conventions {behind[0].preset} give")
     gap = abs(implied - pin.value) / max(abs(implied), abs(pin.value))
-    verdict = (f"they agree within {format_gap(gap)}" if gap <= PINS.agreement_rtol
-               else format_gap(gap))
-    return (f"{pin.name}: you gave {given}; {origin} {shown}: {verdict} (relation "
-            f"{relation} set aside: your value stands)")
+    return Note(Kind.OVERRIDDEN, {
+        "name": pin.name,
+        "given": format_quantity(pin.value / variable.to_base, variable.pint_unit),
+        "implied": format_quantity(implied / variable.to_base, variable.pint_unit),
+        "presets": tuple(sorted({b.preset for b in behind if b.layer is Layer.PRESET})),
+        "conventions": behind[0].preset, "gap": gap, "agree": gap <= PINS.agreement_rtol,
+        "relation": relation})
 
 
 @lru_cache(maxsize=32)
