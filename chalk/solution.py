@@ -1,5 +1,6 @@
 """What a question gives back: a :class:`Solution` (answers as pint Quantities, with the
-derivation that produced them) and an :class:`Explanation` (the plan, before numbers).
+derivation that produced them), an :class:`Outcome` (a solve as data, refusals included)
+and an :class:`Explanation` (the plan, before numbers).
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from chalk.solvers.bulk.uncertainty import SENSITIVITY_METHOD, Propagation, elasticities
+from chalk.solvers.execution.blocks import MULTI_START
 from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.pinning.pinned import Pin
 from chalk.solvers.planning.plan import Plan
 from chalk.solvers.records.derivation import Derivation
 from chalk.solvers.records.notes import Note, texts
+from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import monomial_text
 from chalk.symbolic.printing.quantities import format_quantity
@@ -189,6 +192,62 @@ class Solution:
         heads = "\n".join(f"- **{t}** = {self.derivation.show(t)}" for t in self.targets)
         return heads + "\n\n" + self.derivation.markdown()
 
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What solving a question at one point computed, as data: the public edge
+    (:func:`chalk.solve`, :meth:`chalk.compiled.CompiledQuestion.solve`) raises from it,
+    as :meth:`result` does.
+
+    Attributes
+    ----------
+    status : {"solved", "refused"}
+    values : mapping of name to float
+        The targets and the quantities reported beside them that the pins fix, in base
+        units (a quantity resting on a placeholder value is left out).
+    proven : bool
+        Whether every step's solution is proven unique: no simultaneous block was solved
+        by a strategy that is not complete (a multi-start search). False when refused.
+    notes : tuple of Note
+        What was set aside or settled, and why (empty when refused).
+    error : ChalkError or None
+        The refusal, naming what was wrong.
+    solution : Solution or None
+        The full answer with its derivation, when solved.
+    """
+
+    status: str
+    values: Mapping[str, float]
+    proven: bool
+    notes: tuple[Note, ...] = ()
+    error: ChalkError | None = None
+    solution: Solution | None = None
+
+    @classmethod
+    def solved(cls, solution: Solution, names: Sequence[str]) -> Outcome:
+        """The outcome of ``solution``, with the values of ``names`` it fixes."""
+        values = {n: v for n in names if (v := solution.base_value(n)) is not None}
+        derivation = solution.derivation
+        proven = not any(step.method == MULTI_START for step in derivation.steps)
+        return cls("solved", values, proven, derivation.remarks, solution=solution)
+
+    @classmethod
+    def refused(cls, error: ChalkError) -> Outcome:
+        """The outcome of a question refused with ``error``."""
+        return cls("refused", {}, False, error=error)
+
+    def result(self) -> Solution:
+        """The solution.
+
+        Raises
+        ------
+        ChalkError
+            The refusal, if the question was refused.
+        """
+        if self.error is not None:
+            raise self.error
+        return self.solution
 
 
 @dataclass(frozen=True)

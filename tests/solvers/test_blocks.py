@@ -187,3 +187,16 @@ def test_every_strategy_is_registered_with_whether_it_is_complete():
 def test_only_a_complete_strategy_may_claim_a_complete_search():
     with pytest.raises(ValueError, match="cannot be complete"):
         Search((), True, "newton multi-start", "")
+
+
+@pytest.mark.slow  # forked sympy solves of synthetic blocks: seconds
+def test_an_outcome_of_a_multi_start_answer_is_not_proven():
+    from chalk.compiled import compile_question
+
+    done = compile_question(["x", "y", "z"], {"p": 5, "q": 13, "r": 10}, ["none"],
+                            model=_squares_model()).outcome()
+    # x^2 = (5 - 13 + 10) / 2 = 1, y^2 = 4, z^2 = 9: found, but by Newton from several
+    # starts, which is not a complete strategy
+    assert done.status == "solved" and not done.proven
+    assert done.values == {"x": pytest.approx(1.0, rel=1e-9), "y": pytest.approx(2.0, rel=1e-9),
+                           "z": pytest.approx(3.0, rel=1e-9)}
