@@ -1,10 +1,21 @@
 """Preparing a question: the pins in force and the plan, before any number is computed.
 
-:func:`prepare` resolves the conventions, presets and the user's pins into one checked set,
-lets lower layers give way where higher ones determine their quantity, takes absent terms
-out, holds a model's counts, sets ranged pins aside where the others determine them, and
-adds the quantities a condition reports beside the answers. The result, a
-:class:`Prepared`, is what every path computes from.
+:func:`prepare` resolves the conventions, presets and the user's pins into one checked set
+and runs it through :data:`PASSES`, in order, each a function from :class:`State` to
+State that may add typed notes (:class:`~chalk.solvers.records.notes.Note`):
+
+1. :func:`move_values`: the question asked at other values of its pins;
+2. :func:`drop_pins`: values the question asks to leave out;
+3. :func:`choose_variant`: the kind of model the pins are about;
+4. :func:`hold_counts`: a model's stated counts keep their values;
+5. :func:`yield_lower_layers`: lower layers give way where higher ones determine them;
+6. :func:`one_size_per_model`: published headline sizes give way to the architecture;
+7. :func:`user_pins_stand`: a user's pin stands over what presets alone derive;
+8. :func:`put_in_zeros`: pinned zeros take absent terms out;
+9. :func:`settle`: ranged pins set aside, reported conditions planned with the targets.
+
+A pass plans only through :func:`planned`, which makes a plan only for a model and pin
+set not yet planned. The result, a :class:`Prepared`, is what every path computes from.
 """
 
 from __future__ import annotations
@@ -147,7 +158,7 @@ class State:
     stated : mapping of name to Pin
         Targets a preset or the conventions state a value for.
     conventions : str
-    notes : tuple
+    notes : tuple of Note
         What the passes so far set aside, and why.
     sensitive : frozenset of str
         Pins whose values decided whether a lower-layer value gave way.
