@@ -43,9 +43,9 @@ from chalk.solvers.execution.symbolic_solve import DEFAULT_TIMEOUT
 from chalk.solvers.planning.plan import make_plan
 from chalk.solvers.records.counts import fractional_counts, redrawn_counts
 from chalk.solvers.records.derivation import Derivation
+from chalk.solvers.records.notes import Kind, Note
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model
-from chalk.symbolic.printing.numbers import format_gap
 from chalk.symbolic.printing.quantities import format_quantity
 
 # Names kept here for callers of the API, though defined in the modules it stands on
@@ -137,10 +137,10 @@ def _solve_prepared(q: Prepared, options: Options) -> Solution:
         if not q.reported:
             raise
         # what is reported beside the answer must never cost the answer itself
-        names = ", ".join(n for n, _ in q.reported)
         q = replace(q, plan=make_plan(q.model, frozenset(q.pins), q.targets), reported=())
         done = compute(q.model, q.plan, q.pins, regime, rtol, timeout)
-        notes += (f"{names} not reported: {exc.message}",)
+        notes += (Note(Kind.UNREPORTED, {"names": tuple(n for n, _ in q.reported),
+                                         "reason": exc.message}),)
     plan = done.plan
     propagation = None
     used = used_quantities(q.model, plan)
@@ -150,13 +150,16 @@ def _solve_prepared(q: Prepared, options: Options) -> Solution:
         propagation = propagate(done.compiled, pins, q.targets + tuple(q.range_checks),
                                 options.samples, options.seed, regime)
     if q.range_checks:
-        notes += judge_ranges(q.model, q.range_checks, q.plan, done.values, propagation,
-                              rtol)
+        notes += tuple(Note(Kind.SET_ASIDE, {"text": text}) for text in
+                       judge_ranges(q.model, q.range_checks, q.plan, done.values,
+                                    propagation, rtol))
     derived = [n for n in done.values if n not in q.pins and n not in plan.placeholders]
     counts = fractional_counts(q.model, done.values, derived)
     notes += redrawn_counts(q.model, plan.analysis, derived)
     derivation = Derivation(q.model, q.conventions, q.pins, done.records, done.checks,
-                            done.values, notes + done.notes, plan.unused_pins, rtol,
+                            done.values,
+                            notes + tuple(Note(Kind.SETTLED, {"text": t}) for t in done.notes),
+                            plan.unused_pins, rtol,
                             plan.placeholders, plan.provisional, q.targets,
                             done.flags + counts, q.reported)
     return Solution(q.targets, derivation, plan, propagation)
@@ -192,35 +195,32 @@ def _solve_stated(q: Prepared, options: Options) -> Solution:
         stated_text = format_quantity(pin.value / variable.to_base, variable.pint_unit)
         entry = {"stated": pin.value / variable.to_base, "origin": pin.origin,
                  "source": pin.source, "date": pin.date}
+        about = {"target": t, "origin": pin.origin, "stated": stated_text}
         if t in derivable and not failure:
             derived = values[t]
-            shown = format_quantity(derived / variable.to_base, variable.pint_unit)
             gap = abs(derived - pin.value) / max(abs(derived), abs(pin.value))
             entry.update(derived=derived / variable.to_base, relative_difference=gap)
-            verdict = (f"they agree within {format_gap(gap)}" if gap <= options.rtol
-                       else f"they differ: {format_gap(gap)}")
+            about.update(derived=format_quantity(derived / variable.to_base,
+                                                 variable.pint_unit),
+                         gap=gap, agree=gap <= options.rtol)
             if answers[t] == "derived":
                 entry["answer"] = "derived"
-                behind = q.plan.analysis.pins_behind(model, t)
-                why = (f", set aside: {', '.join(behind)} determine it"
-                       if options.prefer != "derived" else "")
-                notes.append(f"{t}: the pins give {shown}; {pin.origin} states "
-                             f"{stated_text}{why}; {verdict}")
+                behind = (tuple(q.plan.analysis.pins_behind(model, t))
+                          if options.prefer != "derived" else ())
+                notes.append(Note(Kind.DERIVED, {**about, "behind": behind}))
             else:
                 entry["answer"] = "stated"
                 override[t] = pin.value
-                notes.append(f"{t}: {pin.origin} states {stated_text}; the other pins give "
-                             f"{shown}; {verdict}")
+                notes.append(Note(Kind.STATED, {**about, "unsolved": None}))
         else:
             entry["answer"] = "stated"
-            why = (f"the other pins would give it but cannot be solved ({failure})" if failure
-                   and t in derivable
-                   else "a count of the model's config, kept: the other pins would derive "
-                   "it from serving figures" if t in q.pins
-                   else "the other pins do not determine it, so there is nothing to check "
-                   "it against")
-            notes.append(f"{t}: {pin.origin} states {stated_text}; {why}")
+            if failure and t in derivable:
+                notes.append(Note(Kind.STATED, {**about, "derived": None, "unsolved": failure}))
+            elif t in q.pins:
+                notes.append(Note(Kind.HELD, about))
+            else:
+                notes.append(Note(Kind.STATED, {**about, "derived": None, "unsolved": None}))
         info[t] = entry
-    derivation = replace(solution.derivation, notes=solution.derivation.notes + tuple(notes),
+    derivation = replace(solution.derivation, remarks=solution.derivation.remarks + tuple(notes),
                          targets=names)
     return Solution(names, derivation, solution.plan, solution.uncertainty, info, override)

@@ -39,7 +39,7 @@ from chalk.preparation import (
     stated_answers,
     stated_plan,
 )
-from chalk.solution import Solution
+from chalk.solution import Outcome, Solution
 from chalk.solvers.bulk.vectorised import evaluate as evaluate_plan
 from chalk.solvers.execution.execute import CompiledPlan, compile_plan
 from chalk.symbolic.errors import ChalkError, UsageError
@@ -146,21 +146,35 @@ class CompiledQuestion:
         Raises
         ------
         ChalkError
-            As :func:`chalk.solve`.
+            As :func:`chalk.solve` (the refusal of :meth:`outcome`).
+        """
+        return self.outcome(values).result()
+
+    def outcome(self, values: Mapping[str, float] | None = None) -> Outcome:
+        """What :meth:`solve` computes at ``values``, as data: solved with its values and
+        notes, or refused with the error :meth:`solve` raises.
+
+        Raises
+        ------
+        UsageError
+            Only for a name in ``values`` that is not one of the question's pins.
         """
         changes = self._changes(values or {})
-        if not changes:
-            prepared = self.prepared
-        elif self._reprepare(changes):
-            prepared = self._prepared_at(changes)
-        else:
-            pins = dict(self.prepared.pins)
-            for name, value in changes.items():
-                pins[name] = moved_pin(self.model, pins[name], value)
-            prepared = replace(self.prepared, pins=pins)
-        solution = solve_prepared(prepared, self.options)
+        try:
+            if not changes:
+                prepared = self.prepared
+            elif self._reprepare(changes):
+                prepared = self._prepared_at(changes)
+            else:
+                pins = dict(self.prepared.pins)
+                for name, value in changes.items():
+                    pins[name] = moved_pin(self.model, pins[name], value)
+                prepared = replace(self.prepared, pins=pins)
+            solution = solve_prepared(prepared, self.options)
+        except ChalkError as exc:
+            return Outcome.refused(exc)
         solution.question = self
-        return solution
+        return Outcome.solved(solution, self._answered)
 
     def point(self, values: Mapping[str, float] | None = None) -> dict[str, float]:
         """The targets and reported quantities (base units) at one point: what

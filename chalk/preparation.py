@@ -1,10 +1,21 @@
 """Preparing a question: the pins in force and the plan, before any number is computed.
 
-:func:`prepare` resolves the conventions, presets and the user's pins into one checked set,
-lets lower layers give way where higher ones determine their quantity, takes absent terms
-out, holds a model's counts, sets ranged pins aside where the others determine them, and
-adds the quantities a condition reports beside the answers. The result, a
-:class:`Prepared`, is what every path computes from.
+:func:`prepare` resolves the conventions, presets and the user's pins into one checked set
+and runs it through :data:`PASSES`, in order, each a function from :class:`State` to
+State that may add typed notes (:class:`~chalk.solvers.records.notes.Note`):
+
+1. :func:`move_values`: the question asked at other values of its pins;
+2. :func:`drop_pins`: values the question asks to leave out;
+3. :func:`choose_variant`: the kind of model the pins are about;
+4. :func:`hold_counts`: a model's stated counts keep their values;
+5. :func:`yield_lower_layers`: lower layers give way where higher ones determine them;
+6. :func:`one_size_per_model`: published headline sizes give way to the architecture;
+7. :func:`user_pins_stand`: a user's pin stands over what presets alone derive;
+8. :func:`put_in_zeros`: pinned zeros take absent terms out;
+9. :func:`settle`: ranged pins set aside, reported conditions planned with the targets.
+
+A pass plans only through :func:`planned`, which makes a plan only for a model and pin
+set not yet planned. The result, a :class:`Prepared`, is what every path computes from.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from chalk.solvers.pinning.zeros import following_pins, put_zeros, used_zeros, z
 from chalk.solvers.pinning.zeros import note as absent_note
 from chalk.solvers.planning.plan import Plan, make_plan
 from chalk.solvers.records.flags import reported
+from chalk.solvers.records.notes import Note
 from chalk.symbolic.errors import UsageError
 from chalk.symbolic.model import Model
 from chalk.symbolic.presets import Preset
@@ -86,7 +98,7 @@ class Prepared:
     pins : mapping of name to Pin
         Every pin in force (conventions, presets, the user's), after lower layers
         yielded to higher ones.
-    notes : tuple of str
+    notes : tuple of Note
         What was set aside and why.
     conventions : str
         The counting conventions in force.
@@ -108,7 +120,7 @@ class Prepared:
     model: Model
     targets: tuple[str, ...]
     pins: Mapping[str, Pin]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     conventions: str
     plan: Plan
     stated: Mapping[str, Pin]
@@ -130,6 +142,192 @@ def _zeros_used(plan: Plan, original: Model, zeros: frozenset[str]) -> Plan:
     used = used_zeros(original, plan.relations, zeros)
     return replace(plan, unused_pins=tuple(p for p in plan.unused_pins if p not in used))
 
+
+
+@dataclass(frozen=True)
+class State:
+    """A question part way through preparation: what each pass reads and returns.
+
+    Attributes
+    ----------
+    model : Model
+        The relations in force (narrowed by a variant, by user pins standing over
+        presets, or by absent terms).
+    targets : tuple of str
+    pins : mapping of name to Pin
+    stated : mapping of name to Pin
+        Targets a preset or the conventions state a value for.
+    conventions : str
+    notes : tuple of Note
+        What the passes so far set aside, and why.
+    sensitive : frozenset of str
+        Pins whose values decided whether a lower-layer value gave way.
+    moves : mapping of name to float
+        Base values asked for in place of pins' own (:func:`moved_pin`).
+    drop : frozenset of str
+        Quantities whose presets' and conventions' values are left out.
+    explain : bool
+        Whether a plan says what would complete an under-determined question: not while
+        zeros are pinned and not yet put in (that plan is a first look).
+    original : Model or None
+        The model before absent terms were taken out, once they were.
+    reported, range_checks
+        As :class:`Prepared`, once settled.
+    plan : Plan or None
+        The plan of exactly this model, these pins and targets, or None until a pass
+        needs it (:func:`planned`): a pass that changes the pins or the model drops it,
+        so each pin set is planned at most once.
+    """
+
+    model: Model
+    targets: tuple[str, ...]
+    pins: Mapping[str, Pin]
+    stated: Mapping[str, Pin]
+    conventions: str
+    notes: tuple[Note, ...] = ()
+    sensitive: frozenset[str] = frozenset()
+    moves: Mapping[str, float] = field(default_factory=dict)
+    drop: frozenset[str] = frozenset()
+    explain: bool = True
+    original: Model | None = None
+    reported: tuple[tuple[str, str], ...] = ()
+    range_checks: Mapping[str, Pin] = field(default_factory=dict)
+    plan: Plan | None = None
+
+
+def planned(state: State) -> State:
+    """``state`` with its plan (made only if it has none)."""
+    if state.plan is not None:
+        return state
+    plan = make_plan(state.model, frozenset(state.pins), state.targets, explain=state.explain)
+    if state.original is not None:  # zeros put in still shaped the relations used
+        plan = _zeros_used(plan, state.original, zero_pins(state.pins))
+    return replace(state, plan=plan)
+
+
+def _repinned(state: State, pins: Mapping[str, Pin], notes=(), sensitive=frozenset(),
+              **changes) -> State:
+    """``state`` with other pins (or a model, in ``changes``) and more notes: unplanned."""
+    return replace(state, pins=pins, notes=state.notes + tuple(notes),
+                   sensitive=state.sensitive | sensitive, plan=None, **changes)
+
+
+def move_values(state: State) -> State:
+    """Pins in force take the values asked for (each keeping its layer and source)."""
+    if not state.moves:
+        return state
+    pins = dict(state.pins)
+    for name, value in state.moves.items():
+        if name not in pins:
+            raise UsageError(f"{name} is not pinned in this question; pin it when "
+                             "making the question")
+        pins[name] = moved_pin(state.model, pins[name], value)
+    return _repinned(state, pins)
+
+
+def drop_pins(state: State) -> State:
+    """Values the question asks to leave out are taken out of the pins and statements."""
+    dropped = {state.model.variable(n).name for n in state.drop}
+    if not dropped:
+        return state
+    return _repinned(state, {k: v for k, v in state.pins.items() if k not in dropped},
+                     stated={k: v for k, v in state.stated.items() if k not in dropped})
+
+
+def choose_variant(state: State) -> State:
+    """The kind of model the pins are about (latent or grouped-query attention, say); a
+    plan before zeros are put in is a first look (:attr:`State.explain`)."""
+    model, chosen = for_pins(state.model, state.pins)
+    explain = not zero_pins(state.pins)
+    if model is state.model and explain == state.explain:
+        return state
+    return replace(state, model=model, notes=state.notes + ((chosen,) if chosen else ()),
+                   explain=explain, plan=None)
+
+
+def hold_counts(state: State) -> State:
+    """A count the model's preset states keeps its value when asked for beside a serving
+    figure that would re-derive it (``n_local_layers`` beside a given KV size)."""
+    state = planned(state)
+    held = held_counts(state.model, state.stated, state.plan)
+    return _repinned(state, {**state.pins, **held}) if held else state
+
+
+def yield_lower_layers(state: State) -> State:
+    """Lower-layer values that higher layers determine give way
+    (:func:`~chalk.solvers.pinning.yielding.yield_defaults`)."""
+    state = planned(state)
+    if not state.plan.checks:
+        return state
+    yielded = yield_defaults(state.model, state.pins, state.targets, state.plan)
+    if not yielded.notes:
+        return replace(state, sensitive=state.sensitive | yielded.sensitive)
+    return _repinned(state, yielded.pins, yielded.notes, yielded.sensitive)
+
+
+def one_size_per_model(state: State) -> State:
+    """Published headline sizes give way to the architecture whatever is asked; what
+    the architecture then derives may outrank other defaults."""
+    headlines = yield_headlines(state.model, state.pins)
+    if not headlines.notes:
+        return state
+    return yield_lower_layers(_repinned(state, headlines.pins, headlines.notes))
+
+
+def user_pins_stand(state: State) -> State:
+    """A user's pin stands over what presets alone derive for it, the presets' value
+    its cross-check (:func:`~chalk.solvers.pinning.yielding.override_presets`)."""
+    state = planned(state)
+    if not state.plan.checks:
+        return state
+    overridden = override_presets(state.model, state.pins, state.targets, state.plan)
+    if not overridden.set_aside:
+        return state
+    # the notes compare the user's value with what the presets give: any other value
+    # is prepared again, so no note quotes a value no longer asked
+    return _repinned(state, state.pins, overridden.notes, frozenset(state.pins),
+                     model=overridden.model)
+
+
+def put_in_zeros(state: State) -> State:
+    """Pinned zeros take their absent terms out of the relations the answer rests on,
+    and what they leave determined may then give way; from here plans say what would
+    complete an under-determined question."""
+    zeros = zero_pins(state.pins)
+    if zeros:
+        state = planned(state)
+        if state.plan.determined and not zeros & used_quantities(state.model, state.plan):
+            zeros = frozenset()  # no relation the answer rests on has an absent term
+    absent = put_zeros(state.model, zeros)
+    if absent.model is state.model:
+        if state.explain:
+            return state
+        # a determined plan has nothing to complete: the first look is the plan
+        keep = state.plan if state.plan is not None and state.plan.determined else None
+        return replace(state, explain=True, plan=keep)
+    note = absent_note(absent)
+    state = _repinned(state, {**state.pins, **following_pins(absent, state.model, state.pins)},
+                      (note,) if note else (), model=absent.model, original=state.model,
+                      explain=True)
+    return yield_lower_layers(state)
+
+
+def settle(state: State) -> State:
+    """Ranged pins the others determine are set aside (each judged against what the
+    plan derives) and the quantities conditions report beside the answers
+    (``memory_fill``) are planned with the targets: the same whichever targets were
+    asked."""
+    state = planned(state)
+    plan, pins, extra, ranged = _settle(state.model, state.pins, state.targets, state.plan,
+                                        state.range_checks)
+    if plan is not state.plan and state.original is not None:
+        plan = _zeros_used(plan, state.original, zero_pins(pins))
+    return replace(state, pins=pins, plan=plan, reported=extra, range_checks=ranged)
+
+
+# The passes of :func:`prepare`, in order; each takes a State and returns one.
+PASSES = (move_values, drop_pins, choose_variant, hold_counts, yield_lower_layers,
+          one_size_per_model, user_pins_stand, put_in_zeros, settle)
 
 
 def _settle(model: Model, pins: dict[str, Pin], names: tuple[str, ...], plan: Plan,
@@ -159,7 +357,8 @@ def _settle(model: Model, pins: dict[str, Pin], names: tuple[str, ...], plan: Pl
 
 def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
             drop: Iterable[str] = (), values: Mapping[str, float] | None = None) -> Prepared:
-    """Resolve pins and plan a question (what :func:`solve` does before computing).
+    """Resolve pins and plan a question (what :func:`solve` does before computing): the
+    resolved pins run through :data:`PASSES` in order.
 
     ``values`` (base units) replace the values of pins already in force, each keeping
     its layer and source: the same question asked at another point.
@@ -167,83 +366,13 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
     model = model if model is not None else load_model()
     names = _targets(model, targets)
     resolved = resolve(model, given, presets, names)
-    pins, notes, sensitive = resolved.pins, (), frozenset()
-    if values:
-        pins = dict(pins)
-        for name, value in values.items():
-            if name not in pins:
-                raise UsageError(f"{name} is not pinned in this question; pin it when "
-                                 "making the question")
-            pins[name] = moved_pin(model, pins[name], value)
-        resolved = replace(resolved, pins=pins)
-    dropped = {model.variable(n).name for n in drop}
-    if dropped:
-        pins = {k: v for k, v in pins.items() if k not in dropped}
-        resolved = replace(resolved, stated={k: v for k, v in resolved.stated.items()
-                                             if k not in dropped})
-    model, chosen = for_pins(model, pins)  # latent or grouped-query attention, say
-    if chosen:
-        notes = (chosen,)
-    # with zeros pinned this plan is a first look (planned again once they are put in),
-    # which need not say what would complete an under-determined question
-    final = not zero_pins(pins)
-    plan = make_plan(model, frozenset(pins), names, explain=final)
-    # a count the model's preset states keeps its value when asked for beside a serving
-    # figure that would re-derive it (n_local_layers beside a given KV size)
-    held = held_counts(model, resolved.stated, plan)
-    if held:
-        pins = {**pins, **held}
-        plan = make_plan(model, frozenset(pins), names, explain=final)
-    if plan.checks:
-        yielded = yield_defaults(model, pins, names)
-        sensitive |= yielded.sensitive
-        if yielded.notes:
-            pins, notes = yielded.pins, notes + yielded.notes
-            plan = make_plan(model, frozenset(pins), names, explain=final)
-    headlines = yield_headlines(model, pins)  # one size per model, whatever is asked
-    if headlines.notes:
-        pins, notes = headlines.pins, notes + headlines.notes
-        plan = make_plan(model, frozenset(pins), names, explain=final)
-        if plan.checks:  # what the architecture now derives may outrank other defaults
-            yielded = yield_defaults(model, pins, names)
-            sensitive |= yielded.sensitive
-            if yielded.notes:
-                pins, notes = yielded.pins, notes + yielded.notes
-                plan = make_plan(model, frozenset(pins), names, explain=final)
-    if plan.checks:  # a user's pin stands over what presets alone derive for it
-        overridden = override_presets(model, pins, names)
-        if overridden.set_aside:
-            model, notes = overridden.model, notes + overridden.notes
-            # the notes compare the user's value with what the presets give: any other
-            # value is prepared again, so no note quotes a value no longer asked
-            sensitive |= frozenset(pins)
-            plan = make_plan(model, frozenset(pins), names, explain=final)
-    zeros = zero_pins(pins)
-    if plan.determined and not zeros & used_quantities(model, plan):
-        zeros = frozenset()  # no relation the answer rests on has an absent term
-    absent = put_zeros(model, zeros)
-    original = None  # the model before absent terms were taken out, if they were
-    if absent.model is not model:
-        original = model
-        pins = {**pins, **following_pins(absent, model, pins)}
-        model = absent.model
-        if absent_note(absent):
-            notes += (absent_note(absent),)
-        plan = make_plan(model, frozenset(pins), names)
-        if plan.checks:  # with the absent terms gone, more may now give way
-            yielded = yield_defaults(model, pins, names)
-            sensitive |= yielded.sensitive
-            if yielded.notes:
-                pins, notes = yielded.pins, notes + yielded.notes
-                plan = make_plan(model, frozenset(pins), names)
-        plan = _zeros_used(plan, original, zero_pins(pins))
-    elif not final:
-        plan = make_plan(model, frozenset(pins), names)
-    plan, pins, extra, ranged = _settle(model, pins, names, plan)
-    if (extra or ranged) and original is not None:
-        plan = _zeros_used(plan, original, zero_pins(pins))
-    return Prepared(model, names, pins, notes, resolved.conventions, plan, resolved.stated,
-                    extra, ranged, sensitive)
+    state = State(model, names, resolved.pins, resolved.stated, resolved.conventions,
+                  moves=dict(values or {}), drop=frozenset(drop))
+    for step in PASSES:
+        state = step(state)
+    return Prepared(state.model, names, state.pins, state.notes, state.conventions,
+                    state.plan, state.stated, state.reported, state.range_checks,
+                    state.sensitive)
 
 
 

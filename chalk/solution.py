@@ -1,5 +1,6 @@
 """What a question gives back: a :class:`Solution` (answers as pint Quantities, with the
-derivation that produced them) and an :class:`Explanation` (the plan, before numbers).
+derivation that produced them), an :class:`Outcome` (a solve as data, refusals included)
+and an :class:`Explanation` (the plan, before numbers).
 """
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from chalk.solvers.bulk.uncertainty import SENSITIVITY_METHOD, Propagation, elasticities
+from chalk.solvers.execution.blocks import MULTI_START
 from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.pinning.pinned import Pin
 from chalk.solvers.planning.plan import Plan
 from chalk.solvers.records.derivation import Derivation
+from chalk.solvers.records.notes import Note, texts
+from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import monomial_text
 from chalk.symbolic.printing.quantities import format_quantity
@@ -191,13 +195,69 @@ class Solution:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """What solving a question at one point computed, as data: the public edge
+    (:func:`chalk.solve`, :meth:`chalk.compiled.CompiledQuestion.solve`) raises from it,
+    as :meth:`result` does.
+
+    Attributes
+    ----------
+    status : {"solved", "refused"}
+    values : mapping of name to float
+        The targets and the quantities reported beside them that the pins fix, in base
+        units (a quantity resting on a placeholder value is left out).
+    proven : bool
+        Whether every step's solution is proven unique: no simultaneous block was solved
+        by a strategy that is not complete (a multi-start search). False when refused.
+    notes : tuple of Note
+        What was set aside or settled, and why (empty when refused).
+    error : ChalkError or None
+        The refusal, naming what was wrong.
+    solution : Solution or None
+        The full answer with its derivation, when solved.
+    """
+
+    status: str
+    values: Mapping[str, float]
+    proven: bool
+    notes: tuple[Note, ...] = ()
+    error: ChalkError | None = None
+    solution: Solution | None = None
+
+    @classmethod
+    def solved(cls, solution: Solution, names: Sequence[str]) -> Outcome:
+        """The outcome of ``solution``, with the values of ``names`` it fixes."""
+        values = {n: v for n in names if (v := solution.base_value(n)) is not None}
+        derivation = solution.derivation
+        proven = not any(step.method == MULTI_START for step in derivation.steps)
+        return cls("solved", values, proven, derivation.remarks, solution=solution)
+
+    @classmethod
+    def refused(cls, error: ChalkError) -> Outcome:
+        """The outcome of a question refused with ``error``."""
+        return cls("refused", {}, False, error=error)
+
+    def result(self) -> Solution:
+        """The solution.
+
+        Raises
+        ------
+        ChalkError
+            The refusal, if the question was refused.
+        """
+        if self.error is not None:
+            raise self.error
+        return self.solution
+
+
+@dataclass(frozen=True)
 class Explanation:
     """The plan for a question, before any number is computed."""
 
     model: Model
     plan: Plan
     pins: Mapping[str, Pin]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     conventions: str
 
     def text(self) -> str:
@@ -237,8 +297,7 @@ class Explanation:
             lines.extend(f"  {c}: {model.relations[c].equation}" for c in plan.checks)
         if plan.unused_pins:
             lines.append(f"pins not needed: {', '.join(plan.unused_pins)}")
-        for note in self.notes:
-            lines.append(f"note: {note}")
+        lines.extend(f"note: {text}" for text in texts(self.notes))
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -257,5 +316,5 @@ class Explanation:
                        "simultaneous": s.simultaneous} for s in plan.steps],
             "checks": list(plan.checks),
             "unused_pins": list(plan.unused_pins),
-            "notes": list(self.notes),
+            "notes": list(texts(self.notes)),
         }

@@ -128,3 +128,31 @@ def test_a_fits_predictions_are_solves_answers_at_the_estimate(tmp_path):
     direct = solve("hardware_intensity", {"hbm_bandwidth": "3.35 TB/s",
                                           "chip_flops": f"{estimate.value!r} FLOP/s"})
     assert predicted == pytest.approx(direct.value("hardware_intensity"), rel=1e-9)
+
+
+def test_an_outcome_is_solves_answer_or_its_refusal_as_data():
+    q = compile_question("hbm_drain_time", {"hbm_capacity": "288 GB",
+                                            "hbm_bandwidth": "20 TB/s"})
+    # 144e9 byte / 20e12 byte/s = 7.2 ms, by a closed form (proven unique)
+    done = q.outcome({"hbm_capacity": 144e9})
+    assert done.status == "solved" and done.proven and done.error is None
+    assert done.values == {"hbm_drain_time": pytest.approx(7.2e-3, rel=1e-12)}
+    assert done.result().value("hbm_drain_time", "ms") == pytest.approx(7.2, rel=1e-12)
+    # a negative capacity: solve raises, the outcome holds the same error
+    refused = q.outcome({"hbm_capacity": -5.0})
+    assert refused.status == "refused" and not refused.proven and refused.values == {}
+    assert isinstance(refused.error, BoundsError)
+    with pytest.raises(BoundsError):
+        q.solve({"hbm_capacity": -5.0})
+    with pytest.raises(UsageError):  # a pin the question does not have is a misuse
+        q.outcome({"chip_flops": 1e15})
+
+
+def test_an_outcome_carries_its_notes_as_data():
+    from chalk.solvers.records.notes import Kind
+
+    done = compile_question("t_compute", {**COMPUTE,
+                                          "attention_flops_per_token": "0 FLOP/token"}).outcome()
+    # the zero takes the attention term out: 64 x 2 x 37e9 / (8 x 989e12) = 0.5986 ms
+    assert done.values["t_compute"] == pytest.approx(WITHOUT_ATTENTION, rel=1e-9)
+    assert Kind.ABSENT in {n.kind for n in done.notes}

@@ -32,6 +32,7 @@ from chalk.solvers.records.brief import brief_text
 from chalk.solvers.records.counts import fractional_counts
 from chalk.solvers.records.derivation import Derivation
 from chalk.solvers.records.flags import flag_text, violated
+from chalk.solvers.records.notes import Kind, Note
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.ir import evaluate_ir
 from chalk.symbolic.parsing import looks_uncertain, parse_number, split_pin
@@ -189,7 +190,8 @@ def _replay(entry: dict, args) -> str | None:
     found += fractional_counts(_Model(variables, relations), env,
                                [n for n in env if n not in pins])
     derivation = Derivation(_Model(variables, relations), entry["conventions"], pins,
-                            tuple(records), tuple(checks), env, tuple(entry["notes"]),
+                            tuple(records), tuple(checks), env,
+                            tuple(Note.from_json(n) for n in entry["notes"]),
                             tuple(entry["unused"]),
                             entry["rtol"], (), frozenset(), targets, found,
                             tuple((name, bound) for name, bound in entry["reported"]))
@@ -233,6 +235,15 @@ def _cancellation_free(expr) -> bool:
     return all(_cancellation_free(arg) for arg in expr.args)
 
 
+def _number_free(note: Note) -> bool:
+    """Whether a note holds whatever the pins' numbers are (it depends on which pins
+    there are): a variant chosen by its markers, absent terms taken out, or a zero default
+    or a published headline that gave way (both yield to any pins that determine their
+    quantity). An answer with only such notes may be replayed with other numbers."""
+    return (note.kind in (Kind.VARIANT, Kind.ABSENT, Kind.HEADLINE)
+            or (note.kind is Kind.YIELDED and note.data["zero"] is True))
+
+
 def remember(args, solution) -> bool:
     """Store a solved question for :func:`answer`, if its answer can only depend on the
     numbers through straight-line closed forms; True if stored."""
@@ -251,9 +262,7 @@ def remember(args, solution) -> bool:
 def _freeze(args, question: dict, solution) -> dict | None:
     from chalk.solvers.execution.steps import slot
     from chalk.solvers.execution.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
-    from chalk.solvers.pinning.variants import structural
-    from chalk.solvers.pinning.yielding import number_free, yield_candidates
-    from chalk.solvers.pinning.zeros import structural as zeros_note
+    from chalk.solvers.pinning.yielding import yield_candidates
     from chalk.solvers.records.flags import bound_value
     from chalk.symbolic.ir import to_ir
     from chalk.symbolic.parsing import parse_unit
@@ -264,7 +273,7 @@ def _freeze(args, question: dict, solution) -> dict | None:
     d, plan = solution.derivation, solution.plan
     model = d.model
     if (solution.uncertainty is not None or solution.stated
-            or not all(number_free(n) or structural(n) or zeros_note(n) for n in d.notes)
+            or not all(_number_free(n) for n in d.remarks)
             or d.placeholders
             or d.provisional or plan.regime):
         return None
@@ -348,5 +357,6 @@ def _freeze(args, question: dict, solution) -> dict | None:
             "seconds": [seconds.text, seconds.to_base, seconds.ladder],
             "unused": list(d.unused_pins), "given": given, "pins": pins, "steps": steps,
             "checks": checks, "conditions": conditions, "variables": variables,
-            "reported": [list(item) for item in d.reported], "notes": list(d.notes),
+            "reported": [list(item) for item in d.reported],
+            "notes": [n.to_json() for n in d.remarks],
             "relations": relations}

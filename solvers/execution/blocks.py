@@ -4,7 +4,9 @@ Each combination of regimes is torn (solvers.execution.tearing) and solved by it
 strategy (solvers.execution.strategies); the physical solutions are kept. One solution is an
 answer, several are an ambiguity, a flat direction is a degenerate pin set, and none
 is "no solution" only when every search was complete (closed forms, or a scan of a
-single torn quantity over its plausible range); otherwise the search failed.
+single torn quantity over its plausible range); otherwise the search failed. The two
+rescues tried when no physical solution was found (placeholders moved, a physical member
+of a flat family) are registered here as strategies too.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from chalk.solvers.analysis.at_solution import flat_at
 from chalk.solvers.analysis.reference import reference_point
 from chalk.solvers.execution import numeric
 from chalk.solvers.execution.steps import StepRecord, guards_hold, inputs_of, physical, show
-from chalk.solvers.execution.strategies import NEWTON_MULTI_START, Search, search_range
+from chalk.solvers.execution.strategies import (
+    FLAT_MEMBER,
+    PLACEHOLDERS_MOVED,
+    REGISTRY,
+    Search,
+    register,
+    search_range,
+)
 from chalk.solvers.tolerances import BLOCK, CONDITIONING, NEWTON
 from chalk.symbolic.errors import AmbiguousSolution, IllConditioned, NoSolution, SearchFailed
 from chalk.symbolic.model import Model
@@ -59,12 +68,16 @@ def run_block(model: Model, cstep, env, regime, pick: int | None = None) -> Step
                 unphysical.append((scope, branch, search))
     moved: dict[str, float] = {}
     if not found and cstep.held:  # (none at these placeholder values proves nothing)
-        moved = _move_held(model, cstep, env, names, guesses, regime, found)
-        complete = complete and not moved  # least squares proves nothing unique
+        moved = REGISTRY[PLACEHOLDERS_MOVED].solve(model, cstep, env, names, guesses, regime,
+                                                   found)
+        if moved:  # least squares proves nothing unique
+            complete = complete and REGISTRY[PLACEHOLDERS_MOVED].complete
     if not found:
         for scope, branch, search in unphysical:
-            member = _physical_member(model, cstep, branch, env, scope, names, guesses,
-                                      cstep.provisional)
+            # one point of a family a branch search found: the family is one answer, so
+            # the block's completeness stays that of the branch searches
+            member = REGISTRY[FLAT_MEMBER].solve(model, cstep, branch, env, scope, names,
+                                                 guesses, cstep.provisional)
             if member is not None:
                 found.append((member[0], branch, search))
                 flat.update(member[1])
@@ -200,7 +213,8 @@ def _labels_known(cstep, regime) -> bool:
     return any(regime == label for r in cstep.relations for label, _ in r.regimes)
 
 
-def _move_held(model: Model, cstep, env, names, guesses, regime, found) -> dict[str, float]:
+@register(PLACEHOLDERS_MOVED, complete=False, role="rescue")
+def move_held(model: Model, cstep, env, names, guesses, regime, found) -> dict[str, float]:
     """Placeholder values at which the block has a solution, found with the block's
     quantities (``found`` gets the solution); empty if none was reached.
 
@@ -230,7 +244,7 @@ def _move_held(model: Model, cstep, env, names, guesses, regime, found) -> dict[
         scope = {**env, **solution}
         if _admissible(model, branch, names, scope, cstep.provisional) and all(
                 physical(model, h, solution[h], True) for h in held):
-            search = Search((scope,), False, NEWTON_MULTI_START,
+            search = Search((scope,), False, PLACEHOLDERS_MOVED,
                             "solved with them by least squares in log space from the model's "
                             "reference point; other solutions may exist")
             found.append(({n: solution[n] for n in names}, branch, search))
@@ -244,8 +258,9 @@ def _flat(model: Model, cstep, branch, env, scope, names) -> list[str]:
     return flat_at(model, cstep.step.relations, {**env, **scope}, names, branch.regimes)
 
 
-def _physical_member(model: Model, cstep, branch, env, scope, names, guesses,
-                     provisional=frozenset()):
+@register(FLAT_MEMBER, complete=False, role="rescue")
+def physical_member(model: Model, cstep, branch, env, scope, names, guesses,
+                    provisional=frozenset()):
     """A physical solution in the flat family of a non-physical one, with the flat
     quantities; ``None`` if there is none.
 

@@ -1,8 +1,16 @@
-"""The named strategies that solve one regime combination of a block, and their result.
+"""The registry of strategies that solve a simultaneous block, and what a search found.
 
-A block torn at some of its quantities (solvers.execution.tearing) is solved by one of three
-strategies, chosen by how many quantities are torn; their settings are declared in
-solvers.tolerances.
+Every way the engine solves a block is an entry of :data:`REGISTRY`, a
+:class:`Strategy` with its name, whether it is complete (finding no solution proves there
+is none in its domain, and finding one proves it unique there) and its function; a
+derivation says "numeric block" only when every strategy a block used is complete, and
+"numeric block (multi-start)" otherwise (solvers.execution.blocks). Settings are declared
+in solvers.tolerances.
+
+A block torn at some of its quantities (solvers.execution.tearing) is solved, regime
+combination by regime combination, by one of three strategies chosen by how many
+quantities are torn (role ``"regime"``; each is called as ``solve(branch, env, guesses,
+ranges, reference)``):
 
 closed form
     Nothing is torn (the regime makes the block triangular): the relations are solved
@@ -18,12 +26,24 @@ newton multi-start
     the solution at the model's reference point is followed to the pins (a homotopy,
     ``CONTINUATION``). Not complete: a start that reaches no solution proves nothing,
     and other solutions may exist that no start reached; the derivation says so.
+
+When those find no physical solution, two rescues (role ``"rescue"``, registered by
+solvers.execution.blocks, each with its own call) try further:
+
+placeholders moved
+    The block has quantities that cancel from the answer, held at arbitrary values at
+    which it may have no solution: they are solved for with the block, by least squares
+    from the model's reference point. Not complete.
+flat family member
+    A solution off its bounds lies on a family the relations leave free along one
+    direction: the free tears are put back at their typical values and the rest solved
+    again. Not complete: a failure proves nothing.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +53,45 @@ from chalk.solvers.tolerances import SCAN
 CLOSED_FORM = "closed form"
 SCAN_1D = "scan"
 NEWTON_MULTI_START = "newton multi-start"
-STRATEGIES = (CLOSED_FORM, SCAN_1D, NEWTON_MULTI_START)
+PLACEHOLDERS_MOVED = "placeholders moved"
+FLAT_MEMBER = "flat family member"
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One way of solving (part of) a simultaneous block.
+
+    Attributes
+    ----------
+    name : str
+    complete : bool
+        Whether its search is exhaustive over its domain: finding no solution proves
+        there is none, finding one proves it unique.
+    role : {"regime", "rescue"}
+        ``"regime"``: solves one regime combination of a torn block, called as
+        ``solve(branch, env, guesses, ranges, reference)`` and returning a
+        :class:`Search`; ``"rescue"``: tried on a block when those found no physical
+        solution, with its own call (see the module docstring).
+    solve : callable
+    """
+
+    name: str
+    complete: bool
+    role: str
+    solve: Callable
+
+
+REGISTRY: dict[str, Strategy] = {}
+
+
+def register(name: str, complete: bool, role: str = "regime"):
+    """Enter the decorated function in :data:`REGISTRY` as the strategy ``name``."""
+    def entered(function):
+        if name in REGISTRY:
+            raise ValueError(f"strategy {name!r} is registered twice")
+        REGISTRY[name] = Strategy(name, complete, role, function)
+        return function
+    return entered
 
 
 @dataclass(frozen=True)
@@ -44,8 +102,9 @@ class Search:
     ----------
     solutions : every solution found, each a scope (the environment and the block's values).
     complete : whether the search is exhaustive (over the torn quantity's plausible range),
-        so that no solution proves there is none and one solution that it is unique.
-    strategy : "closed form", "scan" or "newton multi-start".
+        so that no solution proves there is none and one solution that it is unique; only
+        a search by a complete strategy may claim it.
+    strategy : the name of the :data:`REGISTRY` entry that searched.
     note : how the search went, in words for the derivation.
     """
 
@@ -55,15 +114,26 @@ class Search:
     note: str
 
     def __post_init__(self):
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {self.strategy!r}; one of {STRATEGIES}")
+        if self.strategy not in REGISTRY:
+            raise ValueError(f"unknown strategy {self.strategy!r}; one of "
+                             f"{tuple(REGISTRY)}")
+        if self.complete and not REGISTRY[self.strategy].complete:
+            raise ValueError(f"a search by {self.strategy!r} cannot be complete")
 
 
 def strategy_for(tears) -> str:
-    """The strategy that solves a regime combination torn at ``tears``."""
+    """The name of the strategy that solves a regime combination torn at ``tears``."""
     if not tears:
         return CLOSED_FORM
     return SCAN_1D if len(tears) == 1 else NEWTON_MULTI_START
+
+
+def solve_branch(branch, env: dict, guesses: Mapping[str, float],
+                 ranges: Mapping[str, tuple[float, float]],
+                 reference: Mapping[str, float] | None = None) -> Search:
+    """Every solution the strategy for ``branch``'s tears finds (see the module
+    docstring for the arguments)."""
+    return REGISTRY[strategy_for(branch.tears)].solve(branch, env, guesses, ranges, reference)
 
 
 def search_range(variable) -> tuple[float, float]:
@@ -75,13 +145,22 @@ def search_range(variable) -> tuple[float, float]:
     return low * variable.to_base / widen, high * variable.to_base * widen
 
 
-def closed_form(branch, env: dict) -> Search:
+@register(CLOSED_FORM, complete=True)
+def closed_form(branch, env: dict, guesses=None, ranges=None, reference=None) -> Search:
     """The block's values from its closed forms in sequence (nothing torn)."""
     scope = branch.complete(env, {})
     defined = all(not math.isnan(scope[name]) for name, _ in branch.sequence)
     return Search((scope,) if defined else (), True, CLOSED_FORM,
                   "in this regime the relations are solved one after another by their "
                   "closed forms")
+
+
+@register(SCAN_1D, complete=True)
+def scan_tear(branch, env: dict, guesses: Mapping[str, float],
+              ranges: Mapping[str, tuple[float, float]], reference=None) -> Search:
+    """:func:`scan` of the one torn quantity over its range, from its guess."""
+    name = branch.tears[0]
+    return scan(branch, env, name, ranges[name], guesses[name])
 
 
 def scan(branch, env: dict, name: str, span: tuple[float, float], guess: float) -> Search:
@@ -121,7 +200,8 @@ def scan(branch, env: dict, name: str, span: tuple[float, float], guess: float) 
     return Search(tuple(solutions), True, SCAN_1D, note)
 
 
-def newton_multi_start(branch, env: dict, guesses: Mapping[str, float],
+@register(NEWTON_MULTI_START, complete=False)
+def newton_multi_start(branch, env: dict, guesses: Mapping[str, float], ranges=None,
                        reference: Mapping[str, float] | None = None) -> Search:
     """Solutions that Newton in log space reaches from several starts (two or more tears);
     failing that, the one a path from ``reference`` (base-unit values of every quantity,

@@ -113,13 +113,7 @@ class TornBranch:
         solvers.execution.strategies.search_range); ``reference`` is a point where the model's
         relations hold, from which a multi-start search that fails follows a path.
         """
-        strategy = self.strategy
-        if strategy == strategies.CLOSED_FORM:  # in this regime the block is no longer a cycle
-            return strategies.closed_form(self, env)
-        if strategy == strategies.SCAN_1D:
-            name = self.tears[0]
-            return strategies.scan(self, env, name, ranges[name], guesses[name])
-        return strategies.newton_multi_start(self, env, guesses, reference)
+        return strategies.solve_branch(self, env, guesses, ranges, reference)
 
     def polish(self, env: dict, scope: dict) -> dict:
         """Refine a solution on every relation of the block at once.

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
+from chalk.solvers.records.notes import Kind, Note
 from chalk.symbolic.model import Model, build_model
 
 
@@ -32,18 +33,17 @@ def set_aside(model: Model, pinned: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def for_pins(model: Model, pinned: Iterable[str]) -> tuple[Model, str]:
+def for_pins(model: Model, pinned: Iterable[str]) -> tuple[Model, Note | None]:
     """The model a question with these pins is planned on, and a note saying which
-    relations were set aside (empty when none were)."""
+    relations were set aside (None when none were)."""
     dropped = set_aside(model, pinned)
     if not dropped:
-        return model, ""
+        return model, None
     narrowed = _without(model, dropped)
     names = sorted(set(model.relations) - set(narrowed.relations))
     chosen = sorted({v.name for v in model.variants.values() if v.name not in dropped
                      and v.group in {model.variants[d].group for d in dropped}})
-    return narrowed, (f"variant {', '.join(chosen)} (its markers are pinned): "
-                      f"{', '.join(names)} set aside")
+    return narrowed, Note(Kind.VARIANT, {"chosen": chosen, "set_aside": names})
 
 
 @lru_cache(maxsize=32)
@@ -53,7 +53,3 @@ def _without(model: Model, dropped: tuple[str, ...]) -> Model:
     return build_model(model.variables.values(), keep, model.conditions.values(), variants,
                        parent=model)
 
-
-def structural(note: str) -> bool:
-    """Whether a note is one :func:`for_pins` writes (it depends on pin names only)."""
-    return note.startswith("variant ") and note.endswith(" set aside")

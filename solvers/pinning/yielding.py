@@ -19,11 +19,11 @@ from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.zeros import following_pins, put_zeros, zero_pins
-from chalk.solvers.planning.plan import analyse_pins, make_plan
+from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
+from chalk.solvers.records.notes import Kind, Note
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model, build_model
-from chalk.symbolic.printing.numbers import format_gap
 from chalk.symbolic.printing.quantities import format_quantity
 
 
@@ -32,13 +32,14 @@ class Yielded:
     """Pins after lower layers gave way: the pins in force and a note per pin set aside."""
 
     pins: dict[str, Pin]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     # pins whose values decided whether a default gave way (it yields only to pins
     # that roughly agree with it): another value of one may change the preparation
     sensitive: frozenset[str] = frozenset()
 
 
-def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...]) -> Yielded:
+def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...],
+                   plan: Plan | None = None) -> Yielded:
     """Set aside lower-layer pins that higher layers already determine.
 
     A conventions value (the lecture's 300 FLOP/byte, say) yields to a chip's own FLOP/s
@@ -46,12 +47,13 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
     the disagreement stays and is reported as a conflict; a zero stands for absence and
     always yields. Conflicts among equals remain errors. Published headlines are left to
-    :func:`yield_headlines`.
+    :func:`yield_headlines`. ``plan``, if given, is the question's plan of exactly these
+    pins (it spares planning them again).
     """
     pins = dict(pins)
     notes = []
     weighed = False
-    over = _over_determined(model, pins, targets)
+    over = _over_determined(model, pins, targets, plan)
     for layer in (Layer.CONVENTIONS, Layer.PRESET):
         # headlines are yield_headlines' (whatever is asked), after these have given way
         for name in sorted(n for n, p in pins.items()
@@ -71,28 +73,19 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     return Yielded(pins, tuple(notes), frozenset(over) if weighed else frozenset())
 
 
-def _yield_note(pin: Pin, higher) -> str:
-    kind = (" (a zero: absence)" if pin.value == 0
-            else " (a published headline)" if pin.headline else "")
-    return (f"{pin.origin} value {pin.text}{kind} of {pin.name} set aside: "
-            f"{', '.join(sorted(higher))} determine it")
+def _yield_note(pin: Pin, higher) -> Note:
+    kind = Kind.HEADLINE if pin.headline and pin.value != 0 else Kind.YIELDED
+    return Note(kind, {"origin": pin.origin, "shown": pin.text, "name": pin.name,
+                       "behind": tuple(sorted(higher)), "zero": pin.value == 0})
 
 
-def number_free(note: str) -> bool:
-    """Whether a note says a zero default or a published headline gave way: that happens
-    whatever the numbers (both yield to any pins that determine their quantity), so an
-    answer with only such notes may be replayed with other numbers. (Ask for the
-    quantity itself to see the headline beside what the other pins give.)"""
-    return ((" (a zero: absence) of " in note or " (a published headline) of " in note)
-            and note.endswith(" determine it"))
-
-
-def _over_determined(model: Model, pins: Mapping[str, Pin],
-                     targets: tuple[str, ...]) -> set[str]:
+def _over_determined(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...],
+                     plan: Plan | None = None) -> set[str]:
     """Pins the others could determine: those in a dependent relation's reduced row.
     Only these can give way, and setting pins aside never adds to them, so one analysis
-    spares planning once per pin."""
-    analysis = make_plan(model, frozenset(pins), targets).analysis
+    spares planning once per pin. ``plan``: the plan of these pins, if already made."""
+    plan = plan if plan is not None else make_plan(model, frozenset(pins), targets)
+    analysis = plan.analysis
     out: set[str] = set()
     for _, row in analysis.dependent:
         for column, value in row.items():
@@ -223,17 +216,17 @@ class Overridden:
         quantity the user pinned (the model itself when there were none).
     set_aside : tuple of str
         Those relations.
-    notes : tuple of str
+    notes : tuple of Note
         Per such pin: the user's value, the presets' value as its cross-check, the gap.
     """
 
     model: Model
     set_aside: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
 
-def override_presets(model: Model, pins: Mapping[str, Pin],
-                     targets: tuple[str, ...]) -> Overridden:
+def override_presets(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...],
+                     plan: Plan | None = None) -> Overridden:
     """Let each user pin stand where presets alone also determine its quantity.
 
     With ``kv_bytes_per_token`` given beside a model preset whose architecture gives
@@ -243,16 +236,19 @@ def override_presets(model: Model, pins: Mapping[str, Pin],
     beside the pin with the gap. A pin that other user pins also determine is left to
     the cross-checks (those are the user's own numbers disagreeing), and so is a range,
     which is judged against the derivation instead (:mod:`chalk.solvers.bulk.ranged_pins`).
-    A relation is set aside only if the targets stay determined without it.
+    A relation is set aside only if the targets stay determined without it. ``plan``,
+    if given, is the question's plan of exactly these pins.
     """
-    over = _over_determined(model, pins, targets)
+    over = _over_determined(model, pins, targets, plan)
     candidates = sorted(n for n, p in pins.items()
                         if n in over and p.layer is Layer.GIVEN and p.spread is None)
     if not candidates:
         return Overridden(model)
-    determined = make_plan(model, frozenset(pins), targets, explain=False).determined
+    if plan is None:
+        plan = make_plan(model, frozenset(pins), targets, explain=False)
+    determined = plan.determined
     set_aside: list[str] = []
-    notes: list[str] = []
+    notes: list[Note] = []
     for name in candidates:
         without = {n: p for n, p in pins.items() if n != name}
         plan = make_plan(model, frozenset(without), (name,), explain=False)
@@ -281,19 +277,16 @@ def override_presets(model: Model, pins: Mapping[str, Pin],
 
 
 def _override_note(model: Model, pin: Pin, implied: float, behind: Sequence[Pin],
-                   relation: str) -> str:
+                   relation: str) -> Note:
     variable = model.variables[pin.name]
-    shown = format_quantity(implied / variable.to_base, variable.pint_unit)
-    given = format_quantity(pin.value / variable.to_base, variable.pint_unit)
-    presets = sorted({b.preset for b in behind if b.layer is Layer.PRESET})
-    origin = (f"preset {presets[0]} gives" if len(presets) == 1
-              else f"presets {' and '.join(presets)} give" if presets
-              else f"conventions {behind[0].preset} give")
     gap = abs(implied - pin.value) / max(abs(implied), abs(pin.value))
-    verdict = (f"they agree within {format_gap(gap)}" if gap <= PINS.agreement_rtol
-               else format_gap(gap))
-    return (f"{pin.name}: you gave {given}; {origin} {shown}: {verdict} (relation "
-            f"{relation} set aside: your value stands)")
+    return Note(Kind.OVERRIDDEN, {
+        "name": pin.name,
+        "given": format_quantity(pin.value / variable.to_base, variable.pint_unit),
+        "implied": format_quantity(implied / variable.to_base, variable.pint_unit),
+        "presets": tuple(sorted({b.preset for b in behind if b.layer is Layer.PRESET})),
+        "conventions": behind[0].preset, "gap": gap, "agree": gap <= PINS.agreement_rtol,
+        "relation": relation})
 
 
 @lru_cache(maxsize=32)

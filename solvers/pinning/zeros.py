@@ -31,6 +31,7 @@ from functools import lru_cache
 
 import sympy
 from chalk.solvers.pinning.pinned import Pin
+from chalk.solvers.records.notes import Kind, Note
 from chalk.symbolic.model import Model, build_model
 from chalk.symbolic.printing.numbers import format_display
 
@@ -135,18 +136,9 @@ def following_pins(absent: Absent, model: Model, pins: Mapping[str, Pin]) -> dic
     return out
 
 
-def note(absent: Absent) -> str:
-    """The derivation's note on what the zeros removed ("" when nothing)."""
-    if not absent.set_aside:
-        return ""
-    return ("zeros put in (absent terms): " + ", ".join(absent.set_aside)
-            + " hold whatever else is pinned, or only define an absent quantity, and are "
-              "set aside")
-
-
-def structural(text: str) -> bool:
-    """Whether a note is one :func:`note` writes (it depends on which pins are zero)."""
-    return text.startswith("zeros put in (absent terms): ")
+def note(absent: Absent) -> Note | None:
+    """The derivation's note on what the zeros removed (None when nothing)."""
+    return Note(Kind.ABSENT, {"set_aside": absent.set_aside}) if absent.set_aside else None
 
 
 def used_zeros(original: Model, relations: set[str], zeros: frozenset[str]) -> set[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from chalk.solvers.records.notes import Kind, Note
 from chalk.symbolic.printing.numbers import format_display
 from chalk.symbolic.variables import BOUND_RTOL
 
@@ -35,7 +36,8 @@ def fractional_counts(model: Model, values: Mapping[str, float],
     return tuple(out)
 
 
-def redrawn_counts(model: Model, analysis: RankAnalysis, derived: Iterable[str]) -> tuple[str, ...]:
+def redrawn_counts(model: Model, analysis: RankAnalysis,
+                   derived: Iterable[str]) -> tuple[Note, ...]:
     """A note for each count among ``derived`` that rests on a pin which is no count:
     a value that holds whatever the numbers are (whether it comes out whole or not), so an
     answer carrying one is never replayed with other numbers."""
@@ -47,6 +49,5 @@ def redrawn_counts(model: Model, analysis: RankAnalysis, derived: Iterable[str])
         others = [b for b in analysis.pins_behind(model, name)
                   if not model.variables[b].structural]
         if others:
-            out.append(f"{name} is a count of the model's config, here derived from "
-                       f"{', '.join(others)}: one that is not whole is flagged")
+            out.append(Note(Kind.COUNT, {"name": name, "others": tuple(others)}))
     return tuple(out)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from chalk.solvers.execution.steps import CheckRecord, StepRecord
 from chalk.solvers.records.flags import Flag
+from chalk.solvers.records.notes import Note, texts
 from chalk.symbolic.printing.numbers import format_display, format_gap
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,7 +37,7 @@ class Derivation:
     steps: tuple[StepRecord, ...]
     checks: tuple[CheckRecord, ...]
     values: Mapping[str, float]
-    notes: tuple[str, ...]
+    remarks: tuple[Note, ...]  # what was set aside or settled, and why (as data)
     unused_pins: tuple[str, ...]
     rtol: float
     placeholders: tuple[str, ...] = ()  # quantities that cancel, held at arbitrary values
@@ -45,6 +46,11 @@ class Derivation:
     flags: tuple[Flag, ...] = ()  # answers past a bound the model declares (solvers.records.flags)
     # (name, bound) reported beside the targets whenever determined (solvers.records.flags.reported)
     reported: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The remarks in words, as every rendering shows them."""
+        return texts(self.remarks)
 
     def flag_lines(self) -> list[str]:
         """One line per flag, to stand beside the answers."""

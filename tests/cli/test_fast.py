@@ -218,6 +218,26 @@ def test_a_pin_that_follows_from_a_zero_is_cached_not_a_traceback(run_cli, folde
     assert answer(LLAMA_8B) == out.rstrip("\n")
 
 
+def test_an_entry_holds_its_notes_as_kind_and_data(run_cli, folder):
+    from chalk.cli.fast import answer
+
+    status, out, _ = run_cli(*LLAMA_8B)
+    assert status == 0 and answer(LLAMA_8B) == out.rstrip("\n")
+    path = _entry(folder)
+    entry = json.loads(path.read_text())
+    # 8 KV heads of 128 pick grouped-query attention; the careful conventions' zero
+    # input-embedding table gives way to the untied vocabulary x width; the zero MoE
+    # layers take the expert terms out. Each holds whatever the numbers are, so the
+    # answer is stored; the notes are classified and stored by kind, not by wording.
+    kinds = [n["kind"] for n in entry["notes"]]
+    assert kinds == ["variant", "yielded", "absent"]
+    assert entry["notes"][0]["data"]["chosen"] == ["gqa"]
+    assert entry["notes"][1]["data"]["zero"] is True
+    entry["notes"][1]["kind"] = "guess"  # no kind of note: the full solver answers
+    path.write_text(json.dumps(cache.sealed(entry)))
+    assert answer(LLAMA_8B) is None
+
+
 def test_a_failure_while_storing_never_costs_the_answer(run_cli, folder, monkeypatch):
     from chalk.cli import fast
 

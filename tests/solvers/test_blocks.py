@@ -164,3 +164,39 @@ def test_an_ill_conditioned_block_is_answered_not_called_flat():
     # the conditioning (2e7) costs digits: 1e-16 rounding in b becomes about 1e-9 in y
     assert s.value("t") == pytest.approx(1.0, rel=1e-6)
     assert "ill-conditioned" in s.derivation.steps[0].note
+
+
+def test_every_strategy_is_registered_with_whether_it_is_complete():
+    from chalk.solvers.execution import blocks, strategies
+
+    registry = strategies.REGISTRY
+    # a closed form gives the one solution or none; a scan brackets every root of its
+    # one tear over the plausible range; Newton from several starts, least squares over
+    # moved placeholders and a point taken from a flat family prove nothing by failing
+    assert {name: (s.complete, s.role) for name, s in registry.items()} == {
+        "closed form": (True, "regime"), "scan": (True, "regime"),
+        "newton multi-start": (False, "regime"),
+        "placeholders moved": (False, "rescue"), "flat family member": (False, "rescue")}
+    assert registry["placeholders moved"].solve is blocks.move_held
+    assert registry["flat family member"].solve is blocks.physical_member
+    # the regime strategies are the ones a branch is dispatched to, by its tears
+    assert {strategies.strategy_for(t) for t in ((), ("x",), ("x", "y"))} == {
+        name for name, s in registry.items() if s.role == "regime"}
+
+
+def test_only_a_complete_strategy_may_claim_a_complete_search():
+    with pytest.raises(ValueError, match="cannot be complete"):
+        Search((), True, "newton multi-start", "")
+
+
+@pytest.mark.slow  # forked sympy solves of synthetic blocks: seconds
+def test_an_outcome_of_a_multi_start_answer_is_not_proven():
+    from chalk.compiled import compile_question
+
+    done = compile_question(["x", "y", "z"], {"p": 5, "q": 13, "r": 10}, ["none"],
+                            model=_squares_model()).outcome()
+    # x^2 = (5 - 13 + 10) / 2 = 1, y^2 = 4, z^2 = 9: found, but by Newton from several
+    # starts, which is not a complete strategy
+    assert done.status == "solved" and not done.proven
+    assert done.values == {"x": pytest.approx(1.0, rel=1e-9), "y": pytest.approx(2.0, rel=1e-9),
+                           "z": pytest.approx(3.0, rel=1e-9)}
