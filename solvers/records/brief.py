@@ -2,8 +2,9 @@
 
 ``chalk solve --brief`` prints this instead of the pin table and the derivation. Every
 value the answer rests on that the user did not give is one line: a convention's value
-with its reason, and each preset with the values it supplied; the notes follow as the
-full output states them. Nothing here decides a number; it only chooses what to show.
+with its reason, and each preset with the values it supplied; then the notes, each in a
+line a reader can act on (:func:`for_a_reader`). Nothing here decides a number; it only
+chooses what to show.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 
 from chalk.solvers.pinning.pinned import Layer
 from chalk.solvers.records.derivation import Derivation
+from chalk.solvers.records.notes import Kind, Note
 
 SHOWN_PER_PRESET = 4  # a model preset supplies a dozen architecture values: name a few
 
@@ -35,8 +37,38 @@ def assumption_lines(derivation: Derivation) -> list[str]:
         more = len(values) - SHOWN_PER_PRESET
         lines.append(f"preset {preset}: {shown}" + (f" and {more} more" if more > 0 else ""))
     lines.extend(derivation.cancel_lines())
-    lines.extend(f"note: {note}" for note in derivation.notes)
+    lines.extend(f"note: {for_a_reader(note)}" for note in derivation.remarks)
     return lines
+
+
+def _some(names, shown: int = 3) -> str:
+    """The first ``shown`` names, and how many more."""
+    names = list(names)
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def for_a_reader(note: Note) -> str:
+    """A note as a reader needs it: what was assumed or not, in one short line.
+
+    The full output keeps each note's complete wording (:meth:`Note.text`); here the
+    kinds a reader meets on every question say what they mean for the answer.
+    """
+    d = note.data
+    if note.kind is Kind.VARIANT:
+        return (f"the model is read as {' and '.join(d['chosen'])} (the pins name its "
+                "parts), so the other attention relations are not used")
+    if note.kind is Kind.HEADLINE:
+        return (f"{d['name']} is computed from the architecture ({_some(d['behind'])}), "
+                f"not the published {d['shown']} of {d['origin']}")
+    if note.kind is Kind.YIELDED:
+        instead = "left out as zero" if d["zero"] else f"taken as {d['shown']}"
+        return (f"{d['name']} is computed from {_some(d['behind'])}, not {instead} "
+                f"({d['origin']})")
+    if note.kind is Kind.ABSENT:
+        return (f"left out, because a quantity in them is zero: {_some(d['set_aside'], 4)} "
+                "(relations)")
+    return note.text()
 
 
 def brief_text(summary: Sequence[str], derivation: Derivation) -> str:

@@ -189,3 +189,17 @@ def test_readme_attention_example(run_cli):
     assert lines[0].startswith("attention_flops_per_token = 84.95e9 FLOP/token")
     assert lines[1] == "flops_per_token = 73.25e9 FLOP/token"
     assert f"{2 * 128 * 1088 * 61 * 5000:.4g}" == "8.495e+10"
+
+
+def test_brief_notes_say_what_was_assumed_for_a_reader(run_cli):
+    status, out, _ = run_cli("solve", "step_time", "--preset", "h100", "--preset", "bf16",
+                             "--preset", "llama_3_1_70b", "--given", "batch_size=64 sequence",
+                             "--given", "context_length=8k token", "--given", "n_chips=8 chip",
+                             "--brief")
+    assert status == 0
+    notes = [line.strip() for line in out.splitlines() if line.strip().startswith("note:")]
+    # the published 70.55e9 gives way to the architecture's own count (issue 22's "one
+    # size per model"), said as what it means, not as the engine's bookkeeping
+    assert ("note: active_params is computed from the architecture (d_ff, d_head, d_model "
+            "and 4 more), not the published 70.55e9 param of preset llama_3_1_70b") in notes
+    assert not any("set aside:" in note or "hold whatever else" in note for note in notes)
