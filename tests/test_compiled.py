@@ -56,7 +56,7 @@ def test_a_sweep_refuses_each_point_solve_refuses():
         solve("hardware_intensity", {**DRAIN, "chip_flops": "100 TFLOP/s"})
     table = sweep("hardware_intensity", "chip_flops", "100 TFLOP/s", "1000 TFLOP/s", 4,
                   given=DRAIN)
-    assert np.isnan(table.ys["hardware_intensity"]).all()
+    assert np.isnan(table.y_values["hardware_intensity"]).all()
     assert set(table.refusals) == {0, 1, 2, 3}
     assert all(isinstance(e, InconsistentPins) for e in table.refusals.values())
     assert "23.88 ms" in table.text() and "1 s" in table.text()
@@ -72,7 +72,8 @@ def test_a_sweep_point_is_solves_answer():
     # hardware_intensity = chip_flops / hbm_bandwidth: 500e12 / 2e12 = 250 FLOP/byte
     table = sweep("hardware_intensity", "chip_flops", "100 TFLOP/s", "500 TFLOP/s", 3,
                   given={"hbm_bandwidth": "2 TB/s"})
-    assert table.ys["hardware_intensity"] == pytest.approx([50.0, 150.0, 250.0], rel=1e-12)
+    assert table.y_values["hardware_intensity"] == pytest.approx([50.0, 150.0, 250.0],
+                                                         rel=1e-12)
 
 
 def test_evaluate_answers_a_point_the_bulk_run_cannot_vouch_for_in_full():

@@ -88,7 +88,7 @@ def _paths(model, target, given, varied, value) -> dict:
                       ["none"], model=model)
         if at in swept.refusals:
             raise swept.refusals[at]
-        return swept.ys[target][at]
+        return swept.y_values[target][at]
 
     return {
         "solve": _outcome(lambda: solve(target, at, ["none"], model=model).value(target)),

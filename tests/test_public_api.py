@@ -51,7 +51,12 @@ def test_a_tool_answers_through_the_top_level_name():
     # capacity on a 2-point sweep gives 28.8 ms at the far end
     table = chalk.sweep("hbm_drain_time", "hbm_capacity", "288 GB", "576 GB", 2,
                         given={"hbm_bandwidth": "20 TB/s"})
-    assert table.ys["hbm_drain_time"] == pytest.approx([14.4e-3, 28.8e-3], rel=1e-12)
+    # the grid and the answers are Quantities (issue 25: they were bare arrays)
+    assert table.xs.m_as("GB").tolist() == [288.0, 576.0]
+    assert table.ys["hbm_drain_time"].m_as("ms") == pytest.approx([14.4, 28.8], rel=1e-12)
+    assert table.y_values["hbm_drain_time"] == pytest.approx([14.4e-3, 28.8e-3], rel=1e-12)
+    assert repr(table) == "Sweep(hbm_drain_time over hbm_capacity, 2 points; .text() prints " \
+        "the table)"
 
 
 # Issue 22: the API refuses what the command line refuses, with a ChalkError naming the

@@ -145,9 +145,9 @@ def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 seque
     ms = 1e3
     styles = {"t_compute": ":", "t_weight_fetch": "--", "t_kv_fetch": "-."}
     for index, name in enumerate(parts[:-1]):
-        ax.plot(table.xs, table.ys[name] * ms, styles[name], label=name,
+        ax.plot(table.x_values, table.y_values[name] * ms, styles[name], label=name,
                 color=_COLOURS[index])
-    ax.plot(table.xs, table.ys["step_time"] * ms, "k-", lw=2.2,
+    ax.plot(table.x_values, table.y_values["step_time"] * ms, "k-", lw=2.2,
             label="step_time = max(t_compute, t_weight_fetch + t_kv_fetch)")
     floor = _try("latency_floor", given, presets)
     if floor is not None:
@@ -159,8 +159,8 @@ def step_time_vs_batch(given=(), presets=(), low="1 sequence", high="16384 seque
         ax.axvline(b, color="tab:brown", lw=1,
                    label=f"critical_batch_size {critical.derivation.show('critical_batch_size')}")
     for index, _, before, after in table.changes:
-        ax.plot(table.xs[index], table.ys["step_time"][index] * ms, "o", color="tab:purple",
-                label=f"{before} -> {after}")
+        ax.plot(table.x_values[index], table.y_values["step_time"][index] * ms, "o",
+                color="tab:purple", label=f"{before} -> {after}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("batch_size [sequence]")
@@ -175,7 +175,8 @@ def cost_vs_batch(given=(), presets=(), low="1 sequence", high="16384 sequence")
     """Cost per token against batch: weight reads amortised down to the compute floor."""
     table = sweep(["cost_per_token"], "batch_size", low, high, 200, True, given, presets)
     fig, ax = _figure(_titled("Cost per token vs batch size", given, presets, "batch_size"))
-    ax.plot(table.xs, table.ys["cost_per_token"] * 1e6, "k-", lw=2, label="cost_per_token")
+    ax.plot(table.x_values, table.y_values["cost_per_token"] * 1e6, "k-", lw=2,
+            label="cost_per_token")
     floor = _try("cost_per_token_floor", given, presets)
     if floor is not None:
         ax.axhline(floor.value("cost_per_token_floor", "USD/token") * 1e6, color="tab:red",
@@ -196,10 +197,10 @@ def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k toke
     table = sweep(["cost_per_token"], "context_length", low, high, 200, True, given, presets)
     fig, ax = _figure(_titled("Cost per token vs context length", given, presets,
                               "context_length"))
-    ax.plot(table.xs, table.ys["cost_per_token"] * 1e6, "k-", lw=2,
+    ax.plot(table.x_values, table.y_values["cost_per_token"] * 1e6, "k-", lw=2,
             label="cost_per_token (chip time)")
     for index, quantity, before, after in table.changes:
-        ax.axvline(table.xs[index], color="tab:purple", lw=1, ls=":",
+        ax.axvline(table.x_values[index], color="tab:purple", lw=1, ls=":",
                    label=f"{quantity}: {before} -> {after}")
     ax.set_xscale("log")
     ax.set_xlabel("context_length [token]")
@@ -210,7 +211,7 @@ def cost_vs_context(given=(), presets=(), sheet: str | None = None, low="1k toke
         from chalk.knowledge.price_sheets import price_sheet
 
         prices = price_sheet(sheet)
-        xs = table.xs
+        xs = table.x_values
         ys = np.full(xs.shape, prices.prices["output"].quantity().to("USD/Mtoken").magnitude)
         if prices.long_context and "output" in prices.long_context:
             threshold = prices.long_context["threshold"].quantity().to("token").magnitude

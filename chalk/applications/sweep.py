@@ -26,25 +26,49 @@ MAX_STEPS = 1_000_000
 
 @dataclass
 class Sweep:
-    """Grid values of the swept pin and of each target, in declared units."""
+    """Grid values of the swept pin and of each target.
+
+    ``xs`` and ``ys[name]`` are pint Quantities (arrays) in each quantity's declared
+    unit; ``x_values`` and ``y_values[name]`` are the same numbers as plain arrays, for
+    code that does its own arithmetic fast. NaN marks a point with no answer
+    (``refusals`` says why).
+    """
 
     over: str
     over_unit: str
-    xs: np.ndarray
+    x_values: np.ndarray
     targets: tuple[str, ...]
     units: dict[str, str]
-    ys: dict[str, np.ndarray]
+    y_values: dict[str, np.ndarray]
     regimes: dict[str, np.ndarray]  # quantity -> label per point
     changes: list[tuple[int, str, str, str]]  # (index, quantity, before, after)
     flags: tuple[str, ...] = ()  # conditions broken at some points (memory_fill > 1)
     gaps: tuple[str, ...] = ()  # runs of points with no solution, and why, in words
     refusals: dict = field(default_factory=dict)  # point index -> the error solve gives there
 
+    @property
+    def xs(self):
+        """The swept pin's grid, a Quantity in its declared unit."""
+        return _quantity(self.x_values, self.over_unit)
+
+    @property
+    def ys(self) -> dict:
+        """Each target (and reported condition) on the grid, a Quantity in its declared
+        unit."""
+        return {t: _quantity(v, self.units[t]) for t, v in self.y_values.items()}
+
+    def __repr__(self) -> str:
+        return (f"Sweep({', '.join(self.targets)} over {self.over}, "
+                f"{len(self.x_values)} points; .text() prints the table)")
+
+    def _repr_markdown_(self) -> str:
+        return "```\n" + self.text() + "\n```"
+
     def rows(self) -> list[dict]:
         out = []
-        for i, x in enumerate(self.xs):
+        for i, x in enumerate(self.x_values):
             row = {self.over: float(x)}
-            row.update({t: float(self.ys[t][i]) for t in self.targets})
+            row.update({t: float(self.y_values[t][i]) for t in self.targets})
             for name, labels in self.regimes.items():
                 row[f"regime:{name}"] = str(labels[i])
             out.append(row)
@@ -76,7 +100,7 @@ class Sweep:
         from chalk.symbolic.printing.numbers import column_scale
 
         model = load_model()
-        columns = [(self.over, self.xs)] + [(t, self.ys[t]) for t in self.targets]
+        columns = [(self.over, self.x_values)] + [(t, self.y_values[t]) for t in self.targets]
         scales = [column_scale(values, model.variables[name].display)
                   for name, values in columns]
         header = [f"{name} [{unit or '1'}]" for (name, _), (unit, _) in zip(columns, scales,
@@ -85,7 +109,7 @@ class Sweep:
         marks = {}
         for i, q, a, b in self.changes:
             marks.setdefault(i, []).append(f"{q}: {a} -> {b}")
-        for i in range(len(self.xs)):
+        for i in range(len(self.x_values)):
             cells = [_num(values[i] * factor)
                      for (_, values), (_, factor) in zip(columns, scales, strict=True)]
             line = "  ".join(f"{c:>24}" for c in cells)
@@ -95,6 +119,13 @@ class Sweep:
         lines.extend(f"flag: {text}" for text in self.flags)
         lines.extend(f"no solution: {text}" for text in self.gaps)
         return "\n".join(lines)
+
+
+def _quantity(values: np.ndarray, unit: str):
+    from chalk.symbolic.parsing import parse_unit_cached
+    from chalk.symbolic.units import ureg
+
+    return ureg.Quantity(values, parse_unit_cached(unit) if unit not in ("", "1") else "")
 
 
 def _num(x: float) -> str:
@@ -124,7 +155,8 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     Returns
     -------
     Sweep
-        ``xs`` and ``ys[target]`` in the quantities' declared units, the active side of
+        ``xs`` and ``ys[target]`` as Quantities in the declared units (``x_values`` and
+        ``y_values[target]`` as plain arrays), the active side of
         each ``max(...)`` per point (``regimes``), the indices where it changes
         (``changes``), and a line per condition broken somewhere (``flags``);
         ``text()`` and ``to_csv()`` print it.

@@ -183,7 +183,7 @@ def tier_costs(kv_bytes_per_token: str, tiers: list[str] | None = None,
                           presets=[preset(name)])
         except UnderdeterminedError:
             continue  # a tier without a price in the data
-        curves[name] = table.ys["tier_cost_per_token"]
+        curves[name] = table.y_values["tier_cost_per_token"]
     if remat is not None:
         value = solve("remat_cost_per_token", given=remat, presets=presets).value(
             "remat_cost_per_token")

@@ -331,14 +331,14 @@ def sweep_columns(table, limit: int = 25) -> tuple[list[str], list[list[str]], l
     largest value, and in one number format (scientific for the whole column when
     any of its cells would need it).
     """
-    columns = [(table.over, table.over_unit, table.xs)]
-    columns += [(t, table.units[t], table.ys[t]) for t in table.targets]
+    columns = [(table.over, table.over_unit, table.x_values)]
+    columns += [(t, table.units[t], table.y_values[t]) for t in table.targets]
     headers, cells = [], []
     for name, unit_text, values in columns:
         header, shown = _column(name, unit_text, [float(v) for v in values])
         headers.append(header)
         cells.append(shown)
-    count = len(table.xs)
+    count = len(table.x_values)
     sides = {i for index, *_ in table.changes for i in (index - 1, index) if i >= 0}
     shown = range(count) if count <= limit else sorted(
         set(range(0, count, max(1, count // limit))) | {count - 1} | sides)

@@ -137,8 +137,8 @@ def test_sweep_marks_the_regime_change_at_the_crossover():
     expected = T_WEIGHT / (T_COMPUTE_PER_SEQ - t_kv_per_seq(1000))
     [(index, quantity, before, after)] = table.changes
     assert (quantity, before, after) == ("step_time", "memory-bound", "compute-bound")
-    assert table.xs[index - 1] < expected <= table.xs[index]
-    assert all(math.isfinite(y) for y in table.ys["step_time"])
+    assert table.x_values[index - 1] < expected <= table.x_values[index]
+    assert all(math.isfinite(y) for y in table.y_values["step_time"])
     csv_text = table.to_csv()
     assert csv_text.splitlines()[0] == "batch_size,step_time,regime:step_time"
 
@@ -239,8 +239,8 @@ def test_sweep_flags_the_batches_that_do_not_fit():
     found = sweep("step_time", "batch_size", "1000 sequence", "8000 sequence", steps=8,
                   given=pins, presets=presets)
     assert found.targets == ("step_time", "memory_fill", "weight_fill")
-    fills = (DSV3_WEIGHTS + found.xs * DSV3_KV) / 32 / 80e9
-    assert found.ys["memory_fill"] == pytest.approx(fills, rel=1e-9)
+    fills = (DSV3_WEIGHTS + found.x_values * DSV3_KV) / 32 / 80e9
+    assert found.y_values["memory_fill"] == pytest.approx(fills, rel=1e-9)
     # 5,000 .. 8,000 sequences are above the 4,333 that fit
     (flag,) = found.flags
     assert flag.startswith("memory_fill is above 1 at 4 of 8 points (batch_size 5,000 "
@@ -254,7 +254,7 @@ def test_sweep_flag_shows_the_bound_with_its_unit():
     # at 10 token/s it is 0.2 sequence, at 177.8 token/s already 3.6
     found = sweep("batch_size", "tokens_per_second", "10 token/s", "1e6 token/s", steps=5,
                   log=True, given={"step_time": "20 ms"})
-    assert found.ys["batch_size"][0] == pytest.approx(10 * 0.020)
+    assert found.y_values["batch_size"][0] == pytest.approx(10 * 0.020)
     (flag,) = found.flags
     assert flag.startswith("batch_size is below 1 sequence at 1 of 5 points "
                            "(tokens_per_second 10 token/s): a batch holds whole sequences")

@@ -21,7 +21,7 @@ def table():
 
 def test_a_point_without_a_solution_says_why():
     t = table()
-    assert t.ys["batch_size"][0] != t.ys["batch_size"][0]  # NaN at 1 ms
+    assert t.y_values["batch_size"][0] != t.y_values["batch_size"][0]  # NaN at 1 ms
     assert len(t.gaps) == 1
     gap = t.gaps[0]
     assert gap.startswith("step_time = 1 ms (1 of 6 points)")
