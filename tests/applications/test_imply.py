@@ -181,11 +181,14 @@ def test_comparison_table_rows_worked_by_hand():
     gemini, deepseek = rows["gemini_2_5_pro"], rows["deepseek_v3_chat"]
     assert gemini["output/input"] == "8"  # 10 / 1.25
     assert gemini["decode util."] == "0.125"
-    assert gemini["KV byte/token"] == "3,333"  # 100e9 x 2 / (300 x 200k)
+    assert gemini["KV byte/token"] == "3,333 (step)"  # 100e9 x 2 / (300 x 200k)
     # 4.5 USD/Mtoken/hour over 3,333.3 byte/token = 1.35e-9 USD/byte/h = 1.35 USD/GB/h
-    assert gemini["cache USD/GB/h"] == "1.35"
+    assert gemini["cache USD/GB/h"] == "1.35 (storage)"
     assert deepseek["output/input"] == "4.074"  # 1.10 / 0.27
-    assert deepseek["KV byte/token"] == "-"  # no long-context tier
+    # no long-context tier: the row's KV is the one its tier verdict uses, the preset's
+    # MLA latent (512 + 64) x 61 layers x 2 bytes
+    assert deepseek["KV byte/token"] == f"{(512 + 64) * 61 * 2:,} (deepseek_v3)"
+    assert deepseek["cache USD/GB/h"] == "free storage"
     assert deepseek["tier"] == "dram/flash/disk"
 
 
