@@ -169,9 +169,12 @@ def implied_tier_figure(implications: Sequence[Implication]):
     points = []
     for imp in implications:
         for d in imp.deductions:
-            if d.key == "cache" and d.solution is not None:
-                points.append((f"{imp.sheet.id}\n{d.title.rsplit('(', 1)[-1].rstrip(')')}",
-                               d.solution.value("cache_price_per_byte_hour", "USD/GB/hour")))
+            # a free-storage or read-only verdict has no price to place
+            if d.key == "cache" and d.solution is not None \
+                    and "cache_price_per_byte_hour" in d.solution.derivation.values:
+                points.append((f"{imp.sheet.id}\n{d.details['holding']}",
+                               central(d.solution, "cache_price_per_byte_hour",
+                                       "USD/GB/hour")))
     fig, ax = plt.subplots(figsize=(9, 1.5 + 0.45 * max(1, len(points))))
     tier_bands(ax)
     for i, (_, value) in enumerate(points):

@@ -317,7 +317,7 @@ def imply(sheet: str | PriceSheet, given: Iterable[str] | Mapping[str, object] =
     deductions = [*_long_context(ctx), _decode(ctx)]
     kv = _kv_source(ctx, deductions[0])
     deductions.extend(_cache(ctx, kv))
-    floor = _floor(ctx)
+    floor = _floor(ctx)  # first: it states the chip assumption the cache reads share
     deductions.extend(_cache_read(ctx))
     deductions.append(floor)
     deductions.extend(_batch(ctx))

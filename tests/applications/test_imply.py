@@ -253,9 +253,10 @@ def test_each_cache_number_names_the_price_it_comes_from():
 
 
 def test_the_table_and_the_atlas_show_the_same_named_cache_price():
+    from chalk.knowledge.price_sheets import price_sheet
+
     from chalk.applications.atlas import atlas
     from chalk.applications.comparison import compare
-    from chalk.knowledge.price_sheets import price_sheet
 
     row = compare(["claude_opus_4_6"]).rows()[0]
     # the shortest-hold write: (6.25 - 5) USD/Mtoken over 5/60 hour = 15 USD/Mtoken/hour,
@@ -377,3 +378,24 @@ def test_a_batch_ratio_that_is_no_discount_is_refused(tmp_path, run_cli):
     status, out, err = run_cli("imply", str(sheet))
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and "batch.price_ratio" in err and "fast_mode" in err
+
+
+def test_the_shipped_batch_discount_is_sourced_and_dated():
+    from chalk.knowledge.price_sheets import price_sheet
+
+    ratio = price_sheet("gemini_2_5_pro").batch["price_ratio"]
+    # the sheet's note records "Batch -50%": the batch price is 0.5 x the standard one
+    assert ratio.value == pytest.approx(0.5)
+    assert ratio.source.startswith("https://ai.google.dev/gemini-api/docs/pricing")
+    assert "2025" in ratio.date
+
+
+def test_the_tier_plot_places_only_priced_caches(run_cli, tmp_path):
+    # gpt_5_4 has a read price alone and deepseek_v3_chat free storage: tier verdicts with
+    # no price per GB-hour to place; claude_opus_4_6 has two writes, one point each
+    from chalk.applications.comparison import compare, implied_tier_figure
+
+    figure = implied_tier_figure(compare(["gpt_5_4", "deepseek_v3_chat",
+                                          "claude_opus_4_6"]).implications)
+    labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+    assert labels == ["claude_opus_4_6\n5 min write", "claude_opus_4_6\n1 hour write"]
