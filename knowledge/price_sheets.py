@@ -1,8 +1,9 @@
 """API price sheets: loading and validating them (the shipped ones or a user's YAML).
 
 A sheet has standard prices, optionally a long-context tier, cache-write prices
-by hold time and a faster tier. Every price keeps the source and date of the
-sheet or of its section. The format is documented in ``docs/PRICE_SHEETS.md``.
+by hold time, a faster (priority) tier and a cheaper batch tier. Every price keeps
+the source and date of the sheet or of its section. The format is documented in
+``docs/PRICE_SHEETS.md``.
 
 Shipped sheets must name a source and a date; a user's own sheet may leave them
 out, and its prices are then marked :data:`UNSOURCED` and :data:`UNDATED`.
@@ -23,10 +24,11 @@ from chalk.symbolic.symbols import NAME_PATTERN
 from chalk.symbolic.units import ureg
 
 _SHEET_KEYS = {"id", "provider", "model", "source", "date", "note", "prices", "long_context",
-               "cache_writes", "fast_mode", "preset"}
+               "cache_writes", "fast_mode", "batch", "preset"}
 _PRICE_KEYS = {"input", "output", "cache_read", "cache_storage"}
 _LONG_KEYS = {"threshold", "input", "output", "cache_read"}
 _FAST_KEYS = {"price_ratio", "speedup"}
+_BATCH_KEYS = {"price_ratio"}
 _META = {"source", "date", "note"}
 _WRITE_KEYS = {"hold_time", "price"}
 
@@ -55,6 +57,7 @@ class PriceSheet:
     long_context: Mapping[str, Fact] = field(default_factory=dict)
     cache_writes: tuple[CacheWrite, ...] = ()
     fast_mode: Mapping[str, Fact] = field(default_factory=dict)
+    batch: Mapping[str, Fact] = field(default_factory=dict)  # a cheaper, slower tier
     preset: str = ""  # the shipped model preset of an open-weight model, if there is one
 
     @property
@@ -175,6 +178,14 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
             _checked(read_fact(item["price"], path, ident, price_field, scope), path, ident,
                      price_field)))
     fast = _section(raw.get("fast_mode"), _FAST_KEYS, path, ident, "fast_mode", inherited)
+    batch = _section(raw.get("batch"), _BATCH_KEYS, path, ident, "batch", inherited)
+    if batch and "price_ratio" not in batch:
+        raise DataError(path, ident, "batch.price_ratio", "missing")
+    if batch and batch["price_ratio"].value >= 1:
+        raise DataError(path, ident, "batch.price_ratio",
+                        f"{batch['price_ratio'].text!r} is not a discount; a batch tier's "
+                        "price over the standard one is below 1 (e.g. 0.5 for -50%); a "
+                        "dearer, faster tier goes under fast_mode")
     model_preset = text.get("preset", "")
     if model_preset:
         from chalk.knowledge.presets import all_presets
@@ -188,7 +199,7 @@ def read_sheet(raw, path: str, index: int = 0, personal: bool = False) -> PriceS
                                                    + hint)
     return PriceSheet(ident, text["provider"], text["model"], inherited["source"],
                       inherited["date"], text.get("note", ""), prices, long_context,
-                      tuple(writes), fast, model_preset)
+                      tuple(writes), fast, batch, model_preset)
 
 
 def read_sheets(path: Path, personal: bool = False) -> dict[str, PriceSheet]:

@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 from chalk.applications.fit import FitResult, fit
+from chalk.applications.imply import headline_holding
 from chalk.knowledge.price_sheets import PriceSheet, shipped_sheets
 from chalk.symbolic.printing.numbers import format_number
 
@@ -57,6 +58,7 @@ class AtlasRow:
     kv: tuple[float, float, float] | None = None  # byte/token: value, low, high
     kv_true: float | None = None  # from a model preset's architecture (bf16 cache)
     storage: tuple[float, float, float] | None = None  # USD/GB/hour at kv, high kv, low kv
+    storage_from: str = ""  # the holding it is priced from (imply's label: storage, 5 min write)
     tier: str = "-"
     free_storage: bool = False
 
@@ -74,7 +76,7 @@ class AtlasRow:
             "decode util. (provider)": span(self.decode),
             "KV byte/token (90%)": span(self.kv, 4) if self.kv else "-",
             "true KV": format_number(self.kv_true, 4) if self.kv_true else "-",
-            "cache USD/GB/h": (span(self.storage) if self.storage
+            "cache USD/GB/h": (f"{span(self.storage)} ({self.storage_from})" if self.storage
                                else "free" if self.free_storage else "-"),
             "tier": self.tier,
         }
@@ -116,7 +118,10 @@ class Atlas:
         lines += ["", "columns: z is the sheet's ratio against its provider's fit in standard "
                   "deviations; KV from the long-context step; true KV from the model's "
                   "architecture where it is public; cache price per GB of KV per hour at the "
-                  "fitted KV (interval from the KV interval); tier from the cache verdict"]
+                  "fitted KV (interval from the KV interval), from the storage price where the "
+                  "sheet charges one, else its shortest-hold write, as in chalk imply's table "
+                  "(named in the cell); tier from the cache verdict, on the read price alone "
+                  "where the sheet prices no storage or write"]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -228,6 +233,8 @@ def atlas(sheets: list[PriceSheet] | None = None) -> Atlas:
         row.free_storage = storage is not None and storage.value == 0
         if kv_bytes:
             row.storage, row.tier = _tier(s, row.kv or (kv_bytes, kv_bytes, kv_bytes))
+            holding = headline_holding(s)
+            row.storage_from = holding.short if holding is not None else ""
         rows.append(row)
     notes = [f"{f.title}: {n}" for f in (decode, kv) for n in f.notes
              if n.startswith("the observations scatter")]
@@ -250,23 +257,22 @@ def _tier(sheet: PriceSheet, kv: tuple[float, float, float]):
     storage = sheet.prices.get("cache_storage")
     read = sheet.prices.get("cache_read")
     read_price = _usd_per_mtoken(read) if read is not None else None
+    free = storage is not None and storage.value == 0
     per_token_hour, hold = None, None  # USD per token per hour, seconds
-    if storage is not None and storage.value > 0:
+    holding = headline_holding(sheet)  # the one chalk imply's table shows
+    if holding is not None and holding.write is None:
         per_token_hour = _usd_per_mtoken(storage) / 1e6 * 3600
-    elif sheet.cache_writes:
-        write = sheet.cache_writes[0]  # the shortest hold the sheet prices first
-        from chalk.symbolic.parsing import parse_unit_cached
-        from chalk.symbolic.units import base_factor
-
-        hold = write.hold_time.value * base_factor(parse_unit_cached(write.hold_time.unit))
-        premium = _usd_per_mtoken(write.price) - _usd_per_mtoken(sheet.prices["input"])
+    elif holding is not None:
+        hold = holding.hold_s
+        premium = _usd_per_mtoken(holding.write.price) - _usd_per_mtoken(sheet.prices["input"])
         per_token_hour = premium / 1e6 / (hold / 3600)
-    if per_token_hour is None and not (storage is not None and storage.value == 0):
+    if per_token_hour is None and not free and read_price is None:
         return None, "-"
     verdicts = []
     for size in kv:
         spans = kind_spans(tier_table(), size)
-        price = per_token_hour / size * 1e9 if per_token_hour else 0.0
+        price = (per_token_hour / size * 1e9 if per_token_hour
+                 else 0.0 if free else None)  # None: a read price alone
         verdicts.append(tier_verdict(spans, price, hold, read_price, size))
     main = verdicts[0]
     tier = main.favoured or "/".join(main.kinds) or "none"

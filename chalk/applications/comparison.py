@@ -8,7 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chalk.applications.cache_verdict import kind_spans
-from chalk.applications.imply import Implication, imply, in_unit
+from chalk.applications.imply import (
+    KV_FROM_STEP,
+    Deduction,
+    Implication,
+    central,
+    headline_holding,
+    imply,
+    in_unit,
+)
 from chalk.knowledge.price_sheets import PriceSheet
 from chalk.symbolic.printing.numbers import format_number
 
@@ -36,6 +44,29 @@ class Comparison:
             out.append(row)
         return out
 
+    def notes(self) -> list[str]:
+        """Per sheet, where its row's KV size and cache price come from when a reader
+        could take them for something else."""
+        out = []
+        for imp in self.implications:
+            cache = row_cache(imp)
+            if cache is None or cache.solution is None:
+                continue
+            used = central(cache.solution, "kv_bytes_per_token", "byte/token")
+            step = imp.deduction("kv")
+            line = (f"{imp.sheet.id}: cache price from {cache.details['priced_from']}"
+                    if "priced_from" in cache.details
+                    else f"{imp.sheet.id}: tier from the cache-read price "
+                         f"({cache.details['holding']})")
+            line += f", at KV {format_number(used, 4)} byte/token from {cache.details['kv_from']}"
+            if step is not None and step.solution is not None \
+                    and cache.details["kv_from"] != KV_FROM_STEP:
+                implied = central(step.solution, "kv_bytes_per_token", "byte/token")
+                line += (f" (the long-context step implies {format_number(implied, 4)} "
+                         "byte/token; the row uses the size its pins and presets give)")
+            out.append(line)
+        return out
+
     def text(self) -> str:
         rows = self.rows()
         headers = ["sheet", *[c for c, _, _ in self.COLUMNS]]
@@ -45,34 +76,67 @@ class Comparison:
         for r in rows:
             lines.append("  ".join(r[h].ljust(widths[h]) for h in headers))
         lines.append("")
-        lines.append("- : not deduced from that sheet (chalk imply SHEET says why); tier: the "
-                     "memory tier the cache prices point to; input/floor: input price over the "
-                     "compute floor on the assumed chip")
+        lines.append("- : not deduced from that sheet (chalk imply SHEET says why); KV: the size "
+                     "the row's cache price and tier use, and where it comes from; cache: from "
+                     "the storage price where the sheet charges one, else its shortest-hold "
+                     "write (named); tier: the memory tier the cache prices point to; "
+                     "input/floor: input price over the compute floor on the assumed chip")
+        lines.extend(self.notes())
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        return {"rows": self.rows(), "sheets": [imp.to_dict() for imp in self.implications]}
+        return {"rows": self.rows(), "notes": self.notes(),
+                "sheets": [imp.to_dict() for imp in self.implications]}
+
+
+def row_cache(imp: Implication) -> Deduction | None:
+    """The cache deduction a one-row summary shows: the sheet's headline holding
+    (:func:`~chalk.applications.imply.headline_holding`), else its free-storage or
+    read-only verdict."""
+    done = [d for d in imp.deductions if d.key == "cache" and d.solution is not None]
+    headline = headline_holding(imp.sheet)
+    wanted = headline.short if headline is not None else None
+    return next((d for d in done if wanted is None or d.details.get("holding") == wanted),
+                None)
+
+
+def _kv_cell(imp: Implication) -> str:
+    cache = row_cache(imp)
+    if cache is not None:
+        origin = cache.details["kv_from"]
+        value = central(cache.solution, "kv_bytes_per_token", "byte/token")
+    else:
+        step = imp.deduction("kv")
+        if step is None or step.solution is None:
+            return "-"
+        origin, value = KV_FROM_STEP, central(step.solution, "kv_bytes_per_token", "byte/token")
+    tag = "step" if origin == KV_FROM_STEP else origin
+    return f"{format_number(value, 4)} ({tag})"
 
 
 def _cell(imp: Implication, key: str, target: str | None, column: str) -> str:
-    deductions = [d for d in imp.deductions if d.key == key and d.solution is not None]
+    if column == "KV byte/token":
+        return _kv_cell(imp)
     if key == "cache":
-        deductions = [d for d in imp.deductions if d.key == "cache" and not d.skipped]
-    if not deductions:
+        d = row_cache(imp)
+        if d is None:
+            return "-"
+        if column == "tier":
+            verdict = d.details.get("verdict", {})
+            return verdict.get("favoured") or "/".join(verdict.get("kinds", ())) or "none"
+        if target not in d.solution.derivation.values:
+            return d.details["holding"]  # free storage or a read price alone: no price to show
+        return f"{central(d.solution, target, 'USD/GB/hour'):.3g} ({d.details['holding']})"
+    d = imp.deduction(key)
+    if d is None or d.solution is None:
         return "-"
-    d = deductions[-1] if key == "cache" else deductions[0]
-    if column == "tier":
-        verdict = d.details.get("verdict", {})
-        return verdict.get("favoured") or "/".join(verdict.get("kinds", ())) or "-"
     if column == "input/floor":
-        floor = d.solution.value("cost_per_token_floor", "USD/token")
+        floor = central(d.solution, "cost_per_token_floor", "USD/token")
         price = in_unit(imp.sheet.prices["input"], "USD/token")
         return f"{price / floor:.3g}"
-    if d.solution is None or target not in d.solution.derivation.values:
+    if target not in d.solution.derivation.values:
         return "-"
-    if target == "cache_price_per_byte_hour":
-        return f"{d.solution.value(target, 'USD/GB/hour'):.3g}"
-    return format_number(d.solution.value(target), 4)
+    return format_number(central(d.solution, target), 4)
 
 
 def compare(sheets: Sequence[str | PriceSheet], given=(), presets=()) -> Comparison:
@@ -105,9 +169,12 @@ def implied_tier_figure(implications: Sequence[Implication]):
     points = []
     for imp in implications:
         for d in imp.deductions:
-            if d.key == "cache" and d.solution is not None:
-                points.append((f"{imp.sheet.id}\n{d.title.rsplit('(', 1)[-1].rstrip(')')}",
-                               d.solution.value("cache_price_per_byte_hour", "USD/GB/hour")))
+            # a free-storage or read-only verdict has no price to place
+            if d.key == "cache" and d.solution is not None \
+                    and "cache_price_per_byte_hour" in d.solution.derivation.values:
+                points.append((f"{imp.sheet.id}\n{d.details['holding']}",
+                               central(d.solution, "cache_price_per_byte_hour",
+                                       "USD/GB/hour")))
     fig, ax = plt.subplots(figsize=(9, 1.5 + 0.45 * max(1, len(points))))
     tier_bands(ax)
     for i, (_, value) in enumerate(points):
