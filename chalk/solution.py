@@ -20,6 +20,7 @@ from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import monomial_text
 from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.printing.readable import Readable
 from chalk.symbolic.units import Q_
 
 
@@ -250,8 +251,8 @@ class Outcome:
         return self.solution
 
 
-@dataclass(frozen=True)
-class Explanation:
+@dataclass(frozen=True, repr=False)
+class Explanation(Readable):
     """The plan for a question, before any number is computed."""
 
     model: Model

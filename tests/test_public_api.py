@@ -139,3 +139,26 @@ def test_arguments_given_as_generators_are_read_once():
                            (g for g in ["hbm_capacity=288 GB", "hbm_bandwidth=20 TB/s"]),
                            presets=iter(()), drop=iter(()), samples=100, seed=2**40)
     assert solution.value("hbm_drain_time", "ms") == pytest.approx(14.4, rel=1e-12)
+
+
+def test_every_result_prints_a_short_repr_and_its_text_in_a_notebook():
+    # issue 25: results printed as their dataclass fields (pages of arrays and models)
+    drain = {"hbm_capacity": "288 GB", "hbm_bandwidth": "20 TB/s"}
+    results = [
+        chalk.explain("hbm_drain_time", given={"hbm_capacity": "288 GB"}),
+        chalk.imply("gemini_2_5_pro"),
+        chalk.compare(["gemini_2_5_pro"]),
+        chalk.tier_costs("3333 byte/token"),
+        chalk.tier_table(),
+        chalk.compute_optimal(1e24),
+        chalk.sweep("hbm_drain_time", "hbm_capacity", "288 GB", "576 GB", 2,
+                    given={"hbm_bandwidth": "20 TB/s"}),
+        chalk.Question("hbm_drain_time", drain),
+        chalk.Question("hbm_drain_time", drain)(),
+        chalk.solve("hbm_drain_time", drain),
+    ]
+    for result in results:
+        shown = repr(result)
+        assert len(shown) <= 200 and "\n" not in shown, type(result).__name__
+        assert type(result).__name__ in shown
+        assert result._repr_markdown_().strip()

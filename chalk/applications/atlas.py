@@ -30,6 +30,7 @@ from chalk.applications.fit import FitResult, fit
 from chalk.applications.imply import headline_holding
 from chalk.knowledge.price_sheets import PriceSheet, shipped_sheets
 from chalk.symbolic.printing.numbers import format_number
+from chalk.symbolic.printing.readable import Readable
 
 RATIO_SIGMA = 0.1  # sd of ln(output/input price ratio) about the provider's cost ratio
 STEP_SIGMA = 0.35  # sd of ln(threshold / crossover): a step near the crossover, not at it
@@ -82,8 +83,8 @@ class AtlasRow:
         }
 
 
-@dataclass
-class Atlas:
+@dataclass(repr=False)
+class Atlas(Readable):
     """The atlas: per-sheet rows, and the two fits behind them."""
 
     rows: list[AtlasRow]

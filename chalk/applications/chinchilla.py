@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from chalk.applications.optimize import Curve, minimize_in_log
 from chalk.symbolic.errors import BeyondSearch, NoSolution
+from chalk.symbolic.printing.readable import Readable
 
 
-@dataclass
-class Optimum:
+@dataclass(repr=False)
+class Optimum(Readable):
     params: float
     tokens: float
     loss: float
@@ -28,6 +29,9 @@ class Optimum:
     @property
     def tokens_per_param(self) -> float:
         return self.tokens / self.params
+
+    def text(self) -> str:
+        return self.line()
 
     def line(self) -> str:
         return (f"{self.label}: N = {self.params:.4g} param, D = {self.tokens:.4g} token "
@@ -76,8 +80,8 @@ def compute_optimal(compute_flops: float, fit: str = "besiroglu2024",
                    f"compute-optimal ({fit})")
 
 
-@dataclass
-class Lifetime:
+@dataclass(repr=False)
+class Lifetime(Readable):
     optimum: Optimum
     heuristic: Optimum
     fit: str

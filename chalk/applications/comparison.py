@@ -19,10 +19,11 @@ from chalk.applications.imply import (
 )
 from chalk.knowledge.price_sheets import PriceSheet
 from chalk.symbolic.printing.numbers import format_number
+from chalk.symbolic.printing.readable import Readable
 
 
-@dataclass
-class Comparison:
+@dataclass(repr=False)
+class Comparison(Readable):
     """Several sheets side by side: one row per sheet, one column per deduction."""
 
     implications: list[Implication]

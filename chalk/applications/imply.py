@@ -26,6 +26,7 @@ from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.parsing import parse_unit_cached
 from chalk.symbolic.printing.numbers import format_display, format_gap
 from chalk.symbolic.printing.quantities import format_quantity
+from chalk.symbolic.printing.readable import Readable
 
 DEFAULT_ACTIVE = ("active_params", "100e9 param",
                   "assumed: the lecture's guess for a frontier model (1:31:27-1:31:38)")
@@ -83,8 +84,8 @@ class Deduction:
         return out
 
 
-@dataclass
-class Implication:
+@dataclass(repr=False)
+class Implication(Readable):
     """What one price sheet implies: the assumptions in force and each deduction."""
 
     sheet: PriceSheet

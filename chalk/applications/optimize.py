@@ -19,6 +19,7 @@ from chalk.compiled import Options, compile_question
 from chalk.solvers.pinning.pins import parse_given, read_value
 from chalk.symbolic.errors import BeyondSearch, ChalkError, NoSolution, UsageError
 from chalk.symbolic.printing.quantities import describe_dimension, format_quantity
+from chalk.symbolic.printing.readable import Readable
 
 GRID = 400
 
@@ -142,8 +143,8 @@ def _comparable(model, first: str, second: str) -> None:
                          "the same dimension")
 
 
-@dataclass
-class Crossover:
+@dataclass(repr=False)
+class Crossover(Readable):
     """Where two quantities are equal as a third varies."""
 
     first: str
@@ -222,8 +223,8 @@ def crossover(first: str, second: str, over: str, low, high, given=(), presets=(
     return Crossover(curve.names[0], curve.names[1], curve.over, roots, shown, notes)
 
 
-@dataclass
-class CheapestBatch:
+@dataclass(repr=False)
+class CheapestBatch(Readable):
     batch: float
     cost: float
     step_time: float
@@ -354,8 +355,8 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
                          active, shown, _flags_at(curve, v))
 
 
-@dataclass
-class LargestBatch:
+@dataclass(repr=False)
+class LargestBatch(Readable):
     """The largest batch the chips' HBM holds (and the latency budget allows, if any)."""
 
     batch: float
@@ -425,8 +426,8 @@ def largest_batch(given=(), presets=(), latency_budget=None,
     return LargestBatch(batch, float(v["step_time"][0]), active, shown)
 
 
-@dataclass
-class FastMode:
+@dataclass(repr=False)
+class FastMode(Readable):
     feasible: bool
     batch: float | None
     batch_fast: float | None

@@ -10,6 +10,7 @@ import numpy as np
 
 from chalk.symbolic.errors import UnderdeterminedError
 from chalk.symbolic.printing.quantities import format_quantity, format_seconds
+from chalk.symbolic.printing.readable import Readable
 from chalk.symbolic.units import ureg
 
 
@@ -68,7 +69,12 @@ class TierTable(tuple):
         return self.text()
 
     def __repr__(self) -> str:
-        return f"TierTable({len(self)} tiers: {', '.join(row.name for row in self)})"
+        if not self:
+            return "<TierTable: no tiers>"
+        first, last = self[0], self[-1]
+        return (f"<TierTable: {len(self)} tiers, {first.name} (drains in "
+                f"{format_seconds(first.drain_time_s)}) to {last.name} "
+                f"({format_seconds(last.drain_time_s)}); .text() prints them>")
 
     def _repr_markdown_(self) -> str:
         lines = ["| " + " | ".join(_HEADINGS) + " |", "|" + "---|" * len(_HEADINGS)]
@@ -109,8 +115,8 @@ def tier_table() -> TierTable:
     return TierTable(sorted(rows, key=lambda r: r.drain_time_s))
 
 
-@dataclass
-class TierCosts:
+@dataclass(repr=False)
+class TierCosts(Readable):
     """Cost of keeping one token's KV for each hold time, per tier, and where the
     cheapest option changes."""
 

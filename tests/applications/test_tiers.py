@@ -32,7 +32,8 @@ def test_the_table_prints_one_line_per_tier_fastest_first():
     drains = [row.drain_time_s for row in table]
     assert drains == sorted(drains)
     assert str(table) == table.text()
-    assert repr(table).startswith(f"TierTable({len(table)} tiers: ")
+    assert repr(table).startswith(f"<TierTable: {len(table)} tiers, tier_hbm_tpu_v5e (drains "
+                                  "in 19.54 ms)")
 
 
 def test_the_markdown_form_is_a_table_with_a_row_per_tier():

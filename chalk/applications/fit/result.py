@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from chalk.symbolic.printing.quantities import format_quantity, format_unit
+from chalk.symbolic.printing.readable import Readable
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,8 @@ class Residual:
                 "value": self.text, "source": self.source, "date": self.date}
 
 
-@dataclass(frozen=True)
-class FitResult:
+@dataclass(frozen=True, repr=False)
+class FitResult(Readable):
     """A fit's outcome (:func:`chalk.fit`)."""
 
     title: str
