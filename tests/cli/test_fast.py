@@ -399,3 +399,22 @@ def test_what_could_follow_from_a_typed_number_still_keeps_the_question_out(run_
     # bytes come out 0) keeps the question out until notes say what they depend on
     assert run_cli(*DEEPSEEK_CRITICAL, "--given", "hbm_bandwidth=4 TB/s")[0] == 0
     assert list(folder.iterdir()) == []
+
+
+def test_an_entry_holds_the_trees_that_ran_to_the_bit(run_cli, folder):
+    # replaying the stored trees at the stored pins gives the full solve's own values,
+    # bit for bit: the cache holds what the engine evaluated, not a re-derivation
+    from chalk.symbolic.ir import evaluate_ir
+
+    from chalk import api
+
+    assert run_cli(*LLAMA_STEP)[0] == 0
+    entry = json.loads(_entry(folder).read_text())
+    solved = api.solve(["step_time"], [a for a in LLAMA_STEP if "=" in a],
+                       ["h100", "bf16", "llama_3_1_70b"]).derivation.values
+    env = {name: solved[name] for name in solved if name not in
+           {step["variable"] for step in entry["steps"]}}
+    assert entry["steps"]
+    for step in entry["steps"]:
+        env[step["variable"]] = evaluate_ir(step["ir"], env)
+        assert env[step["variable"]] == solved[step["variable"]], step["variable"]
