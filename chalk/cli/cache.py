@@ -27,8 +27,9 @@ from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
 
-FORMAT = 4  # bump when the layout of an entry changes (2: the digest; 3: counts; 4: notes
-#            as kind and data)
+FORMAT = 5  # bump when the layout of an entry changes (2: the digest; 3: counts; 4: notes
+#            as kind and data; 5: steps as trees of every form the engine compiles,
+#            chalk.symbolic.ir)
 _SUFFIXES = (".py", ".txt", ".yaml", ".toml")
 _PACKAGES = ("chalk", "chalk.symbolic", "chalk.knowledge", "chalk.solvers")
 _TRUTHY = ("1", "true", "yes", "on")

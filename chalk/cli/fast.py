@@ -9,11 +9,18 @@ the new numbers and renders it with the same :class:`~chalk.solvers.records.deri
 as the full solver, so the output is the same to the byte.
 
 Only questions whose answer cannot depend on the numbers in any other way are stored:
-straight-line closed forms (one root; sums, products and quotients without subtraction,
-so no conditioning note; a max() only evaluated forwards, its regime chosen again from
-the numbers), no ranges, no stated targets, no placeholders, no pin that could give way
-to another. At replay, a value outside its quantity's bounds or beyond :data:`MAGNITUDE`,
-a failed cross-check, an entry whose digest does not match or whose layout is not one
+where a step reads a number the user typed, a straight-line closed form (one root; sums,
+products and quotients without subtraction, so no conditioning note; a max() only
+evaluated forwards, its regime chosen again from the numbers); no ranges, no stated
+targets, no placeholders, no pin that could give way to another. A step that reads only
+what the presets and conventions give computes the same value at every replay, so any
+closed form the solver took there is stored (a model's size from its architecture, with
+its differences of layer counts); and a question with no number typed at all (presets
+alone) is a constant of its key, notes included. Each step is stored as the tree
+(:mod:`chalk.symbolic.ir`) the engine itself compiled and ran.
+
+At replay, a value outside its quantity's bounds or beyond :data:`MAGNITUDE`, a failed
+cross-check, an entry whose digest does not match or whose layout is not one
 :func:`remember` writes, or any text the cache cannot read hands the question to the full
 solver, which then gives the answer or the error in its own words: a cached answer is
 exactly the full solver's answer, or there is none.
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass
 
 from chalk.cli import cache
@@ -124,7 +132,9 @@ def answer(argv: list[str]) -> str | None:
     if entry is None or any(type(entry.get(k)) is not t for k, t in _LAYOUT.items()):
         return None
     try:
-        return _replay(entry, args)
+        with warnings.catch_warnings():  # numpy's overflow warnings: the checks decide
+            warnings.simplefilter("ignore")
+            return _replay(entry, args)
     except _UNFIT:
         return None  # an entry that does not fit these numbers: solve in full
 
@@ -244,6 +254,30 @@ def _number_free(note: Note) -> bool:
             or (note.kind is Kind.YIELDED and note.data["zero"] is True))
 
 
+def _varying(records, given: list[str]) -> set[str]:
+    """The quantities whose values follow from a number the user typed: the given pins
+    and every step that reads one, in the order the steps ran. The rest are the same
+    at every replay of the entry."""
+    varying = set(given)
+    for record in records:
+        if varying.intersection(record.inputs):
+            varying.update(record.variables)
+    return varying
+
+
+def _one_way(relation, name: str, expression) -> bool:
+    """Whether solving ``relation`` for ``name`` can only go one way whatever the
+    numbers: a single closed form, without guards, regimes or a note, and with nothing
+    to cancel (so no conditioning note either)."""
+    from chalk.solvers.execution.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
+
+    solved = solve_relation(relation, name, DEFAULT_TIMEOUT)
+    (candidate, *others) = solved.candidates or (None,)
+    return not (others or candidate is None or solved.numeric or solved.note
+                or candidate.guards or candidate.regime
+                or not _cancellation_free(expression))
+
+
 def remember(args, solution) -> bool:
     """Store a solved question for :func:`answer`, if its answer can only depend on the
     numbers through straight-line closed forms; True if stored."""
@@ -261,7 +295,6 @@ def remember(args, solution) -> bool:
 
 def _freeze(args, question: dict, solution) -> dict | None:
     from chalk.solvers.execution.steps import slot
-    from chalk.solvers.execution.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
     from chalk.solvers.pinning.yielding import yield_candidates
     from chalk.solvers.records.flags import bound_value
     from chalk.symbolic.ir import to_ir
@@ -272,8 +305,10 @@ def _freeze(args, question: dict, solution) -> dict | None:
 
     d, plan = solution.derivation, solution.plan
     model = d.model
+    given_names = [model.variable(n).name for n, _ in (split_pin(g) for g in args.given)]
+    varying = _varying(d.steps, given_names)
     if (solution.uncertainty is not None or solution.stated
-            or not all(_number_free(n) for n in d.remarks)
+            or (given_names and not all(_number_free(n) for n in d.remarks))
             or d.placeholders
             or d.provisional or plan.regime):
         return None
@@ -286,17 +321,12 @@ def _freeze(args, question: dict, solution) -> dict | None:
         if record.expression is None or len(record.relations) != 1:
             return None
         relation, name = model.relations[record.relations[0]], record.variables[0]
-        solved = solve_relation(relation, name, DEFAULT_TIMEOUT)
-        (candidate, *others) = solved.candidates or (None,)
-        if (others or candidate is None or solved.numeric or solved.note or candidate.guards
-                or candidate.regime or not _cancellation_free(record.expression)):
+        if name in varying and not _one_way(relation, name, record.expression):
             return None  # more than one way this step could go at other numbers
-        ir = to_ir(record.expression, constants)
-        if ir is None:
-            return None
         step = {
             "relation": relation.name, "variable": name, "inputs": list(record.inputs),
-            "method": record.method, "ir": ir, "formula": plain(record.expression),
+            "method": record.method, "ir": to_ir(record.expression, constants),
+            "formula": plain(record.expression),
             "template": substituted(record.expression,
                                     {n: slot(i) for i, n in enumerate(record.inputs)}),
         }
@@ -305,8 +335,7 @@ def _freeze(args, question: dict, solution) -> dict | None:
                 return None
             step["regimes"] = [[label, to_ir(e, constants)] for label, e in relation.regimes]
             step["low_wins"] = relation.is_min()
-            if any(ir is None for _, ir in step["regimes"]) or any(
-                    not _cancellation_free(e) for _, e in relation.regimes):
+            if name in varying and not all(_cancellation_free(e) for _, e in relation.regimes):
                 return None
         # what a replay would say here must be what the solver said
         if _regime(step, d.values, seconds) != (record.regime, record.note):
@@ -315,11 +344,8 @@ def _freeze(args, question: dict, solution) -> dict | None:
     checks = []
     for check in d.checks:
         relation = model.relations[check.relation]
-        lhs, rhs = to_ir(relation.lhs, constants), to_ir(relation.rhs, constants)
-        if lhs is None or rhs is None:
-            return None
-        checks.append({"relation": relation.name, "lhs": lhs, "rhs": rhs})
-    given_names = [model.variable(n).name for n, _ in (split_pin(g) for g in args.given)]
+        checks.append({"relation": relation.name, "lhs": to_ir(relation.lhs, constants),
+                       "rhs": to_ir(relation.rhs, constants)})
     given = []
     for (typed, unit), name in zip(question["given"], given_names, strict=True):
         pin = d.pins[name]

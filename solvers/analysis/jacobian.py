@@ -4,7 +4,8 @@ Every quantity is positive, so with ``y = ln x`` a product of powers is linear i
 ``y`` with its exponents as exact coefficients (:func:`log_rows`); any other relation is
 linearised at the model's reference point (solvers.analysis.reference), a ``max`` as a mixture
 of its regimes, or taken in one regime (:func:`regime_rows`). At a solution, the
-Jacobian of chosen relations comes from :func:`log_jacobian_at`.
+Jacobian of chosen relations comes from :func:`log_jacobian_at`. Gradients are taken over
+the plain trees evaluation runs (solvers.analysis.gradient).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from fractions import Fraction
 from functools import cached_property, lru_cache
 
 import numpy as np
-from chalk.symbolic.logspace import compile_log_gradient, log_row, monomial_row
+from chalk.solvers.analysis.gradient import compile_log_gradient
+from chalk.symbolic.logspace import log_row, monomial_row
 from chalk.symbolic.model import Model
 
 Number = Fraction | float

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from chalk.solvers.analysis.gradient import compile_log_gradient
 from chalk.solvers.tolerances import REFERENCE
-from chalk.symbolic.logspace import compile_log_gradient, log_row
+from chalk.symbolic.logspace import log_row
 from chalk.symbolic.model import Model
 
 

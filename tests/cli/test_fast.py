@@ -353,3 +353,89 @@ def test_the_cache_lives_only_where_the_environment_says_sanely(monkeypatch, hom
 def test_only_a_truthy_chalk_no_cache_turns_the_cache_off(monkeypatch, folder, value, on):
     monkeypatch.setenv("CHALK_NO_CACHE", value)
     assert cache.enabled() is on  # CHALK_NO_CACHE=0 turned it off
+
+
+# Issue 22 item 5: a question whose presets' defaults and headlines give way to the
+# architecture. Asked cold with the cache on, it was solved in full every time: the
+# architecture's steps take differences (n_moe_layers = n_layers - n_dense_layers) and the
+# answer carries a note with a number in it, either of which refused the entry, although
+# neither can change when nothing the user typed reaches them.
+DEEPSEEK_CRITICAL = ["solve", "critical_batch_size", "--preset", "h100", "--preset", "bf16",
+                     "--preset", "deepseek_v3"]
+# The same kind of question with numbers typed: Llama 3.1 70B's size from its
+# architecture (its steps read only the preset), the step time from the typed pins.
+LLAMA_STEP = ["solve", "step_time", "--preset", "h100", "--preset", "bf16",
+              "--preset", "llama_3_1_70b", "--given", "batch_size=32 sequence",
+              "--given", "n_chips=8 chip", "--given", "context_length=8k token"]
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+def test_a_question_of_presets_alone_is_answered_from_the_cache(run_cli, folder,
+                                                                json_output):
+    from chalk.cli.fast import answer
+
+    argv = DEEPSEEK_CRITICAL + (["--json"] if json_output else [])
+    status, out, err = run_cli(*argv)
+    assert (status, err) == (0, "")
+    assert len(list(folder.glob("*.json"))) == 1  # was not stored
+    assert answer(argv) == out.rstrip("\n")
+    if not json_output:
+        # DeepSeek-V3 from its config: attention per layer 7,168·1,536 + 7,168·576
+        # + 7,168·128·128 + 512·128·256 + 128·1,536·192 = 187,105,280; experts
+        # 3·7,168·2,048 = 44,040,192 each, 256 in each of 61 - 3 = 58 layers:
+        # 653,908,770,816; dense part 58·(44,040,192 + 7,168·256) + 61·187,105,280
+        # + 3·3·18,432·7,168 + 7,168·129,280 = 16,189,947,904; active 16,189,947,904
+        # + 653,908,770,816·8/256 = 36,624,596,992; total 16,189,947,904
+        # + 653,908,770,816 + 926,679,040 = 671,025,397,760. Critical batch
+        # 2 byte/param · (989/3.35) FLOP/byte · (671,025,397,760/36,624,596,992)
+        # / (1 token/sequence · 2 FLOP/param/token) = 295.22 · 18.322 = 5,409
+        assert out.startswith("critical_batch_size = 5,409 sequence\n")
+
+
+def test_steps_that_read_only_presets_are_cached_and_typed_numbers_replayed(run_cli,
+                                                                           folder):
+    from chalk.cli.fast import answer
+
+    status, out, err = run_cli(*LLAMA_STEP)
+    assert (status, err) == (0, "")
+    assert answer(LLAMA_STEP) == out.rstrip("\n")  # was not stored
+    # other typed numbers are replayed through the stored trees, as the solver answers
+    other = [a.replace("batch_size=32", "batch_size=7").replace("8k token", "3k token")
+             for a in LLAMA_STEP]
+    cached = answer(other)
+    status, out, err = run_cli(*other)
+    assert status == 0 and cached == out.rstrip("\n")
+
+
+def test_what_could_follow_from_a_typed_number_still_keeps_the_question_out(run_cli,
+                                                                          folder):
+    # DeepSeek-V3's parameters read per step: total - routed experts left unread, where
+    # the unread share (1 - 8/256)**tokens_per_step follows from the typed batch; the
+    # conditioning of that difference depends on the numbers, so nothing is stored
+    assert run_cli("solve", "tokens_per_second", "--preset", "h200", "--preset", "fp8",
+                   "--preset", "deepseek_v3", "--given", "batch_size=64 sequence",
+                   "--given", "n_chips=8 chip", "--given", "context_length=4k token")[0] == 0
+    assert list(folder.iterdir()) == []
+    # with a number typed, a note with a number in it (memory fill not reported: the KV
+    # bytes come out 0) keeps the question out until notes say what they depend on
+    assert run_cli(*DEEPSEEK_CRITICAL, "--given", "hbm_bandwidth=4 TB/s")[0] == 0
+    assert list(folder.iterdir()) == []
+
+
+def test_an_entry_holds_the_trees_that_ran_to_the_bit(run_cli, folder):
+    # replaying the stored trees at the stored pins gives the full solve's own values,
+    # bit for bit: the cache holds what the engine evaluated, not a re-derivation
+    from chalk.symbolic.ir import evaluate_ir
+
+    from chalk import api
+
+    assert run_cli(*LLAMA_STEP)[0] == 0
+    entry = json.loads(_entry(folder).read_text())
+    solved = api.solve(["step_time"], [a for a in LLAMA_STEP if "=" in a],
+                       ["h100", "bf16", "llama_3_1_70b"]).derivation.values
+    env = {name: solved[name] for name in solved if name not in
+           {step["variable"] for step in entry["steps"]}}
+    assert entry["steps"]
+    for step in entry["steps"]:
+        env[step["variable"]] = evaluate_ir(step["ir"], env)
+        assert env[step["variable"]] == solved[step["variable"]], step["variable"]

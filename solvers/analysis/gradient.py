@@ -1,0 +1,168 @@
+"""Value and log-space gradient of a closed form, read from its plain tree.
+
+Every quantity is positive, so a derivative is taken along ``ln x``: ``gradient[name]``
+is ``x * d(value)/dx``. The form is lowered once by :func:`chalk.symbolic.ir.to_ir`, the
+tree evaluation runs (and the cache stores), and differentiated forward over that tree:
+there is no second lowering from sympy. The arithmetic is Python's on floats, so a value
+off its domain raises (ZeroDivisionError, OverflowError, ValueError) where numpy would
+give inf or nan; callers treat either as "no row here".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+from chalk.symbolic.ir import to_ir
+
+Gradient = dict[str, float]  # name -> x * d(value)/dx, the derivative along ln x
+Evaluator = Callable[[Mapping[str, float]], tuple[float, Gradient]]
+
+# the exponent of each power node (the others name it in the node)
+_EXPONENTS = {"inv": -1.0, "sq": 2.0, "sqrt": 0.5}
+
+
+def compile_log_gradient(expr, constants: Mapping[str, float] | None = None,
+                         surrogate: bool = False) -> Evaluator:
+    """Compile the sympy form ``expr`` to ``f(values) -> (value, gradient)``.
+
+    With ``surrogate`` a ``max``/``min`` contributes ``d ln m = (a d ln a + b d ln b) /
+    (a + b)``, the log-gradient of a sum of its arguments: a generic mixture of every
+    regime, used to decide what a relation can determine in some regime. Without it
+    the active argument's gradient is taken (what Newton's method needs).
+
+    Raises
+    ------
+    TypeError
+        A piecewise form (it has no derivative across its branches), or a part with
+        no evaluator.
+    """
+    return _compile(to_ir(expr, constants), surrogate)
+
+
+def _compile(node: list, surrogate: bool) -> Evaluator:
+    kind = node[0]
+    if kind == "num":
+        value = float(node[1])
+        return lambda env: (value, {})
+    if kind == "sym":
+        name = node[1]
+        return lambda env: (env[name], {name: env[name]})
+    if kind == "add":
+        return _sum([_compile(part, surrogate) for part in node[1]])
+    if kind == "mul":
+        return _quotient([_compile(part, surrogate) for part in node[1]],
+                         [_compile(part, surrogate) for part in node[2]])
+    if kind in _EXPONENTS or kind == "pow":
+        exponent = _EXPONENTS[kind] if kind in _EXPONENTS else float(node[2])
+        return _power(_compile(node[1], surrogate), exponent)
+    if kind == "powx":
+        return _general_power(_compile(node[1], surrogate), _compile(node[2], surrogate))
+    if kind in ("max", "min"):
+        return _extreme([_compile(part, surrogate) for part in node[1]],
+                        max if kind == "max" else min, surrogate)
+    if kind in _UNARY:
+        return _unary(_compile(node[1], surrogate), *_UNARY[kind])
+    raise TypeError(f"cannot differentiate a {kind} node")
+
+
+def _sum(parts) -> Evaluator:
+    def add(env):
+        total, grad = 0.0, {}
+        for part in parts:
+            v, g = part(env)
+            total += v
+            for k, d in g.items():
+                grad[k] = grad.get(k, 0.0) + d
+        return total, grad
+
+    return add
+
+
+def _product(parts, env) -> tuple[float, Gradient]:
+    """A product's value and gradient, each factor's gradient times the other factors
+    (no division by a factor, which may be zero)."""
+    values, grads = zip(*(part(env) for part in parts), strict=True)
+    total = math.prod(values)
+    grad: Gradient = {}
+    for i, g in enumerate(grads):
+        if not g:
+            continue
+        others = math.prod(v for j, v in enumerate(values) if j != i)
+        for k, d in g.items():
+            grad[k] = grad.get(k, 0.0) + d * others
+    return total, grad
+
+
+def _quotient(top, bottom) -> Evaluator:
+    def quotient(env):
+        t, gt = _product(top, env) if top else (1.0, {})
+        if not bottom:
+            return t, gt
+        b, gb = _product(bottom, env)
+        value = t / b
+        # d(t/b) = dt/b - (t/b)·db/b
+        grad = {k: (gt.get(k, 0.0) - value * gb.get(k, 0.0)) / b for k in gt.keys() | gb}
+        return value, grad
+
+    return quotient
+
+
+def _power(base: Evaluator, e: float) -> Evaluator:
+    def power(env):
+        b, g = base(env)
+        value = b ** e
+        if b == 0:
+            slope = 0.0 if e > 1 else math.inf
+            return value, {k: d * slope for k, d in g.items()}
+        # e * b**(e-1) * d as e * value * (d / b): b**(e-1) alone overflows for a tiny b
+        # (1e-187 squared) where the product itself is an ordinary number
+        return value, {k: e * value * (d / b) for k, d in g.items()}
+
+    return power
+
+
+def _general_power(base: Evaluator, exponent: Evaluator) -> Evaluator:
+    def general_power(env):
+        (b, gb), (e, ge) = base(env), exponent(env)
+        value = b ** e
+        grad = {k: value * e * d / b for k, d in gb.items()}
+        for k, d in ge.items():
+            grad[k] = grad.get(k, 0.0) + value * math.log(b) * d
+        return value, grad
+
+    return general_power
+
+
+def _extreme(parts, pick, surrogate: bool) -> Evaluator:
+    def extreme(env):
+        evaluated = [part(env) for part in parts]
+        value = pick(v for v, _ in evaluated)
+        if not surrogate:
+            return next((v, g) for v, g in evaluated if v == value)
+        total = sum(v for v, _ in evaluated)
+        grad: Gradient = {}
+        for _, g in evaluated:
+            for k, d in g.items():
+                grad[k] = grad.get(k, 0.0) + d * value / total
+        return value, grad
+
+    return extreme
+
+
+def _unary(inner: Evaluator, function, slope) -> Evaluator:
+    def unary(env):
+        v, g = inner(env)
+        s = slope(v)
+        return function(v), {k: d * s for k, d in g.items()}
+
+    return unary
+
+
+# each function and its derivative
+_UNARY = {
+    "exp": (math.exp, math.exp),
+    "log": (math.log, lambda v: 1.0 / v),
+    "abs": (abs, lambda v: float(np.sign(v))),
+}
