@@ -65,6 +65,22 @@ _SHARED = {
     "input_embedding_params": PresetValue(
         "0 param", "the lecture's parameter counts leave the embedding lookup out (4:45-5:16)",
         LECTURE_DATE, "a model preset with its vocabulary and embeddings replaces it"),
+    # Serving at the datasheet figures: answers stay bounds until achieved fractions are
+    # stated (a fit to measurements, issue 24, states them per chip and engine).
+    "flops_efficiency": PresetValue(
+        "1", "peak FLOP/s: compute times are lower bounds and rates upper bounds (the "
+        "roofline, lecture 2:34-3:19; Williams et al. 2009, CACM 52(4))", LECTURE_DATE,
+        "a bound at peak; pin the fraction an engine achieves (or solve for it from a "
+        "measured tokens_per_second) to predict instead"),
+    "hbm_bandwidth_efficiency": PresetValue(
+        "1", "peak HBM bandwidth: memory times are lower bounds and rates upper bounds (the "
+        "roofline, lecture 2:34-3:19)", LECTURE_DATE,
+        "a bound at peak; pin the fraction an engine achieves (or solve for it from a "
+        "measured tokens_per_second) to predict instead"),
+    "usable_hbm_fraction": PresetValue(
+        "1", "all of HBM holds weights and KV cache, as the lecture's memory check assumes "
+        "(1:04:22-1:05:13)", LECTURE_DATE,
+        "a bound: engines keep some for themselves (vLLM fills 0.9 by default); pin it"),
     "train_flops_per_param": PresetValue(
         "6 FLOP/param/token",
         "Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (C = 6ND); lecture 1:22:17-1:22:29",

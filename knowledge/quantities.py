@@ -78,6 +78,16 @@ VARIABLES: tuple[Variable, ...] = (
     _v("hbm_bandwidth", "byte/s", "HBM bandwidth of one chip", HARDWARE,
        aliases=("mem_bw", "memory_bandwidth"), typical=4e12),
     _v("hbm_capacity", "byte", "HBM capacity of one chip", HARDWARE, typical=1e11),
+    # What a serving engine achieves of the datasheet figures: 1 (the conventions) keeps
+    # every answer a bound; a fit to measurements (issue 24) states them per chip and engine.
+    _v("flops_efficiency", "1", "achieved FLOP/s of a serving step over the peak at its "
+       "format (1: the roofline bound; training's counterpart is mfu)", SERVING, upper=1,
+       typical=0.5),
+    _v("hbm_bandwidth_efficiency", "1", "achieved HBM bandwidth of a serving step over the "
+       "datasheet peak (1: the roofline bound)", SERVING, upper=1, typical=0.8),
+    _v("usable_hbm_fraction", "1", "share of each chip's HBM the engine may fill with weights "
+       "and KV cache (the rest: runtime, activations, fragmentation)", SERVING, upper=1,
+       typical=0.9),
     _v("hbm_drain_time", "s", "time to read all of one chip's HBM once (capacity/bandwidth)",
        HARDWARE, typical=0.02),
     _v("hardware_intensity", "FLOP/byte", "chip_flops / hbm_bandwidth (about 300 in the lecture)",
@@ -107,9 +117,11 @@ VARIABLES: tuple[Variable, ...] = (
        "flops_per_param", MODEL, typical=2e11),
     _v("weight_bytes", "byte", "bytes of all weights: total_params x bytes_per_param", MODEL,
        typical=1e12),
-    _v("replica_flops", "FLOP/s", "peak FLOP/s of the n_chips serving one replica", HARDWARE,
+    _v("replica_flops", "FLOP/s", "FLOP/s the n_chips serving one replica achieve (their "
+       "peak times flops_efficiency)", HARDWARE,
        typical=7e16),
-    _v("replica_hbm_bandwidth", "byte/s", "HBM bandwidth of the n_chips serving one replica",
+    _v("replica_hbm_bandwidth", "byte/s", "HBM bandwidth the n_chips serving one replica "
+       "achieve (their peak times hbm_bandwidth_efficiency)",
        HARDWARE, typical=3e14),
     _v("kv_bytes_per_token", "byte/token", "KV-cache bytes one token of context occupies, "
        "all layers", MODEL, aliases=("kv_bytes",), typical=1e5),
@@ -224,10 +236,11 @@ VARIABLES: tuple[Variable, ...] = (
        PARALLELISM, typical=8000),
     _v("memory_demand", "byte", "weights plus KV cache of every sequence in flight",
        PARALLELISM, typical=1e13),
-    _v("memory_fill", "1", "memory_per_chip / hbm_capacity: above 1 it does not fit",
+    _v("memory_fill", "1", "memory_per_chip over the usable HBM of a chip (usable_hbm_fraction "
+       "x hbm_capacity): above 1 it does not fit",
        PARALLELISM, typical=0.5),
-    _v("weight_fill", "1", "share of the chips' HBM the weights alone take: above 1 they do "
-       "not fit", PARALLELISM, typical=0.3),
+    _v("weight_fill", "1", "share of the chips' usable HBM the weights alone take: above 1 "
+       "they do not fit", PARALLELISM, typical=0.3),
     # Mixture of experts on a rack
     _v("experts_per_chip", "1", "routed experts each chip holds under expert parallelism",
        MOE, typical=4),
@@ -401,7 +414,8 @@ VARIABLES: tuple[Variable, ...] = (
        SERVING, typical=4000),
     _v("prefill_flops_per_token", "FLOP/token", "forward FLOPs per prompt token: weights plus "
        "causal attention over half the prompt", SERVING, typical=2e11),
-    _v("time_to_first_token", "s", "prefill time of one prompt at peak FLOP/s (compute-bound)",
+    _v("time_to_first_token", "s", "prefill time of one prompt at the replica's FLOP/s "
+       "(compute-bound)",
        SERVING, aliases=("ttft",), typical=0.5),
     _v("prefill_tokens_per_second", "token/s", "prompt tokens one replica takes in per second "
        "(compute-bound)", SERVING, typical=1e5),
