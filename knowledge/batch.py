@@ -87,13 +87,18 @@ RELATIONS = (
         "t_compute_per_sequence",
         q.t_compute_per_sequence,
         q.decode_tokens_per_step * (q.flops_per_token + q.attention_flops_per_token)
-        / q.replica_flops,
+        / q.replica_flops
+        + q.decode_tokens_per_step * q.attention_flops_per_token
+        * q.attention_surplus_time_per_flop / (chips * q.flops_efficiency),
         "compute time one sequence adds to a step: its new tokens times every active weight, "
-        "plus their attention over the sequence's context",
+        "plus their attention over the sequence's context, attention in its own format",
         lecture("3:19", "4:04"),
         ("attention FLOPs count where the model's attention shape is known; the conventions "
          "leave them out otherwise (attention_flops_per_token = 0)",
-         "the n_chips share the work evenly at the replica's achieved FLOP/s"),
+         "the n_chips share the work evenly at the replica's achieved FLOP/s",
+         "attention runs at chip_flops unless its format is slower: each attention FLOP "
+         "then takes attention_surplus_time_per_flop more (0 in the conventions; "
+         "knowledge/precision.py)"),
         topic=TOPIC,
     ),
     Relation(

@@ -17,6 +17,7 @@ def _v(name, unit, description, topic, **options) -> Variable:
 # Quantities relations normally compute; the rest are inputs a user or preset pins.
 DERIVED = frozenset("""
 flops_per_token weight_bytes replica_flops replica_hbm_bandwidth
+prefill_attention_flops_per_token attention_surplus_time_per_flop
 hbm_drain_time hardware_intensity sparsity_factor t_compute_per_sequence t_kv_per_sequence
 t_compute t_weight_fetch t_kv_fetch t_memory step_time critical_batch_size latency_floor
 tokens_per_second tokens_per_second_per_user cost_per_token cost_per_token_floor
@@ -75,6 +76,20 @@ VARIABLES: tuple[Variable, ...] = (
        typical=2e15),
     _v("chip_flops_fp4", "FLOP/s", "dense FP4 matmul peak of one chip (datasheet)", HARDWARE,
        typical=9e15),
+    # Precision per part: the weight matmuls run at chip_flops, attention at its own peak;
+    # each is the share-weighted harmonic mean of the format peaks (knowledge/precision.py).
+    _v("attention_chip_flops", "FLOP/s", "peak dense throughput of one chip for attention's "
+       "products, at the format(s) they run in (chip_flops unless stated)", HARDWARE,
+       typical=1e15),
+    *(_v(f"matmul_{fmt}_share", "1", f"share of the weight-matmul FLOPs run in {fmt.upper()} "
+         "(a precision preset states them)", HARDWARE, allow_zero=True, upper=1,
+         typical=0.5, scale_like=False) for fmt in ("bf16", "fp8", "fp4")),
+    *(_v(f"attention_{fmt}_share", "1", f"share of the attention FLOPs run in {fmt.upper()}",
+         HARDWARE, allow_zero=True, upper=1, typical=0.5, scale_like=False)
+      for fmt in ("bf16", "fp8")),
+    _v("attention_surplus_time_per_flop", "s/FLOP", "time one chip takes per attention FLOP "
+       "beyond the weight matmuls' peak: 1/attention_chip_flops - 1/chip_flops (0: attention "
+       "at chip_flops)", HARDWARE, allow_zero=True, typical=5e-16),
     _v("hbm_bandwidth", "byte/s", "HBM bandwidth of one chip", HARDWARE,
        aliases=("mem_bw", "memory_bandwidth"), typical=4e12),
     _v("hbm_capacity", "byte", "HBM capacity of one chip", HARDWARE, typical=1e11),
@@ -412,6 +427,8 @@ VARIABLES: tuple[Variable, ...] = (
        allow_zero=True, typical=2e10),
     _v("prompt_tokens", "token", "tokens of one request's prompt, run through in prefill",
        SERVING, typical=4000),
+    _v("prefill_attention_flops_per_token", "FLOP/token", "attention FLOPs of one prompt "
+       "token over the prompt before it (MLA: not absorbed)", SERVING, typical=1e10),
     _v("prefill_flops_per_token", "FLOP/token", "forward FLOPs per prompt token: weights plus "
        "causal attention over half the prompt", SERVING, typical=2e11),
     _v("time_to_first_token", "s", "prefill time of one prompt at the replica's FLOP/s "
