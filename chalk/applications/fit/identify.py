@@ -38,6 +38,7 @@ class Identification:
     rank: int
     identified: tuple[bool, ...]
     combinations: dict[int, dict[int, float]]
+    null: np.ndarray  # parameters by (parameters - rank): an orthonormal null-space basis
 
 
 def identify(jacobian: np.ndarray) -> Identification:
@@ -45,10 +46,12 @@ def identify(jacobian: np.ndarray) -> Identification:
     parameters)."""
     n, p = jacobian.shape
     if p == 0:
-        return Identification(0, (), {})
-    _, s, vt = np.linalg.svd(jacobian, full_matrices=True)
+        return Identification(0, (), {}, np.zeros((0, 0)))
+    # the reduced SVD: the full one would build an unused observations-square matrix;
+    # with fewer observations than parameters the null space is completed below
+    _, s, vt = np.linalg.svd(jacobian, full_matrices=False)
     rank = int(np.sum(s > RANK_RTOL * s[0])) if s.size and s[0] > 0 else 0
-    null = vt[rank:].T  # p by (p - rank)
+    null = _null_space(vt, rank, p)
     row = vt[:rank]
     identified = tuple(bool(np.linalg.norm(null[k]) <= NULL_TOL) for k in range(p))
     free = [k for k in range(p) if not identified[k]]
@@ -58,7 +61,15 @@ def identify(jacobian: np.ndarray) -> Identification:
             combinations[k] = {}
             continue
         combinations[k] = _combination(row, free, k)
-    return Identification(rank, identified, combinations)
+    return Identification(rank, identified, combinations, null)
+
+
+def _null_space(vt: np.ndarray, rank: int, p: int) -> np.ndarray:
+    """An orthonormal basis of what the first ``rank`` rows of ``vt`` leave out."""
+    if vt.shape[0] == p:
+        return vt[rank:].T
+    q, _ = np.linalg.qr(np.vstack([vt[:rank], np.eye(p)]).T, mode="complete")
+    return q[:, rank:p] if rank else np.eye(p)
 
 
 def _combination(row: np.ndarray, free: list[int], k: int) -> dict[int, float]:
@@ -94,3 +105,9 @@ def _combination(row: np.ndarray, free: list[int], k: int) -> dict[int, float]:
             near = Fraction(value).limit_denominator(12)
             out[j] = float(near) if abs(float(near) - value) <= NULL_TOL else value
     return out
+
+
+def simple(exponents) -> bool:
+    """Whether every exponent is a small fraction (denominator up to 12), as a product of
+    powers of physical quantities has: only then is the combination's unit honest."""
+    return all(float(Fraction(e).limit_denominator(12)) == e for e in exponents)

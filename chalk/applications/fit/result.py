@@ -12,9 +12,12 @@ from chalk.symbolic.printing.quantities import format_quantity, format_unit
 
 @dataclass(frozen=True)
 class Estimate:
-    """One parameter: its estimate and 90% interval in ``unit``, or, if the observations
-    do not identify it, the combination they do fix (``combination`` names it; ``value``
-    and the interval are then that combination's)."""
+    """One parameter: its estimate and 90% interval in ``unit`` (an end None where the
+    profile did not rise within the searched range), or, if the observations do not
+    identify it, what they say of it: the combination they fix (``combination`` names
+    it, ``fixed`` says "fixed" or "locally fixed"; ``value`` and the interval are then
+    the combination's), or the side they bound it from (``low`` or ``high``).
+    ``statement`` says which in words."""
 
     name: str
     quantity: str
@@ -29,9 +32,11 @@ class Estimate:
     informed_by: tuple[int, ...] = ()  # indices of the observations that depend on it
     combination: str = ""
     notes: tuple[str, ...] = ()
+    statement: str = ""  # an unidentified parameter: what the observations say of it
+    fixed: str = ""  # "fixed" or "locally fixed" when ``combination`` is given
 
-    def shown(self, x: float) -> str:
-        return format_quantity(x, self.unit)
+    def shown(self, x: float | None) -> str:
+        return "not bounded" if x is None else format_quantity(x, self.unit)
 
     def to_dict(self) -> dict:
         out = {"name": self.name, "quantity": self.quantity, "group": self.group,
@@ -41,9 +46,12 @@ class Estimate:
             out.update(value=self.value, low=self.low, high=self.high)
         else:
             out["value"] = None
-            out["fixed"] = ({"combination": self.combination, "value": self.value,
-                             "low": self.low, "high": self.high} if self.combination
-                            else None)
+            out["fixed"] = ({"combination": self.combination, "status": self.fixed,
+                             "value": self.value, "low": self.low, "high": self.high}
+                            if self.combination else None)
+            if not self.combination:
+                out.update(low=self.low, high=self.high)
+            out["statement"] = self.statement
         if self.notes:
             out["notes"] = list(self.notes)
         return out
@@ -88,6 +96,8 @@ class FitResult:
     rank: int
     notes: tuple[str, ...] = field(default_factory=tuple)
     evaluations: int = 0
+    dispersion: float = 1.0  # chi-squared / dof (of the inliers under a robust loss)
+    interval_scale: float = 1.0  # what the log half-widths were multiplied by
 
     def __getitem__(self, name: str) -> Estimate:
         for e in self.estimates:
@@ -103,7 +113,8 @@ class FitResult:
     def to_dict(self) -> dict:
         return {"title": self.title, "loss": self.loss, "outlier_z": self.outlier_z,
                 "chi2": self.chi2, "dof": self.dof, "p_value": self.p_value,
-                "rank": self.rank, "interval": "90%",
+                "rank": self.rank, "interval": "90%", "dispersion": self.dispersion,
+                "interval_scale": self.interval_scale,
                 "estimates": [e.to_dict() for e in self.estimates],
                 "residuals": [r.to_dict() for r in self.residuals],
                 "outliers": [r.index for r in self.outliers], "notes": list(self.notes)}
@@ -129,14 +140,7 @@ class FitResult:
         missing = [e for e in self.estimates if not e.identified]
         if missing:
             lines += ["", "not identified (no estimate given)"]
-            for e in missing:
-                if e.combination:
-                    lines.append(f"  {e.name}: only {e.combination} is fixed, = "
-                                 f"{e.shown(e.value)} ({e.shown(e.low)} to "
-                                 f"{e.shown(e.high)}, {e.method})")
-                else:
-                    lines.append(f"  {e.name}: no observation depends on it; only its prior "
-                                 f"({e.prior}) speaks for it")
+            lines.extend(f"  {e.name}: {e.statement}" for e in missing)
         lines += ["", f"residuals (z = (ln predicted - ln observed) / sd of ln observed; "
                       f"outlier beyond {self.outlier_z:g})"]
         for r in self.residuals:

@@ -18,7 +18,7 @@ exact up to rounding (about 1e-10).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -62,6 +62,40 @@ def parameter_name(unknown: Unknown, subject: Subject) -> tuple[str, str]:
         return unknown.quantity, ""
     group = subject.name if unknown.per == SUBJECT else subject.labels[unknown.per]
     return f"{unknown.quantity}@{group}", group
+
+
+def merge_repeats(spec: FitSpec) -> tuple[FitSpec, list[str]]:
+    """Count once the observations that repeat another: the same stated source, quantity,
+    value and uncertainty, for subjects asked the same question (same presets, pins and
+    parameters). A number copied into several places by one source is one measurement;
+    counted again it would narrow every interval as if it were independent.
+
+    Returns the spec with each repeat dropped and a note per kept observation that had
+    repeats.
+    """
+    subjects = {s.name: s for s in spec.subjects}
+    kept, repeats = {}, {}
+    for o in spec.observations:
+        if not o.source:
+            continue
+        s = subjects.get(o.subject, Subject(""))
+        question = (spec.presets + s.presets, tuple(sorted({**spec.pins, **s.pins}.items())),
+                    tuple(parameter_name(u, s)[0] for u in spec.unknowns))
+        key = (o.source, o.quantity, o.value, o.log_sd, question)
+        if key in kept:
+            repeats.setdefault(kept[key], []).append(o.index)
+        else:
+            kept[key] = o.index
+    if not repeats:
+        return spec, []
+    dropped = {i for group in repeats.values() for i in group}
+    notes = [f"observation{'s' if len(group) > 1 else ''} "
+             f"{', '.join(f'[{i}]' for i in group)} repeat{'' if len(group) > 1 else 's'} "
+             f"[{first}] (same source, quantity, value and question) and "
+             f"{'are' if len(group) > 1 else 'is'} counted once with it"
+             for first, group in repeats.items()]
+    observations = tuple(o for o in spec.observations if o.index not in dropped)
+    return replace(spec, observations=observations), notes
 
 
 class System:
