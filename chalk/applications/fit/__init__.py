@@ -269,13 +269,14 @@ def _combination(system, solved, k, prior, informed, widen) -> Estimate:
     p = system.parameters[k]
     combo = solved.identification.combinations[k]
     ridge = solved.ridges[k]
-    text = monomial_text({system.parameters[j].name: e for j, e in combo.items()})
+    honest = simple(combo.values())
+    names = {system.parameters[j].name: e for j, e in combo.items()}
+    text = monomial_text(names) if honest else _tangent_text(names)
 
     def span(lo, hi):
         return (f"{p.name} from {_format(math.exp(lo) / p.to_base, p.unit)} to "
                 f"{_format(math.exp(hi) / p.to_base, p.unit)}")
 
-    honest = simple(combo.values())
     if ridge.status == "not identified" or not honest:
         what = ("no product of powers" if not honest else "not a fixed product of powers")
         statement = (f"not identified: the observations fix only a curve through "
@@ -309,3 +310,16 @@ def _combination(system, solved, k, prior, informed, widen) -> Estimate:
     return Estimate(p.name, p.quantity, p.group, False, value, low, high, unit,
                     "Jacobian (near-linear)", prior, informed, text, statement=statement,
                     fixed=ridge.status)
+
+
+def _tangent_text(exponents: dict[str, float]) -> str:
+    """A product of powers whose exponents are measured slopes, not fractions: each to
+    three digits (``a/b^0.0867``)."""
+    def term(name, e):
+        return name if abs(abs(e) - 1) < 1e-12 else f"{name}^{abs(e):.3g}"
+
+    up = "·".join(term(n, e) for n, e in exponents.items() if e > 0) or "1"
+    down = [term(n, e) for n, e in exponents.items() if e < 0]
+    if not down:
+        return up
+    return f"{up}/" + (down[0] if len(down) == 1 else f"({'·'.join(down)})")

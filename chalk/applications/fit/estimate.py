@@ -295,13 +295,15 @@ def _profile(objective, x, covariance, k, weights, low, high, priors=True):
 
     The profile at the estimate is the objective there, known: it is never solved again
     (a fresh solve could stop short on a plateau and leave no sign change to bracket).
-    Each other point starts from the estimate, from the previous point's optimum and
-    from the covariance's straight-line guess, and keeps the best.
+    Each other point starts from the estimate, from the previous point's optimum, from
+    the covariance's straight-line guess and from the priors' middles, and keeps the
+    best.
     """
     from scipy.optimize import brentq
 
     rest = [j for j in range(len(x)) if j != k]
     root_w = np.sqrt(weights)
+    middle = np.array([math.log(objective.system.parameters[j].prior.nominal) for j in rest])
     variance = covariance[k, k]
     slope = covariance[rest, k] / variance if variance > 0 else np.zeros(len(rest))
     base = objective.weighted(x, weights, priors)
@@ -313,8 +315,8 @@ def _profile(objective, x, covariance, k, weights, low, high, priors=True):
         previous = [x[rest]]
 
         def profiled(t, sign=sign, known=known, previous=previous):
-            if t not in known:
-                starts = (x[rest], previous[0], x[rest] + slope * sign * t)
+            if t not in known:  # the prior's middle too: it may lie in another basin
+                starts = (x[rest], previous[0], x[rest] + slope * sign * t, middle)
                 known[t], point = _inner(objective, x, k, x[k] + sign * t, root_w, low,
                                          high, starts, priors)
                 previous[0] = point[rest]
@@ -359,8 +361,8 @@ def _walk_ridge(objective, x, covariance, k, combination, null, weights, low, hi
     """Move parameter ``k`` along the null direction of the observations, re-fit the
     others to the observations alone at each step, and see whether ``combination`` (a
     tangent of the ridge at the estimate) keeps its value: out to ``k``'s prior range,
-    doubling from ``RIDGE_STEP``, each side stopping where it first moves or where the
-    observations' objective rises (the ridge leaves the priors' box)."""
+    doubling from ``RIDGE_STEP``, each side stopping where the observations' objective
+    rises (the ridge leaves the priors' box)."""
     vector = np.zeros(len(x))
     for j, e in combination.items():
         vector[j] = e
@@ -378,7 +380,7 @@ def _walk_ridge(objective, x, covariance, k, combination, null, weights, low, hi
     first_failed = False
     for side, (sign, edge) in enumerate(((-1, low[k]), (1, high[k]))):
         limit = min(abs(edge - x[k]), reach, PROFILE_SPAN)
-        previous, t, step = x[rest], 0.0, RIDGE_STEP
+        previous, t, step, holding = x[rest], 0.0, RIDGE_STEP, True
         while t < limit:
             t = min(step, limit)
             step *= 2
@@ -392,10 +394,11 @@ def _walk_ridge(objective, x, covariance, k, combination, null, weights, low, hi
             walked[side] = t
             change = float(vector @ (point - x))
             values.append(change)
-            if abs(change) > tolerance:
+            if abs(change) > tolerance and holding:
                 first_failed = first_failed or holds[side] == 0.0
-                break
-            holds[side] = t
+                holding = False
+            if holding:
+                holds[side] = t
     whole = all(holds[s] == walked[s] for s in (0, 1))
     status = "fixed" if whole else "not identified" if first_failed else "locally fixed"
     return Ridge(status, (x[k] - holds[0], x[k] + holds[1]),
