@@ -148,3 +148,146 @@ def test_a_time_that_only_a_larger_value_would_show_is_bounded_from_one_side():
     assert e.statement.startswith("bounded above by about 10.66 ms")
     assert "no observation depends on it" not in result.text().split("residuals")[0] \
         .replace("not below (no observation depends on it there)", "")
+
+
+def _drains(offsets, sigma: float, **extra) -> dict:
+    """hbm_drain_time = 80 GB / hbm_bandwidth observed at 40 ms times e^offset."""
+    return {"pins": {"hbm_capacity": "80 GB"},
+            "unknowns": {"hbm_bandwidth": "1e11..1e14 byte/s"},
+            "observations": [{"quantity": "hbm_drain_time",
+                              "value": f"lognormal({0.040 * math.exp(d)!r} s, {sigma})"}
+                             for d in offsets], **extra}
+
+
+# Offsets in the log of +-0.02, +-0.06, +-0.1 and +-0.2 with a stated sd of 0.04: z of
+# +-0.5, +-1.5, +-2.5 and +-5. Symmetric, so every loss puts the estimate at 80 GB / 40 ms
+# = 2 TB/s exactly.
+SCATTER = (-0.2, -0.1, -0.06, -0.02, 0.02, 0.06, 0.1, 0.2)
+
+
+@pytest.mark.parametrize("loss", ["soft_l1", "huber", "cauchy"])
+def test_scatter_beyond_the_stated_uncertainty_is_said_under_every_loss(loss):
+    # Under a robust loss the +-5 are outliers; the six inliers give chi-squared
+    # 2 * (0.25 + 2.25 + 6.25) = 17.5 on 6 - 1 = 5 degrees of freedom: 3.5, p = 0.0036
+    result = fit(_drains(SCATTER, 0.04), loss=loss)
+    assert result.dispersion == pytest.approx(17.5 / 5)
+    assert any(n.startswith("the observations scatter more than their stated "
+                            "uncertainties allow among the 6 observations within") and
+               "chi-squared / dof = 3.5 (p = 0.0036)" in n for n in result.notes)
+
+
+def test_intervals_scaled_by_the_dispersion_say_so():
+    # Least squares: chi-squared 2 * (0.25 + 2.25 + 6.25 + 25) = 67.5 on 7 degrees of
+    # freedom, dispersion 9.643. The bandwidth's 90% half-width in the log is
+    # 1.645 * 0.04 / sqrt(8) = 0.02326, scaled by sqrt(9.643) = 3.105 to 0.07223.
+    plain = fit(_drains(SCATTER, 0.04))
+    scaled = fit(_drains(SCATTER, 0.04), scale_intervals=True)
+    from_file = fit(_drains(SCATTER, 0.04, scale_by_dispersion=True))
+    half = Z90 * 0.04 / math.sqrt(8)
+    assert plain.dispersion == pytest.approx(67.5 / 7)
+    e = plain["hbm_bandwidth"]
+    assert math.log(e.high / e.value) == pytest.approx(half, rel=1e-6)
+    for result in (scaled, from_file):
+        e = result["hbm_bandwidth"]
+        assert e.value == pytest.approx(2e12, rel=1e-9)
+        assert math.log(e.high / e.value) == pytest.approx(half * math.sqrt(67.5 / 7), rel=1e-6)
+        assert math.log(e.value / e.low) == pytest.approx(half * math.sqrt(67.5 / 7), rel=1e-6)
+        assert result.interval_scale == pytest.approx(math.sqrt(67.5 / 7))
+        assert any(n.startswith("intervals scaled by the dispersion: every half-width in the "
+                                "log is multiplied by sqrt(9.64) = 3.11") for n in result.notes)
+    # the note that they are too narrow gives way to the one saying they were widened
+    assert not any("likely too narrow" in n for n in scaled.notes)
+    assert any("likely too narrow" in n for n in plain.notes)
+
+
+def test_one_sources_repeated_number_counts_once():
+    # Three copies of 40 ms from one sheet and 50 ms from another, each sd 0.1: counted
+    # once, the estimate is 80 GB over the geometric mean sqrt(40 * 50) = 44.72 ms,
+    # 1.789 TB/s, half-width 1.645 * 0.1 / sqrt(2) in the log. Counted four times it would
+    # be 80 GB / (40^0.75 * 50^0.25 ms) = 1.892 TB/s with half-width 1.645 * 0.1 / 2.
+    spec = {"pins": {"hbm_capacity": "80 GB"},
+            "unknowns": {"hbm_bandwidth": "1e11..1e14 byte/s"},
+            "observations": [{"quantity": "hbm_drain_time", "value": "lognormal(40 ms, 0.1)",
+                              "source": "sheet A"}] * 3
+            + [{"quantity": "hbm_drain_time", "value": "lognormal(50 ms, 0.1)",
+                "source": "sheet B"}]}
+    result = fit(spec)
+    e = result["hbm_bandwidth"]
+    assert e.value == pytest.approx(80e9 / math.sqrt(0.040 * 0.050), rel=1e-6)
+    assert math.log(e.high / e.value) == pytest.approx(Z90 * 0.1 / math.sqrt(2), rel=1e-6)
+    assert [r.index for r in result.residuals] == [0, 3] and result.dof == 1
+    assert ("observations [1], [2] repeat [0] (same source, quantity, value and question) "
+            "and are counted once with it") in result.notes
+
+
+def test_an_estimate_on_a_priors_bound_says_which_way_the_observations_push():
+    # 80 GB / 40 ms = 2 TB/s, above the prior's 1.5 TB/s: the estimate sits on that bound
+    # and the observation wants more
+    result = fit(_drains([0.0], 0.1) | {"unknowns": {"hbm_bandwidth": "1e12..1.5e12 byte/s"}})
+    e = result["hbm_bandwidth"]
+    assert e.value == pytest.approx(1.5e12)
+    assert "the estimate is the prior's upper bound 1.5 TB/s: the observations want it " \
+           "above the prior's upper bound" in e.notes
+    assert not any("do not bound it" in n for n in e.notes)
+
+
+def test_identifiability_of_many_observations_builds_no_square_matrix():
+    # 3,000 observations of 3 parameters: the full SVD's U would be 3,000 x 3,000 doubles,
+    # 72 MB; the reduced one is 3,000 x 3 (72 kB)
+    import tracemalloc
+
+    from chalk.applications.fit.identify import identify
+
+    rng = np.random.default_rng(0)
+    jacobian = rng.normal(size=(3000, 3))
+    jacobian[:, 2] = jacobian[:, 0] + jacobian[:, 1]  # rank 2: one combination unseen
+    tracemalloc.start()
+    found = identify(jacobian)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 5e6
+    assert found.rank == 2 and found.null.shape == (3, 1)
+    # the null direction is (1, 1, -1) / sqrt(3): J (1, 1, -1) = c0 + c1 - (c0 + c1) = 0
+    assert abs(found.null[:, 0] @ np.array([1, 1, -1])) == pytest.approx(math.sqrt(3))
+
+
+def test_identifiability_with_fewer_observations_than_parameters():
+    # one observation of hardware_intensity = chip_flops / hbm_bandwidth, a third
+    # parameter nothing depends on: rank 1, a null space of 2
+    from chalk.applications.fit.identify import identify
+
+    found = identify(np.array([[1.0, -1.0, 0.0]]))
+    assert found.rank == 1 and found.null.shape == (3, 2)
+    assert np.allclose(np.array([1.0, -1.0, 0.0]) @ found.null, 0)
+    assert found.combinations[0] == {0: 1.0, 1: -1.0} and found.combinations[2] == {}
+
+
+def test_more_than_five_thousand_observations_are_read():
+    # the cap was 5,000; the fit's measured cost decides now (estimate.refuse_too_large)
+    from chalk.applications.fit.spec import read_spec
+    from chalk.knowledge import load_model
+
+    spec = _drains([0.0], 0.1)
+    spec["observations"] = spec["observations"] * 5001
+    assert len(read_spec(spec, load_model()).observations) == 5001
+
+
+def test_the_command_line_scales_intervals(tmp_path):
+    import contextlib
+    import io
+    import json
+
+    from chalk.cli.main import main
+
+    path = tmp_path / "scatter.toml"
+    lines = ['pins = { hbm_capacity = "80 GB" }', "[unknowns]",
+             'hbm_bandwidth = "1e11..1e14 byte/s"']
+    for d in SCATTER:
+        lines += ["[[observations]]", 'quantity = "hbm_drain_time"',
+                  f'value = "lognormal({0.040 * math.exp(d)!r} s, 0.04)"']
+    path.write_text("\n".join(lines) + "\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fit", str(path), "--scale-intervals", "--json"]) == 0
+    body = json.loads(out.getvalue())
+    assert body["interval_scale"] == pytest.approx(math.sqrt(67.5 / 7))
