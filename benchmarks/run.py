@@ -568,12 +568,12 @@ def _direct_least_squares(spec: dict):
     import math
 
     import numpy as np
+    from chalk.knowledge import load_model
     from scipy.optimize import least_squares
 
     from chalk.applications.fit.estimate import _bound, _Objective
     from chalk.applications.fit.spec import read_spec
     from chalk.applications.fit.system import System
-    from chalk.knowledge import load_model
 
     model = load_model()
     system = System(read_spec(spec, model), model)

@@ -215,7 +215,8 @@ def test_one_sources_repeated_number_counts_once():
     e = result["hbm_bandwidth"]
     assert e.value == pytest.approx(80e9 / math.sqrt(0.040 * 0.050), rel=1e-6)
     assert math.log(e.high / e.value) == pytest.approx(Z90 * 0.1 / math.sqrt(2), rel=1e-6)
-    assert [r.index for r in result.residuals] == [0, 3] and result.dof == 1
+    assert [r.repeats for r in result.residuals] == [None, 0, 0, None]
+    assert result.counted == 2 and result.dof == 1
     assert ("observations [1], [2] repeat [0] (same source, quantity, value and question) "
             "and are counted once with it") in result.notes
 
@@ -264,8 +265,9 @@ def test_identifiability_with_fewer_observations_than_parameters():
 
 def test_more_than_five_thousand_observations_are_read():
     # the cap was 5,000; the fit's measured cost decides now (estimate.refuse_too_large)
-    from chalk.applications.fit.spec import read_spec
     from chalk.knowledge import load_model
+
+    from chalk.applications.fit.spec import read_spec
 
     spec = _drains([0.0], 0.1)
     spec["observations"] = spec["observations"] * 5001

@@ -74,23 +74,24 @@ def fit(source: str | Path | Mapping | FitSpec, *, loss: str | None = None,
     loss = check_loss(loss or spec.loss)
     outlier_z = spec.outlier_z if outlier_z is None else float(outlier_z)
     scale = spec.scale_by_dispersion if scale_intervals is None else bool(scale_intervals)
-    spec, merged = merge_repeats(spec)
-    system = System(spec, model)
+    merged, repeats, repeated = merge_repeats(spec)
+    system = System(merged, model)
     solved = solve(system, loss)
     system.confirm(solved.x)  # every prediction is what solve answers there
-    return _result(spec, system, solved, loss, outlier_z, scale, merged)
+    return _result(spec, system, solved, loss, outlier_z, scale, repeats, repeated)
 
 
 def _result(spec: FitSpec, system: System, solved: Solved, loss: str,
-            outlier_z: float, scale: bool, merged: list[str]) -> FitResult:
-    residuals = _residuals(spec, system, solved, outlier_z)
+            outlier_z: float, scale: bool, repeats: dict[int, int],
+            repeated: list[str]) -> FitResult:
+    residuals = _residuals(spec, system, solved, outlier_z, repeats)
     rank = solved.identification.rank
     chi2 = float(np.sum(solved.residuals ** 2))
-    dof = len(residuals) - rank
+    dof = len(solved.residuals) - rank
     dispersion = Dispersion.of(solved.residuals, rank, loss, outlier_z)
     widen = math.sqrt(dispersion.ratio) if scale and dispersion.ratio > 1 else 1.0
     estimates = [_estimate(system, solved, k, widen) for k in range(len(system.parameters))]
-    notes = list(system.notes) + merged
+    notes = list(system.notes) + repeated
     notes.append("intervals are 90%: 'Jacobian (near-linear)' from the covariance of the "
                  "log estimates, checked against the objective at both ends; 'profile "
                  "likelihood' where that check failed or a prior's bound is near")
@@ -157,15 +158,20 @@ class Dispersion:
         return out
 
 
-def _residuals(spec, system, solved, outlier_z) -> list[Residual]:
+def _residuals(spec, system, solved, outlier_z, repeats) -> list[Residual]:
+    """Every observation against the fit, a repeat (:func:`merge_repeats`) with the
+    residual of the observation it repeats and saying which that is."""
     predicted = np.exp(system.predict(solved.x))
+    position = {o.index: i for i, o in enumerate(system.spec.observations)}
     out = []
-    for i, o in enumerate(spec.observations):
+    for o in spec.observations:
+        i = position[repeats.get(o.index, o.index)]
         variable = system.model.variables[o.quantity]
         z = float(solved.residuals[i])
         out.append(Residual(o.index, o.quantity, o.subject, o.value / variable.to_base,
                             float(predicted[i]) / variable.to_base, variable.pint_unit,
-                            z, abs(z) > outlier_z, o.text, o.source, o.date))
+                            z, abs(z) > outlier_z, o.text, o.source, o.date,
+                            repeats.get(o.index)))
     return out
 
 

@@ -60,7 +60,9 @@ class Estimate:
 @dataclass(frozen=True)
 class Residual:
     """One observation against the fit: ``z`` is (ln predicted - ln observed) over the
-    standard deviation of the observation's log."""
+    standard deviation of the observation's log. ``repeats`` is the index of the
+    observation this one repeats (same source, value and question), counted once with
+    it; None otherwise."""
 
     index: int
     quantity: str
@@ -73,12 +75,14 @@ class Residual:
     text: str
     source: str = ""
     date: str = ""
+    repeats: int | None = None
 
     def to_dict(self) -> dict:
         return {"index": self.index, "quantity": self.quantity, "subject": self.subject,
                 "observed": self.observed, "predicted": self.predicted,
                 "unit": format_unit(self.unit), "z": self.z, "outlier": self.outlier,
-                "value": self.text, "source": self.source, "date": self.date}
+                "value": self.text, "source": self.source, "date": self.date,
+                "repeats": self.repeats}
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,11 @@ class FitResult:
     def outliers(self) -> tuple[Residual, ...]:
         return tuple(r for r in self.residuals if r.outlier)
 
+    @property
+    def counted(self) -> int:
+        """How many observations the fit counted (repeats once)."""
+        return sum(r.repeats is None for r in self.residuals)
+
     def to_dict(self) -> dict:
         return {"title": self.title, "loss": self.loss, "outlier_z": self.outlier_z,
                 "chi2": self.chi2, "dof": self.dof, "p_value": self.p_value,
@@ -127,8 +136,10 @@ class FitResult:
         lines = [f"fit: {self.title}"] if self.title else []
         fit = (f"chi-squared {self.chi2:.3g} on {self.dof} degrees of freedom"
                + (f" (p = {self.p_value:.2g})" if self.p_value is not None else ""))
-        lines.append(f"{len(self.residuals)} observations, {len(self.estimates)} parameters "
-                     f"({len(identified)} identified), loss {self.loss}; {fit}")
+        once = (f" ({self.counted} counted, repeats once)"
+                if self.counted < len(self.residuals) else "")
+        lines.append(f"{len(self.residuals)} observations{once}, {len(self.estimates)} "
+                     f"parameters ({len(identified)} identified), loss {self.loss}; {fit}")
         if identified:
             lines += ["", "estimates (90% intervals)"]
             width = max(len(e.name) for e in identified)
@@ -146,6 +157,8 @@ class FitResult:
         for r in self.residuals:
             where = f"{r.quantity}@{r.subject}" if r.subject else r.quantity
             flag = "  OUTLIER" if r.outlier else ""
+            if r.repeats is not None:
+                flag += f"  (repeats [{r.repeats}], counted once)"
             lines.append(f"  [{r.index}] {where}: observed {format_quantity(r.observed, r.unit)}"
                          f", fitted {format_quantity(r.predicted, r.unit)}, "
                          f"z = {r.z:+.2f}{flag}")

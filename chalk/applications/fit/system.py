@@ -64,13 +64,14 @@ def parameter_name(unknown: Unknown, subject: Subject) -> tuple[str, str]:
     return f"{unknown.quantity}@{group}", group
 
 
-def merge_repeats(spec: FitSpec) -> tuple[FitSpec, list[str]]:
+def merge_repeats(spec: FitSpec) -> tuple[FitSpec, dict[int, int], list[str]]:
     """Count once the observations that repeat another: the same stated source, quantity,
     value and uncertainty, for subjects asked the same question (same presets, pins and
     parameters). A number copied into several places by one source is one measurement;
     counted again it would narrow every interval as if it were independent.
 
-    Returns the spec with each repeat dropped and a note per kept observation that had
+    Returns the spec with each repeat dropped, each dropped observation's index mapped
+    to the index of the one it repeats, and a note per kept observation that had
     repeats.
     """
     subjects = {s.name: s for s in spec.subjects}
@@ -87,7 +88,7 @@ def merge_repeats(spec: FitSpec) -> tuple[FitSpec, list[str]]:
         else:
             kept[key] = o.index
     if not repeats:
-        return spec, []
+        return spec, {}, []
     dropped = {i for group in repeats.values() for i in group}
     notes = [f"observation{'s' if len(group) > 1 else ''} "
              f"{', '.join(f'[{i}]' for i in group)} repeat{'' if len(group) > 1 else 's'} "
@@ -95,7 +96,8 @@ def merge_repeats(spec: FitSpec) -> tuple[FitSpec, list[str]]:
              f"{'are' if len(group) > 1 else 'is'} counted once with it"
              for first, group in repeats.items()]
     observations = tuple(o for o in spec.observations if o.index not in dropped)
-    return replace(spec, observations=observations), notes
+    return (replace(spec, observations=observations),
+            {i: first for first, group in repeats.items() for i in group}, notes)
 
 
 class System:
