@@ -23,7 +23,14 @@ the direction the covariance moves a parameter, the objective with those weights
 rise by ``Z90^2`` within ``LINEAR_RTOL`` at both ends of the interval (exactly so for a
 product of powers, whose log is linear). Where it does not, or where the estimate sits on
 a prior's bound, the interval is the profile likelihood's: the values at which the
-objective, minimised over every other parameter, rises by ``Z90^2``.
+objective, minimised over every other parameter, rises by ``Z90^2`` (:func:`_profile`:
+never re-solved at the estimate, each point solved from several starts; an end it does
+not reach within ``PROFILE_SPAN`` is None).
+
+An unidentified parameter's candidate combination is walked along the observations'
+ridge (:func:`_walk_ridge`) to say whether it is fixed, locally fixed or not fixed; one
+no observation depends on at the estimate gets the profile of the observations alone,
+which may bound it from one side.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ LINEAR_RTOL = 0.1  # how far the objective's rise may stray from Z90^2 and stay 
 BOUND_ATOL = 1e-6  # in ln: an estimate this close to a prior's bound is on it
 FAILED = 1e3  # the standardised residual of a prediction with no positive value
 PROFILE_SPAN = 30.0  # in ln: a profile that has not risen by then is unbounded on that side
+LINEAR_BLOCK = 2_000_000  # predictions evaluated at once when checking Jacobian intervals
 RIDGE_RTOL = 0.1  # a combination is fixed while it stays within this share of its sd
 RIDGE_STEP = 0.05  # in ln: the first move along the ridge, doubled out to the prior's range
 RIDGE_RISE = 0.01  # share of Z90^2 the observations' objective may rise and stay on the ridge
@@ -132,6 +140,14 @@ class _Objective:
         factor = np.where(small, 1.0, slope * np.abs(z) / np.where(small, 1.0, root))
         return np.vstack([factor[:, None] * jac, self.prior_rows(x, len(x))[1]])
 
+    def weighted_many(self, xs, weights):
+        """:meth:`weighted` (priors included) at each row of ``xs``."""
+        self.evaluations += len(xs)
+        z = (self.system.predict_many(xs) - self.system.observed) / self.system.sigma
+        z[~np.isfinite(z)] = FAILED
+        prior = (xs[:, self.prior_index] - self.prior_mean) / self.prior_sd
+        return np.sum(weights * z * z, axis=1) + np.sum(prior * prior, axis=1)
+
     def weighted(self, x, weights, priors=True):
         """The objective with the weights frozen (what the intervals describe); with
         ``priors`` False, the observations' part alone."""
@@ -171,6 +187,8 @@ def solve(system: System, loss: str = "linear") -> Solved:
     design = np.vstack([np.sqrt(weights)[:, None] * jac_std, prior_rows])
     covariance = np.linalg.pinv(design.T @ design, rcond=1e-12, hermitian=True)
     identification = identify(jac_std)
+    linear = _linear(objective, x, covariance,
+                     [k for k in range(p) if identification.identified[k]], weights, low, high)
     intervals, methods, ridges = [], [], {}
     for k in range(p):
         if not identification.identified[k]:
@@ -185,7 +203,7 @@ def solve(system: System, loss: str = "linear") -> Solved:
                                           priors=False))
                 methods.append("profile likelihood (observations alone)")
             continue
-        span = _linear(objective, x, covariance, k, weights, low, high)
+        span = linear[k]
         if span is not None:
             intervals.append(span)
             methods.append("Jacobian (near-linear)")
@@ -218,22 +236,32 @@ def _bound(prior, side: int) -> float:
     return (-np.inf, np.inf)[side]
 
 
-def _linear(objective, x, covariance, k, weights, low, high):
-    """The Jacobian interval of parameter ``k`` if the objective agrees with it, else
-    None."""
-    sd = math.sqrt(max(covariance[k, k], 0.0))
-    if sd == 0 or x[k] - low[k] < BOUND_ATOL or high[k] - x[k] < BOUND_ATOL:
-        return None
-    direction = covariance[:, k] / sd
+def _linear(objective, x, covariance, ks, weights, low, high) -> dict:
+    """The Jacobian interval of each parameter in ``ks`` where the objective agrees with
+    it (else None): both ends of every interval evaluated together, in blocks of
+    ``LINEAR_BLOCK`` predictions."""
+    out, points, owners = {}, [], []
+    for k in ks:
+        sd = math.sqrt(max(covariance[k, k], 0.0))
+        out[k] = None
+        if sd == 0 or x[k] - low[k] < BOUND_ATOL or high[k] - x[k] < BOUND_ATOL:
+            continue
+        ends = [x + sign * Z90 * covariance[:, k] / sd for sign in (1, -1)]
+        if any(np.any(e < low) or np.any(e > high) for e in ends):
+            continue
+        out[k] = (End(x[k] - Z90 * sd, Z90 * sd), End(x[k] + Z90 * sd, Z90 * sd))
+        points += ends
+        owners += [k, k]
+    if not points:
+        return out
     base = objective.weighted(x, weights)
-    for sign in (1, -1):
-        point = x + sign * Z90 * direction
-        if np.any(point < low) or np.any(point > high):
-            return None
-        rise = objective.weighted(point, weights) - base
-        if abs(rise / Z90 ** 2 - 1) > LINEAR_RTOL:
-            return None
-    return End(x[k] - Z90 * sd, Z90 * sd), End(x[k] + Z90 * sd, Z90 * sd)
+    block = max(1, LINEAR_BLOCK // max(len(x), len(objective.system.observed)))
+    for start in range(0, len(points), block):
+        rises = objective.weighted_many(np.array(points[start:start + block]), weights) - base
+        for k, rise in zip(owners[start:start + block], rises, strict=True):
+            if abs(rise / Z90 ** 2 - 1) > LINEAR_RTOL:
+                out[k] = None
+    return out
 
 
 def _inner(objective, x, k, value, root_w, low, high, starts, priors=True):

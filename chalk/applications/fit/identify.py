@@ -1,16 +1,18 @@
-"""Which parameters the observations fix, and what they fix of the others.
+"""Which parameters the observations fix, and what they may fix of the others.
 
 Decided by the rank of the observations' log-space Jacobian (priors left out: a prior
 is an assumption, not evidence). With ``J`` the Jacobian of the standardised residuals
-and ``N`` an orthonormal basis of its null space (from the SVD, singular values at or
-below ``RANK_RTOL`` times the largest counting as zero), parameter ``k`` is identified
-exactly when the unit vector ``e_k`` is orthogonal to ``N`` (to ``NULL_TOL``): no
-change the observations cannot see moves it. An unidentified parameter's fixed
-combination is the row of the reduced row echelon form of the Jacobian's row space,
-restricted to the unidentified parameters, with that parameter as pivot: ``k`` plus
-multiples of the others the observations see only together (``kv_bytes_per_token ·
-hardware_intensity``). Its exponents are shown as small fractions when they are within
-``NULL_TOL`` of one (they are exponents of products of powers, so usually are).
+and ``N`` an orthonormal basis of its null space (from the reduced SVD, singular values
+at or below ``RANK_RTOL`` times the largest counting as zero), parameter ``k`` is
+identified exactly when the unit vector ``e_k`` is orthogonal to ``N`` (to
+``NULL_TOL``): no change the observations cannot see moves it. An unidentified
+parameter's candidate combination is the row of the reduced row echelon form of the
+Jacobian's row space, restricted to the unidentified parameters, with that parameter as
+pivot: ``k`` plus multiples of the others the observations see only together
+(``kv_bytes_per_token · hardware_intensity``). Its exponents are shown as small
+fractions when they are within ``NULL_TOL`` of one. The candidate is only a tangent at
+the estimate: :mod:`.estimate` walks the observations' ridge to decide whether it is
+fixed.
 
 The tolerances are looser than rounding because the Jacobian comes from central
 differences (error about 1e-10 relative) and tighter than any real dependence.
