@@ -129,19 +129,13 @@ def read_spec(raw: Mapping, model: Model, shown: str = "fit") -> FitSpec:
         if u.quantity in fixed:
             raise DataError(shown, "unknowns", u.quantity, "also pinned; a quantity is either "
                             "pinned or estimated")
+    by_name = {s.name: s for s in subjects}
     for o in observations:
-        if o.quantity in pins or o.quantity in _subject(subjects, o.subject).pins:
+        if o.quantity in pins or o.quantity in by_name.get(o.subject, Subject("")).pins:
             raise DataError(shown, f"observations[{o.index}]", "quantity",
                             f"{o.quantity} is pinned; make it an unknown to fit it")
     return FitSpec(title, presets, pins, unknowns, subjects, observations, loss,
                    float(outlier_z), scale)
-
-
-def _subject(subjects: tuple[Subject, ...], name: str) -> Subject:
-    for s in subjects:
-        if s.name == name:
-            return s
-    return Subject("")
 
 
 def _identifier(text, shown, entry, key) -> str:
@@ -261,6 +255,7 @@ def _observations(items, model: Model, subjects, shown: str) -> tuple[Observatio
         raise DataError(shown, "observations", "-", "give at least one [[observations]] "
                         "with quantity and value")
     names = [s.name for s in subjects]
+    declared = set(names)
     out = []
     for index, body in enumerate(items):
         entry = f"observations[{index}]"
@@ -277,7 +272,7 @@ def _observations(items, model: Model, subjects, shown: str) -> tuple[Observatio
             if key in body:
                 fields.text_or_date(key, body[key], shown, entry, key, 400, numbers=False)
         subject = body.get("subject", "")
-        if subject and subject not in names:
+        if subject and subject not in declared:
             raise DataError(shown, entry, "subject", f"{subject[:40]!r} is not a declared "
                             "subject" + (f" (one of {', '.join(names[:8])})" if names
                                          else "; declare it as [subjects.NAME]"))

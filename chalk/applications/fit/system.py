@@ -54,6 +54,7 @@ class _Shape:
     subjects: list[str] = field(default_factory=list)
     params: list[dict[str, int]] = field(default_factory=list)  # per subject: quantity -> index
     fixed: list[dict[str, float]] = field(default_factory=list)  # per subject: base values
+    fixed_arrays: dict[str, np.ndarray] = field(default_factory=dict)  # name -> per subject
 
 
 def parameter_name(unknown: Unknown, subject: Subject) -> tuple[str, str]:
@@ -168,6 +169,9 @@ class System:
         for targets in self._places.values():
             for t, (rows, positions) in targets.items():
                 targets[t] = (np.array(rows, dtype=int), np.array(positions, dtype=int))
+        for shape in self._shapes.values():
+            shape.fixed_arrays = {name: np.array([f[name] for f in shape.fixed])
+                                  for name in shape.fixed_names}
         # shape key -> quantity -> parameter index per subject of the shape
         self._slots = {key: {q: np.array([slots[q] for slots in shape.params], dtype=int)
                              for q in {q for slots in shape.params for q in slots}}
@@ -247,8 +251,8 @@ class System:
         (points by parameters): target -> points by subjects."""
         points, count = len(thetas), len(shape.subjects)
         changeable = set(shape.question.pins)
-        pins = {name: np.tile([f[name] for f in shape.fixed], points)
-                for name in shape.fixed_names if name in changeable}
+        pins = {name: np.tile(values, points) for name, values in shape.fixed_arrays.items()
+                if name in changeable}
         for name, index in slots.items():
             if name in changeable:
                 pins[name] = thetas[:, index].ravel()
