@@ -293,3 +293,10 @@ def test_the_command_line_scales_intervals(tmp_path):
         assert main(["fit", str(path), "--scale-intervals", "--json"]) == 0
     body = json.loads(out.getvalue())
     assert body["interval_scale"] == pytest.approx(math.sqrt(67.5 / 7))
+
+
+def test_scale_by_dispersion_must_be_true_or_false():
+    from chalk.symbolic.errors import DataError
+
+    with pytest.raises(DataError, match="scale_by_dispersion.*expected true or false"):
+        fit(_drains([0.0], 0.1, scale_by_dispersion="yes"))
