@@ -427,7 +427,9 @@ def _walk_ridge(objective, x, covariance, k, combination, null, weights, low, hi
                 holding = False
             if holding:
                 holds[side] = t
-    whole = all(holds[s] == walked[s] for s in (0, 1))
+    # fixed only where it was seen to hold: a ridge that leaves the priors' box at once
+    # was not walked, so the combination is at most locally fixed
+    whole = all(holds[s] == walked[s] for s in (0, 1)) and max(walked) > 0
     status = "fixed" if whole else "not identified" if first_failed else "locally fixed"
     return Ridge(status, (x[k] - holds[0], x[k] + holds[1]),
                  (x[k] - walked[0], x[k] + walked[1]), max(values) - min(values))
