@@ -300,3 +300,30 @@ def test_scale_by_dispersion_must_be_true_or_false():
 
     with pytest.raises(DataError, match="scale_by_dispersion.*expected true or false"):
         fit(_drains([0.0], 0.1, scale_by_dispersion="yes"))
+
+
+def test_a_profile_that_never_rises_is_not_bounded_on_that_side():
+    # One parameter whose prediction saturates: ln predicted = min(ln theta, 0), observed
+    # at ln 1 = 0 with sd 0.1, prior 1e-20..1e20. Below the estimate (ln theta = 0) the
+    # objective (ln theta / 0.1)^2 reaches 1.645^2 at ln theta = -0.1645; above, it stays
+    # 0 for ever: past PROFILE_SPAN (30 in the log) that side is not bounded, and says how
+    # far it looked.
+    from types import SimpleNamespace
+
+    from chalk.applications.fit.estimate import PROFILE_SPAN, _Objective, _profile
+
+    class Saturating:
+        observed = np.array([0.0])
+        sigma = np.array([0.1])
+        parameters = [SimpleNamespace(prior=SimpleNamespace(kind="loguniform", nominal=1.0,
+                                                            a=1e-20, b=1e20))]
+
+        def predict(self, x, jacobian=False):
+            out = np.array([min(x[0], 0.0)])
+            return (out, np.array([[1.0 if x[0] < 0 else 0.0]])) if jacobian else out
+
+    objective = _Objective(Saturating(), "linear")
+    low, high = np.array([math.log(1e-20)]), np.array([math.log(1e20)])
+    ends = _profile(objective, np.array([0.0]), np.array([[0.01]]), 0, np.ones(1), low, high)
+    assert ends[0].value == pytest.approx(-Z90 * 0.1, abs=1e-5)
+    assert ends[1].value is None and ends[1].searched == PROFILE_SPAN
