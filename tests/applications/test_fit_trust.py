@@ -41,7 +41,7 @@ def _grid_profile(times: dict, sigma: float, which: int) -> tuple[float, float, 
     Z90^2 of the best, and the grid's spacing in ln along that parameter."""
     ranges = [(1e-5, 1.0), (1e-4, 10.0), (1e-6, 1.0)]
     sizes = [161, 161, 161]
-    sizes[which] = 641
+    sizes[which] = 321
     axes = [np.exp(np.linspace(math.log(a), math.log(b), n))
             for (a, b), n in zip(ranges, sizes, strict=True)]
     batches = np.array(list(times), dtype=float)

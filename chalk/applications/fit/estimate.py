@@ -296,9 +296,12 @@ def _inner(objective, x, k, value, root_w, low, high, starts, priors=True):
     if not len(rest):
         r = residual(np.array([]))
         return float(r @ r), full(np.array([]))
-    best, where = math.inf, None
+    best, where, tried = math.inf, None, []
     for y0 in starts:
         y0 = np.clip(y0, low[rest] + 1e-12, high[rest] - 1e-12)
+        if any(np.array_equal(y0, t) for t in tried):
+            continue
+        tried.append(y0)
         out = least_squares(residual, y0, jac=jacobian, bounds=(low[rest], high[rest]),
                             method="trf", ftol=1e-10, xtol=1e-10, gtol=1e-10)
         if 2 * out.cost < best:
