@@ -29,13 +29,15 @@ class Dispersion:
     dof: int
     p_value: float | None
     inliers: int
+    robust: bool = False
 
     @classmethod
     def of(cls, z: np.ndarray, rank: int, loss: str, outlier_z: float) -> Dispersion:
         kept = z if loss == "linear" else z[np.abs(z) <= outlier_z]
         dof = len(kept) - rank
         chi2 = float(np.sum(kept ** 2))
-        return cls(chi2 / dof if dof > 0 else 1.0, dof, p_value(chi2, dof), len(kept))
+        return cls(chi2 / dof if dof > 0 else 1.0, dof, p_value(chi2, dof), len(kept),
+                   loss != "linear")
 
     def widening(self, scale: bool) -> float:
         """What interval half-widths in the log are multiplied by: the square root of
@@ -45,9 +47,10 @@ class Dispersion:
     def notes(self, widen: float, scale: bool) -> list[str]:
         """What the report says of the scatter, and of the scaling if asked for."""
         if self.p_value is None:
-            return []
-        among = ("" if self.inliers == 0 or self.dof <= 0 else
-                 f" among the {self.inliers} observations within the outlier band")
+            return (["intervals not scaled: no degrees of freedom left to measure the "
+                     "dispersion"] if scale else [])
+        among = (f" among the {self.inliers} observations within the outlier band"
+                 if self.robust else "")
         out = []
         if self.p_value < 0.01:
             out.append(f"the observations scatter more than their stated uncertainties allow"
@@ -57,7 +60,9 @@ class Dispersion:
                           "fit with scale_by_dispersion = true (--scale-intervals)"))
         if widen > 1:
             out.append(f"intervals scaled by the dispersion: every half-width in the log is "
-                       f"multiplied by sqrt({self.ratio:.3g}) = {widen:.3g}")
+                       f"multiplied by sqrt({self.ratio:.3g}) = {widen:.3g} (chi-squared / "
+                       f"dof on {self.dof} degree{'s' if self.dof != 1 else ''} of freedom"
+                       f"{among})")
         elif scale:
             out.append(f"intervals not scaled: the dispersion {self.ratio:.3g} is not above 1")
         return out
