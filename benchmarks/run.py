@@ -521,10 +521,11 @@ def bench_probe(probes: int = 1000) -> dict:
     return {"counts": dict(counts), "seconds": elapsed}
 
 
-def _fit_spec(subjects: int = 19, seed: int = 0) -> dict:
+def _fit_spec(subjects: int = 19, seed: int = 0, each: int = 1, extra: int = 5) -> dict:
     """A synthetic fit: ``subjects`` deployments, each with its own memory bandwidth and
-    one FLOP rate for all (``subjects + 1`` unknowns), three hardware-intensity and two
-    drain-time observations each, plus five more of the first (100 observations for 19)."""
+    one FLOP rate for all (``subjects + 1`` unknowns), ``each`` times three
+    hardware-intensity and two drain-time observations each, plus ``extra`` more of the
+    first (100 observations for 19 subjects)."""
     import math
     import random
 
@@ -537,10 +538,10 @@ def _fit_spec(subjects: int = 19, seed: int = 0) -> dict:
         name = f"s{i}"
         bandwidth = math.exp(rng.uniform(math.log(1e12), math.log(1e13)))
         spec["subjects"][name] = {"pins": {"hbm_capacity": "80 GB"}}
-        kinds = [("hardware_intensity", flops / bandwidth, "FLOP/byte")] * 3 + \
-                [("hbm_drain_time", 80e9 / bandwidth, "s")] * 2
+        kinds = ([("hardware_intensity", flops / bandwidth, "FLOP/byte")] * 3
+                 + [("hbm_drain_time", 80e9 / bandwidth, "s")] * 2) * each
         if i == 0:
-            kinds += [("hardware_intensity", flops / bandwidth, "FLOP/byte")] * 5
+            kinds += [("hardware_intensity", flops / bandwidth, "FLOP/byte")] * extra
         for quantity, value, unit in kinds:
             noisy = value * math.exp(rng.gauss(0, 0.1))
             spec["observations"].append({"quantity": quantity, "subject": name,
@@ -571,6 +572,71 @@ def bench_fit(repeats: int = 7, subjects: int = 19) -> dict:
             "observations": count, "unknowns": unknowns}
 
 
+def _direct_least_squares(spec: dict):
+    """A call that minimises the fit's own residuals and Jacobian by a bare
+    ``scipy.optimize.least_squares`` with the fit's settings (the spec read and the
+    system built beforehand, outside what is timed): no intervals, no identifiability,
+    no confirmation; what the fit adds is the rest."""
+    import math
+
+    import numpy as np
+    from chalk.knowledge import load_model
+    from scipy.optimize import least_squares
+
+    from chalk.applications.fit.estimate import _bound, _Objective
+    from chalk.applications.fit.spec import read_spec
+    from chalk.applications.fit.system import System
+
+    model = load_model()
+    system = System(read_spec(spec, model), model)
+    objective = _Objective(system, "linear")
+    low = np.array([_bound(q.prior, 0) for q in system.parameters])
+    high = np.array([_bound(q.prior, 1) for q in system.parameters])
+    x0 = np.array([math.log(q.prior.nominal) for q in system.parameters])
+    return lambda: least_squares(objective.robust, x0, jac=objective.robust_jacobian,
+                                 bounds=(low, high), method="trf", x_scale=1.0, ftol=1e-12,
+                                 xtol=1e-12, gtol=1e-12, max_nfev=200 * (len(x0) + 1))
+
+
+def bench_fit_scale(repeats: int = 3) -> dict:
+    """How a fit's time grows with subjects (100, 300 and 1,000 of :func:`_fit_spec`, one
+    run each: five observations and one unknown per subject), and the speed target: 1,000
+    observations by 100 unknowns within 3 times a direct ``least_squares`` on the same
+    residuals (:func:`_direct_least_squares`), medians of ``repeats`` runs each."""
+    from chalk.knowledge import load_model
+
+    from chalk.applications.fit import fit
+    from chalk.applications.fit.spec import read_spec
+
+    load_model()
+    fit(_fit_spec(5))  # plan the shape once: later fits of it reuse the compiled question
+    growth = {}
+    for subjects in (100, 300, 1000):
+        spec = _fit_spec(subjects)
+        start = time.perf_counter()
+        result = fit(spec)
+        growth[subjects] = time.perf_counter() - start
+        print(f"fit of {subjects:,} subjects ({len(result.residuals):,} observations, "
+              f"{len(result.estimates):,} unknowns): {growth[subjects]:.2f} s")
+    print(f"  growth: 300/100 subjects x{growth[300] / growth[100]:.1f}, 1,000/300 "
+          f"x{growth[1000] / growth[300]:.1f} (time linear in the cells, observations "
+          "by unknowns, would be x9 and x11)")
+    # 99 subjects x 10 observations + 10 more of the first: 1,000 by 100 unknowns
+    model = load_model()
+    specs = [_fit_spec(99, seed=i, each=2, extra=10) for i in range(repeats)]
+    read = [read_spec(spec, model) for spec in specs]
+    fitted = _median_call(lambda i: fit(specs[i]), repeats)
+    from_read = _median_call(lambda i: fit(read[i]), repeats)
+    calls = [_direct_least_squares(spec) for spec in specs]
+    direct = _median_call(lambda i: calls[i](), repeats)
+    print(f"fit of 1,000 observations x 100 unknowns: median {fitted:.2f} s (reading the "
+          f"observations included), {from_read:.2f} s from a read FitSpec; direct "
+          f"least_squares on the same residuals: median {direct:.2f} s")
+    print(f"  ratios {fitted / direct:.2f} and {from_read / direct:.2f} (target <= 3)")
+    return {"growth_s": growth, "fit_s": fitted, "fit_read_s": from_read,
+            "direct_s": direct, "ratio": fitted / direct, "ratio_read": from_read / direct}
+
+
 def bench_atlas(repeats: int = 3) -> dict:
     """``chalk atlas`` as a command (target: under 5 s): every shipped price sheet fitted
     at once, from a fresh process, knowledge base and fits included."""
@@ -589,10 +655,11 @@ BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte
               "versus_sympy": bench_versus_sympy,
               "llm_analysis": bench_llm_analysis, "serving_bounds": bench_serving_bounds,
               "round_trips": bench_round_trips,
-              "probe": bench_probe, "fit": bench_fit, "atlas": bench_atlas}
+              "probe": bench_probe, "fit": bench_fit, "fit_scale": bench_fit_scale,
+              "atlas": bench_atlas}
 
 
-SLOW = {"round_trips", "probe"}  # run only when named
+SLOW = {"round_trips", "probe", "fit_scale"}  # run only when named
 
 
 def main(argv: list[str]) -> None:

@@ -103,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "else linear")
     fit.add_argument("--outlier-z", type=float, default=None, metavar="Z",
                      help="flag residuals beyond Z standard deviations (default 3)")
+    fit.add_argument("--scale-intervals", action="store_true", default=None,
+                     help="widen the intervals by the square root of the observed dispersion "
+                          "(chi-squared / dof) when above 1; default: the file's "
+                          "scale_by_dispersion, else off")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     add_quiet(fit)
     fit.add_argument("--plot", metavar="FILE", help="also draw the residuals (PNG or SVG)")
@@ -301,7 +305,8 @@ def _fit(args) -> str:
     destination = _plot_destination(args, [args.file])
     if args.outlier_z is not None and not 1 <= args.outlier_z <= 20:
         raise UsageProblem("--outlier-z must be between 1 and 20")
-    result = fit(args.file, loss=args.loss, outlier_z=args.outlier_z)
+    result = fit(args.file, loss=args.loss, outlier_z=args.outlier_z,
+                 scale_intervals=args.scale_intervals)
     out = result.to_json() if args.json else result.text()
     return _with_plot(out, args, destination, result.figure)
 

@@ -17,11 +17,17 @@ def result():
 def test_claude_opus_4_6_row_by_hand(result):
     row = result.row("claude_opus_4_6")
     # output / input = 25 / 5; all 11 Anthropic sheets price output at 5x input, so the
-    # provider's decode utilisation is 1/5 with a 90% interval of x/÷ exp(1.645 x 0.1/sqrt 11)
+    # provider's decode utilisation is 1/5. Three of them repeat another's number from the
+    # same source (opus 4.7 and fable 5.1 cite opus 4.5's pricing page as it does,
+    # sonnet 4.5 the same two sources as opus 4.6) and count once (issue 24): 8
+    # measurements, a 90% interval of x/÷ exp(1.645 x 0.1/sqrt 8)
     assert row.ratio == pytest.approx(5)
-    anthropic = sum(r.provider == "anthropic" for r in result.rows)
-    assert anthropic == 11
-    half = Z90 * RATIO_SIGMA / math.sqrt(anthropic)
+    anthropic = {r.sheet for r in result.rows if r.provider == "anthropic"}
+    assert len(anthropic) == 11
+    repeats = {r.subject: r.repeats for r in result.decode_fit.residuals}
+    counted = sum(repeats[sheet] is None for sheet in anthropic)
+    assert counted == 8
+    half = Z90 * RATIO_SIGMA / math.sqrt(counted)
     assert row.decode == pytest.approx((0.2, 0.2 * math.exp(-half), 0.2 * math.exp(half)),
                                        rel=1e-4)
     # KV from the 200k step: 100e9 param x 2 FLOP/param/token / (300 FLOP/byte x 200,000)

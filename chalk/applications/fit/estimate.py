@@ -23,13 +23,20 @@ the direction the covariance moves a parameter, the objective with those weights
 rise by ``Z90^2`` within ``LINEAR_RTOL`` at both ends of the interval (exactly so for a
 product of powers, whose log is linear). Where it does not, or where the estimate sits on
 a prior's bound, the interval is the profile likelihood's: the values at which the
-objective, minimised over every other parameter, rises by ``Z90^2``.
+objective, minimised over every other parameter, rises by ``Z90^2`` (:func:`_profile`:
+never re-solved at the estimate, each point solved from several starts; an end it does
+not reach within ``PROFILE_SPAN`` is None).
+
+An unidentified parameter's candidate combination is walked along the observations'
+ridge (:func:`_walk_ridge`) to say whether it is fixed, locally fixed or not fixed; one
+no observation depends on at the estimate gets the profile of the observations alone,
+which may bound it from one side.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,6 +51,11 @@ LINEAR_RTOL = 0.1  # how far the objective's rise may stray from Z90^2 and stay 
 BOUND_ATOL = 1e-6  # in ln: an estimate this close to a prior's bound is on it
 FAILED = 1e3  # the standardised residual of a prediction with no positive value
 PROFILE_SPAN = 30.0  # in ln: a profile that has not risen by then is unbounded on that side
+LINEAR_BLOCK = 2_000_000  # predictions evaluated at once when checking Jacobian intervals
+RIDGE_RTOL = 0.1  # a combination is fixed while it stays within this share of its sd
+RIDGE_STEP = 0.05  # in ln: the first move along the ridge, doubled out to the prior's range
+RIDGE_RISE = 0.01  # share of Z90^2 the observations' objective may rise and stay on the ridge
+PRIOR_REACH = 3.0  # a distribution prior's range walked: this many sd of its log each way
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,7 @@ class Solved:
     methods: list[str]
     identification: Identification
     evaluations: int
+    ridges: dict = field(default_factory=dict)  # unidentified parameter -> Ridge
 
 
 # Where each robust loss bends, in standard deviations: the usual tuning constants that
@@ -127,10 +140,19 @@ class _Objective:
         factor = np.where(small, 1.0, slope * np.abs(z) / np.where(small, 1.0, root))
         return np.vstack([factor[:, None] * jac, self.prior_rows(x, len(x))[1]])
 
-    def weighted(self, x, weights):
-        """The objective with the weights frozen (what the intervals describe)."""
+    def weighted_many(self, xs, weights):
+        """:meth:`weighted` (priors included) at each row of ``xs``."""
+        self.evaluations += len(xs)
+        z = (self.system.predict_many(xs) - self.system.observed) / self.system.sigma
+        z[~np.isfinite(z)] = FAILED
+        prior = (xs[:, self.prior_index] - self.prior_mean) / self.prior_sd
+        return np.sum(weights * z * z, axis=1) + np.sum(prior * prior, axis=1)
+
+    def weighted(self, x, weights, priors=True):
+        """The objective with the weights frozen (what the intervals describe); with
+        ``priors`` False, the observations' part alone."""
         z, _ = self.standardised(x)
-        prior = self.prior_rows(x, len(x))[0]
+        prior = self.prior_rows(x, len(x))[0] if priors else np.zeros(0)
         return float(np.sum(weights * z * z) + np.sum(prior * prior))
 
 
@@ -165,13 +187,23 @@ def solve(system: System, loss: str = "linear") -> Solved:
     design = np.vstack([np.sqrt(weights)[:, None] * jac_std, prior_rows])
     covariance = np.linalg.pinv(design.T @ design, rcond=1e-12, hermitian=True)
     identification = identify(jac_std)
-    intervals, methods = [], []
+    linear = _linear(objective, x, covariance,
+                     [k for k in range(p) if identification.identified[k]], weights, low, high)
+    intervals, methods, ridges = [], [], {}
     for k in range(p):
         if not identification.identified[k]:
-            intervals.append(None)
-            methods.append("not identified")
+            combination = identification.combinations[k]
+            if combination:
+                ridges[k] = _walk_ridge(objective, x, covariance, k, combination,
+                                        identification.null, weights, low, high)
+                intervals.append(None)
+                methods.append("not identified")
+            else:  # flat here; the observations alone may still bound one side
+                intervals.append(_profile(objective, x, covariance, k, weights, low, high,
+                                          priors=False))
+                methods.append("profile likelihood (observations alone)")
             continue
-        span = _linear(objective, x, covariance, k, weights, low, high)
+        span = linear[k]
         if span is not None:
             intervals.append(span)
             methods.append("Jacobian (near-linear)")
@@ -179,7 +211,7 @@ def solve(system: System, loss: str = "linear") -> Solved:
             intervals.append(_profile(objective, x, covariance, k, weights, low, high))
             methods.append("profile likelihood")
     return Solved(x, covariance, z, weights, jac_std * system.sigma[:, None], intervals,
-                  methods, identification, objective.evaluations)
+                  methods, identification, objective.evaluations, ridges)
 
 
 def refuse_too_large(system: System) -> None:
@@ -204,76 +236,206 @@ def _bound(prior, side: int) -> float:
     return (-np.inf, np.inf)[side]
 
 
-def _linear(objective, x, covariance, k, weights, low, high):
-    """The Jacobian interval of parameter ``k`` if the objective agrees with it, else
-    None."""
-    sd = math.sqrt(max(covariance[k, k], 0.0))
-    if sd == 0 or x[k] - low[k] < BOUND_ATOL or high[k] - x[k] < BOUND_ATOL:
-        return None
-    direction = covariance[:, k] / sd
+def _linear(objective, x, covariance, ks, weights, low, high) -> dict:
+    """The Jacobian interval of each parameter in ``ks`` where the objective agrees with
+    it (else None): both ends of every interval evaluated together, in blocks of
+    ``LINEAR_BLOCK`` predictions."""
+    out, points, owners = {}, [], []
+    for k in ks:
+        sd = math.sqrt(max(covariance[k, k], 0.0))
+        out[k] = None
+        if sd == 0 or x[k] - low[k] < BOUND_ATOL or high[k] - x[k] < BOUND_ATOL:
+            continue
+        ends = [x + sign * Z90 * covariance[:, k] / sd for sign in (1, -1)]
+        if any(np.any(e < low) or np.any(e > high) for e in ends):
+            continue
+        out[k] = (End(x[k] - Z90 * sd, Z90 * sd), End(x[k] + Z90 * sd, Z90 * sd))
+        points += ends
+        owners += [k, k]
+    if not points:
+        return out
     base = objective.weighted(x, weights)
-    for sign in (1, -1):
-        point = x + sign * Z90 * direction
-        if np.any(point < low) or np.any(point > high):
-            return None
-        rise = objective.weighted(point, weights) - base
-        if abs(rise / Z90 ** 2 - 1) > LINEAR_RTOL:
-            return None
-    return x[k] - Z90 * sd, x[k] + Z90 * sd
+    block = max(1, LINEAR_BLOCK // max(len(x), len(objective.system.observed)))
+    for start in range(0, len(points), block):
+        rises = objective.weighted_many(np.array(points[start:start + block]), weights) - base
+        for k, rise in zip(owners[start:start + block], rises, strict=True):
+            if abs(rise / Z90 ** 2 - 1) > LINEAR_RTOL:
+                out[k] = None
+    return out
 
 
-def _profile(objective, x, covariance, k, weights, low, high):
-    """Where the profile of the frozen-weight objective rises by ``Z90^2`` on each side
-    (a prior's bound, or +-``PROFILE_SPAN``, if it never does)."""
-    from scipy.optimize import brentq, least_squares
+def _inner(objective, x, k, value, root_w, low, high, starts, priors=True):
+    """The frozen-weight objective minimised over every parameter but ``k`` (held at
+    ``value``), from each of ``starts`` (values of the others): the least value found and
+    where. Several starts because on a flat stretch one warm start can stop short of the
+    minimum and report a worse one."""
+    from scipy.optimize import least_squares
 
     p = len(x)
-    rest = [j for j in range(p) if j != k]
-    root_w = np.sqrt(weights)
-    start = {"x": x[rest].copy()}
+    rest = np.array([j for j in range(p) if j != k], dtype=int)
 
-    def profiled(value):
-        def residual(y):
-            full = x.copy()
-            full[rest], full[k] = y, value
-            z, _ = objective.standardised(full)
-            return np.concatenate([root_w * z, objective.prior_rows(full, p)[0]])
+    def full(y):
+        out = x.copy()
+        out[rest], out[k] = y, value
+        return out
 
-        def jacobian(y):
-            full = x.copy()
-            full[rest], full[k] = y, value
-            _, jac = objective.standardised(full, True)
-            return np.vstack([root_w[:, None] * jac, objective.prior_rows(full, p)[1]])[:, rest]
+    def residual(y):
+        point = full(y)
+        z, _ = objective.standardised(point)
+        r = root_w * z
+        return np.concatenate([r, objective.prior_rows(point, p)[0]]) if priors else r
 
-        if not rest:
-            r = residual(np.array([]))
-            return float(r @ r)
-        y0 = np.clip(start["x"], low[rest] + 1e-12, high[rest] - 1e-12)
+    def jacobian(y):
+        point = full(y)
+        _, jac = objective.standardised(point, True)
+        rows = root_w[:, None] * jac
+        if priors:
+            rows = np.vstack([rows, objective.prior_rows(point, p)[1]])
+        return rows[:, rest]
+
+    if not len(rest):
+        r = residual(np.array([]))
+        return float(r @ r), full(np.array([]))
+    best, where, tried = math.inf, None, []
+    for y0 in starts:
+        y0 = np.clip(y0, low[rest] + 1e-12, high[rest] - 1e-12)
+        if any(np.array_equal(y0, t) for t in tried):
+            continue
+        tried.append(y0)
         out = least_squares(residual, y0, jac=jacobian, bounds=(low[rest], high[rest]),
                             method="trf", ftol=1e-10, xtol=1e-10, gtol=1e-10)
-        start["x"] = out.x
-        return 2 * out.cost
+        if 2 * out.cost < best:
+            best, where = 2 * out.cost, full(out.x)
+    return best, where
 
-    target = objective.weighted(x, weights) + Z90 ** 2
-    sd = math.sqrt(max(covariance[k, k], 0.0)) or 0.1
+
+@dataclass(frozen=True)
+class End:
+    """One end of an interval, in ln: ``value``, or None where the profile did not rise
+    by ``Z90^2`` within the searched range (``searched`` is how far it looked)."""
+
+    value: float | None
+    searched: float
+
+
+def _profile(objective, x, covariance, k, weights, low, high, priors=True):
+    """Where the profile of the frozen-weight objective rises by ``Z90^2`` on each side:
+    an :class:`End` per side (at a prior's bound if it rises no further inside it; None
+    past ``PROFILE_SPAN``). With ``priors`` False only the observations count: what
+    they alone bound.
+
+    The profile at the estimate is the objective there, known: it is never solved again
+    (a fresh solve could stop short on a plateau and leave no sign change to bracket).
+    Each other point starts from the estimate, from the previous point's optimum, from
+    the covariance's straight-line guess and from the priors' middles, and keeps the
+    best.
+    """
+    from scipy.optimize import brentq
+
+    rest = [j for j in range(len(x)) if j != k]
+    root_w = np.sqrt(weights)
+    middle = np.array([math.log(objective.system.parameters[j].prior.nominal) for j in rest])
+    variance = covariance[k, k]
+    slope = covariance[rest, k] / variance if variance > 0 else np.zeros(len(rest))
+    base = objective.weighted(x, weights, priors)
+    target = base + Z90 ** 2
+    sd = math.sqrt(max(variance, 0.0)) or 0.1
     ends = []
     for sign, edge in ((-1, low[k]), (1, high[k])):
-        start["x"] = x[rest].copy()
+        known = {0.0: base}
+        previous = [x[rest]]
+
+        def profiled(t, sign=sign, known=known, previous=previous):
+            if t not in known:  # the prior's middle too: it may lie in another basin
+                starts = (x[rest], previous[0], x[rest] + slope * sign * t, middle)
+                known[t], point = _inner(objective, x, k, x[k] + sign * t, root_w, low,
+                                         high, starts, priors)
+                previous[0] = point[rest]
+            return known[t]
+
+        limit = min(abs(edge - x[k]), PROFILE_SPAN)
         inner, step = 0.0, Z90 * sd
-        found = None
         while True:
-            outer = min(step, abs(edge - x[k]), PROFILE_SPAN)
-            if outer <= inner:
-                found = x[k] + sign * inner
+            outer = min(step, limit)
+            if outer <= inner:  # never rose: the bound, or nothing within the span
+                at_bound = abs(edge - x[k]) <= PROFILE_SPAN
+                ends.append(End(x[k] + sign * inner if at_bound else None, limit))
                 break
-            if profiled(x[k] + sign * outer) >= target:
-                found = brentq(lambda t, sign=sign: profiled(x[k] + sign * t) - target,
-                               inner, outer, xtol=1e-5)
-                found = x[k] + sign * found
+            if profiled(outer) >= target:
+                try:
+                    t = brentq(lambda t: profiled(t) - target, inner, outer, xtol=1e-5)
+                    ends.append(End(x[k] + sign * t, limit))
+                except ValueError:  # cannot happen with both ends known; say so if it does
+                    ends.append(End(None, outer))
                 break
             inner, step = outer, step * 2
-        ends.append(found)
-    return ends[0], ends[1]
+    return tuple(ends)
+
+
+@dataclass(frozen=True)
+class Ridge:
+    """A candidate combination checked along the observations' ridge.
+
+    ``status`` is ``"fixed"`` (within ``RIDGE_RTOL`` of its sd everywhere the ridge was
+    walked), ``"locally fixed"`` (only while the parameter stays within ``holds``, ln) or
+    ``"not identified"`` (it moves at the first step); ``moved`` is the span of the
+    combination's ln over the points walked, ``walked`` the parameter's ln range.
+    """
+
+    status: str
+    holds: tuple[float, float]
+    walked: tuple[float, float]
+    moved: float
+
+
+def _walk_ridge(objective, x, covariance, k, combination, null, weights, low, high):
+    """Move parameter ``k`` along the null direction of the observations, re-fit the
+    others to the observations alone at each step, and see whether ``combination`` (a
+    tangent of the ridge at the estimate) keeps its value: out to ``k``'s prior range,
+    doubling from ``RIDGE_STEP``, each side stopping where the observations' objective
+    rises (the ridge leaves the priors' box)."""
+    vector = np.zeros(len(x))
+    for j, e in combination.items():
+        vector[j] = e
+    sd = math.sqrt(max(float(vector @ covariance @ vector), 0.0))
+    tolerance = max(RIDGE_RTOL * sd, 1e-6)
+    direction = null @ null[k]
+    direction = direction / direction[k]
+    rest = [j for j in range(len(x)) if j != k]
+    root_w = np.sqrt(weights)
+    base = objective.weighted(x, weights, priors=False)
+    prior = objective.system.parameters[k].prior
+    reach = (PROFILE_SPAN if prior.kind in ("uniform", "loguniform")
+             else PRIOR_REACH * prior.log_sd)
+    holds, walked, values = [0.0, 0.0], [0.0, 0.0], [0.0]
+    first_failed = False
+    for side, (sign, edge) in enumerate(((-1, low[k]), (1, high[k]))):
+        limit = min(abs(edge - x[k]), reach, PROFILE_SPAN)
+        previous, t, step, holding = x[rest], 0.0, RIDGE_STEP, True
+        while t < limit:
+            t = min(step, limit)
+            step *= 2
+            value = x[k] + sign * t
+            starts = (x[rest] + sign * t * direction[rest], previous)
+            cost, point = _inner(objective, x, k, value, root_w, low, high, starts,
+                                 priors=False)
+            if cost - base > RIDGE_RISE * Z90 ** 2:
+                break
+            previous = point[rest]
+            walked[side] = t
+            change = float(vector @ (point - x))
+            values.append(change)
+            if abs(change) > tolerance and holding:
+                first_failed = first_failed or holds[side] == 0.0
+                holding = False
+            if holding:
+                holds[side] = t
+    # fixed only where it was seen to hold: a ridge that leaves the priors' box at once
+    # was not walked, so the combination is at most locally fixed
+    whole = all(holds[s] == walked[s] for s in (0, 1)) and max(walked) > 0
+    status = "fixed" if whole else "not identified" if first_failed else "locally fixed"
+    return Ridge(status, (x[k] - holds[0], x[k] + holds[1]),
+                 (x[k] - walked[0], x[k] + walked[1]), max(values) - min(values))
 
 
 def check_loss(loss: str) -> str:

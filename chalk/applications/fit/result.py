@@ -13,9 +13,12 @@ from chalk.symbolic.printing.readable import Readable
 
 @dataclass(frozen=True)
 class Estimate:
-    """One parameter: its estimate and 90% interval in ``unit``, or, if the observations
-    do not identify it, the combination they do fix (``combination`` names it; ``value``
-    and the interval are then that combination's)."""
+    """One parameter: its estimate and 90% interval in ``unit`` (an end None where the
+    profile did not rise within the searched range), or, if the observations do not
+    identify it, what they say of it: the combination they fix (``combination`` names
+    it, ``fixed`` says "fixed" or "locally fixed"; ``value`` and the interval are then
+    the combination's), or the side they bound it from (``low`` or ``high``).
+    ``statement`` says which in words."""
 
     name: str
     quantity: str
@@ -30,9 +33,11 @@ class Estimate:
     informed_by: tuple[int, ...] = ()  # indices of the observations that depend on it
     combination: str = ""
     notes: tuple[str, ...] = ()
+    statement: str = ""  # an unidentified parameter: what the observations say of it
+    fixed: str = ""  # "fixed" or "locally fixed" when ``combination`` is given
 
-    def shown(self, x: float) -> str:
-        return format_quantity(x, self.unit)
+    def shown(self, x: float | None) -> str:
+        return "not bounded" if x is None else format_quantity(x, self.unit)
 
     def to_dict(self) -> dict:
         out = {"name": self.name, "quantity": self.quantity, "group": self.group,
@@ -42,9 +47,12 @@ class Estimate:
             out.update(value=self.value, low=self.low, high=self.high)
         else:
             out["value"] = None
-            out["fixed"] = ({"combination": self.combination, "value": self.value,
-                             "low": self.low, "high": self.high} if self.combination
-                            else None)
+            out["fixed"] = ({"combination": self.combination, "status": self.fixed,
+                             "value": self.value, "low": self.low, "high": self.high}
+                            if self.combination else None)
+            if not self.combination:
+                out.update(low=self.low, high=self.high)
+            out["statement"] = self.statement
         if self.notes:
             out["notes"] = list(self.notes)
         return out
@@ -53,7 +61,9 @@ class Estimate:
 @dataclass(frozen=True)
 class Residual:
     """One observation against the fit: ``z`` is (ln predicted - ln observed) over the
-    standard deviation of the observation's log."""
+    standard deviation of the observation's log. ``repeats`` is the index of the
+    observation this one repeats (same source, value and question), counted once with
+    it; None otherwise."""
 
     index: int
     quantity: str
@@ -66,12 +76,14 @@ class Residual:
     text: str
     source: str = ""
     date: str = ""
+    repeats: int | None = None
 
     def to_dict(self) -> dict:
         return {"index": self.index, "quantity": self.quantity, "subject": self.subject,
                 "observed": self.observed, "predicted": self.predicted,
                 "unit": format_unit(self.unit), "z": self.z, "outlier": self.outlier,
-                "value": self.text, "source": self.source, "date": self.date}
+                "value": self.text, "source": self.source, "date": self.date,
+                "repeats": self.repeats}
 
 
 @dataclass(frozen=True, repr=False)
@@ -89,6 +101,8 @@ class FitResult(Readable):
     rank: int
     notes: tuple[str, ...] = field(default_factory=tuple)
     evaluations: int = 0
+    dispersion: float = 1.0  # chi-squared / dof (of the inliers under a robust loss)
+    interval_scale: float = 1.0  # what the log half-widths were multiplied by
 
     def __getitem__(self, name: str) -> Estimate:
         for e in self.estimates:
@@ -101,10 +115,16 @@ class FitResult(Readable):
     def outliers(self) -> tuple[Residual, ...]:
         return tuple(r for r in self.residuals if r.outlier)
 
+    @property
+    def counted(self) -> int:
+        """How many observations the fit counted (repeats once)."""
+        return sum(r.repeats is None for r in self.residuals)
+
     def to_dict(self) -> dict:
         return {"title": self.title, "loss": self.loss, "outlier_z": self.outlier_z,
                 "chi2": self.chi2, "dof": self.dof, "p_value": self.p_value,
-                "rank": self.rank, "interval": "90%",
+                "rank": self.rank, "interval": "90%", "dispersion": self.dispersion,
+                "interval_scale": self.interval_scale,
                 "estimates": [e.to_dict() for e in self.estimates],
                 "residuals": [r.to_dict() for r in self.residuals],
                 "outliers": [r.index for r in self.outliers], "notes": list(self.notes)}
@@ -117,8 +137,10 @@ class FitResult(Readable):
         lines = [f"fit: {self.title}"] if self.title else []
         fit = (f"chi-squared {self.chi2:.3g} on {self.dof} degrees of freedom"
                + (f" (p = {self.p_value:.2g})" if self.p_value is not None else ""))
-        lines.append(f"{len(self.residuals)} observations, {len(self.estimates)} parameters "
-                     f"({len(identified)} identified), loss {self.loss}; {fit}")
+        once = (f" ({self.counted} counted, repeats once)"
+                if self.counted < len(self.residuals) else "")
+        lines.append(f"{len(self.residuals)} observations{once}, {len(self.estimates)} "
+                     f"parameters ({len(identified)} identified), loss {self.loss}; {fit}")
         if identified:
             lines += ["", "estimates (90% intervals)"]
             width = max(len(e.name) for e in identified)
@@ -130,19 +152,14 @@ class FitResult(Readable):
         missing = [e for e in self.estimates if not e.identified]
         if missing:
             lines += ["", "not identified (no estimate given)"]
-            for e in missing:
-                if e.combination:
-                    lines.append(f"  {e.name}: only {e.combination} is fixed, = "
-                                 f"{e.shown(e.value)} ({e.shown(e.low)} to "
-                                 f"{e.shown(e.high)}, {e.method})")
-                else:
-                    lines.append(f"  {e.name}: no observation depends on it; only its prior "
-                                 f"({e.prior}) speaks for it")
+            lines.extend(f"  {e.name}: {e.statement}" for e in missing)
         lines += ["", f"residuals (z = (ln predicted - ln observed) / sd of ln observed; "
                       f"outlier beyond {self.outlier_z:g})"]
         for r in self.residuals:
             where = f"{r.quantity}@{r.subject}" if r.subject else r.quantity
             flag = "  OUTLIER" if r.outlier else ""
+            if r.repeats is not None:
+                flag += f"  (repeats [{r.repeats}], counted once)"
             lines.append(f"  [{r.index}] {where}: observed {format_quantity(r.observed, r.unit)}"
                          f", fitted {format_quantity(r.predicted, r.unit)}, "
                          f"z = {r.z:+.2f}{flag}")

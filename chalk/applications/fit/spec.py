@@ -27,11 +27,12 @@ LOSSES = ("linear", "soft_l1", "huber", "cauchy")
 ALL = "all"  # one parameter shared by every subject
 SUBJECT = "subject"  # one parameter per subject
 _TOP = {"title", "presets", "pins", "unknowns", "subjects", "observations", "loss",
-        "outlier_z"}
+        "outlier_z", "scale_by_dispersion"}
 _SUBJECT_KEYS = {"presets", "pins", "labels"}
 _OBSERVATION_KEYS = {"quantity", "value", "subject", "source", "date", "note"}
 _UNKNOWN_KEYS = {"prior", "per"}
-MAX_ITEMS = 5000  # observations, unknowns or subjects: more is a mistake, not a fit
+MAX_ITEMS = 5000  # unknown quantities: more is a mistake, not a fit (observations and
+# subjects are limited only by the fit's measured cost, estimate.refuse_too_large)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class FitSpec:
     observations: tuple[Observation, ...]
     loss: str = "linear"
     outlier_z: float = 3.0
+    scale_by_dispersion: bool = False
 
 
 def load_spec(path: str | Path, model: Model) -> FitSpec:
@@ -114,6 +116,9 @@ def read_spec(raw: Mapping, model: Model, shown: str = "fit") -> FitSpec:
     if isinstance(outlier_z, bool) or not isinstance(outlier_z, (int, float)) \
             or not 1 <= outlier_z <= 20:
         raise DataError(shown, "-", "outlier_z", "expected a number from 1 to 20")
+    scale = raw.get("scale_by_dispersion", False)
+    if not isinstance(scale, bool):
+        raise DataError(shown, "-", "scale_by_dispersion", "expected true or false")
     presets = _names(raw.get("presets", []), shown, "-", "presets")
     pins = _pins(raw.get("pins", {}), model, shown, "-")
     subjects = _subjects(raw.get("subjects", {}), model, shown)
@@ -124,19 +129,13 @@ def read_spec(raw: Mapping, model: Model, shown: str = "fit") -> FitSpec:
         if u.quantity in fixed:
             raise DataError(shown, "unknowns", u.quantity, "also pinned; a quantity is either "
                             "pinned or estimated")
+    by_name = {s.name: s for s in subjects}
     for o in observations:
-        if o.quantity in pins or o.quantity in _subject(subjects, o.subject).pins:
+        if o.quantity in pins or o.quantity in by_name.get(o.subject, Subject("")).pins:
             raise DataError(shown, f"observations[{o.index}]", "quantity",
                             f"{o.quantity} is pinned; make it an unknown to fit it")
     return FitSpec(title, presets, pins, unknowns, subjects, observations, loss,
-                   float(outlier_z))
-
-
-def _subject(subjects: tuple[Subject, ...], name: str) -> Subject:
-    for s in subjects:
-        if s.name == name:
-            return s
-    return Subject("")
+                   float(outlier_z), scale)
 
 
 def _identifier(text, shown, entry, key) -> str:
@@ -176,8 +175,6 @@ def _pins(items, model: Model, shown: str, entry: str) -> dict[str, str]:
 def _subjects(items, model: Model, shown: str) -> tuple[Subject, ...]:
     if not isinstance(items, Mapping):
         raise DataError(shown, "subjects", "-", "expected [subjects.NAME] tables")
-    if len(items) > MAX_ITEMS:
-        raise DataError(shown, "subjects", "-", f"more than {MAX_ITEMS} subjects")
     subjects = []
     for name, body in items.items():
         entry = f"subjects.{str(name)[:40]}"
@@ -257,9 +254,8 @@ def _observations(items, model: Model, subjects, shown: str) -> tuple[Observatio
     if not isinstance(items, list) or not items:
         raise DataError(shown, "observations", "-", "give at least one [[observations]] "
                         "with quantity and value")
-    if len(items) > MAX_ITEMS:
-        raise DataError(shown, "observations", "-", f"more than {MAX_ITEMS} observations")
     names = [s.name for s in subjects]
+    declared = set(names)
     out = []
     for index, body in enumerate(items):
         entry = f"observations[{index}]"
@@ -276,7 +272,7 @@ def _observations(items, model: Model, subjects, shown: str) -> tuple[Observatio
             if key in body:
                 fields.text_or_date(key, body[key], shown, entry, key, 400, numbers=False)
         subject = body.get("subject", "")
-        if subject and subject not in names:
+        if subject and subject not in declared:
             raise DataError(shown, entry, "subject", f"{subject[:40]!r} is not a declared "
                             "subject" + (f" (one of {', '.join(names[:8])})" if names
                                          else "; declare it as [subjects.NAME]"))

@@ -18,7 +18,7 @@ exact up to rounding (about 1e-10).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -54,6 +54,7 @@ class _Shape:
     subjects: list[str] = field(default_factory=list)
     params: list[dict[str, int]] = field(default_factory=list)  # per subject: quantity -> index
     fixed: list[dict[str, float]] = field(default_factory=list)  # per subject: base values
+    fixed_arrays: dict[str, np.ndarray] = field(default_factory=dict)  # name -> per subject
 
 
 def parameter_name(unknown: Unknown, subject: Subject) -> tuple[str, str]:
@@ -62,6 +63,42 @@ def parameter_name(unknown: Unknown, subject: Subject) -> tuple[str, str]:
         return unknown.quantity, ""
     group = subject.name if unknown.per == SUBJECT else subject.labels[unknown.per]
     return f"{unknown.quantity}@{group}", group
+
+
+def merge_repeats(spec: FitSpec) -> tuple[FitSpec, dict[int, int], list[str]]:
+    """Count once the observations that repeat another: the same stated source, quantity,
+    value and uncertainty, for subjects asked the same question (same presets, pins and
+    parameters). A number copied into several places by one source is one measurement;
+    counted again it would narrow every interval as if it were independent.
+
+    Returns the spec with each repeat dropped, each dropped observation's index mapped
+    to the index of the one it repeats, and a note per kept observation that had
+    repeats.
+    """
+    subjects = {s.name: s for s in spec.subjects}
+    kept, repeats = {}, {}
+    for o in spec.observations:
+        if not o.source:
+            continue
+        s = subjects.get(o.subject, Subject(""))
+        question = (spec.presets + s.presets, tuple(sorted({**spec.pins, **s.pins}.items())),
+                    tuple(parameter_name(u, s)[0] for u in spec.unknowns))
+        key = (o.source, o.quantity, o.value, o.log_sd, question)
+        if key in kept:
+            repeats.setdefault(kept[key], []).append(o.index)
+        else:
+            kept[key] = o.index
+    if not repeats:
+        return spec, {}, []
+    dropped = {i for group in repeats.values() for i in group}
+    notes = [f"observation{'s' if len(group) > 1 else ''} "
+             f"{', '.join(f'[{i}]' for i in group)} repeat{'' if len(group) > 1 else 's'} "
+             f"[{first}] (same source, quantity, value and question) and "
+             f"{'are' if len(group) > 1 else 'is'} counted once with it"
+             for first, group in repeats.items()]
+    observations = tuple(o for o in spec.observations if o.index not in dropped)
+    return (replace(spec, observations=observations),
+            {i: first for first, group in repeats.items() for i in group}, notes)
 
 
 class System:
@@ -112,8 +149,33 @@ class System:
                 places[(s.name, q)] = ("direct", i)
         self._shapes = shapes
         self._where = [places[(o.subject, o.quantity)] for o in spec.observations]
+        self._gather()
         self.observed = np.log([o.value for o in spec.observations])
         self.sigma = np.array([o.log_sd for o in spec.observations])
+
+    def _gather(self) -> None:
+        """Index arrays that place each shape's answers and slopes in the observations'
+        order, so evaluating needs no loop over observations."""
+        direct = [(i, w[1]) for i, w in enumerate(self._where) if w[0] == "direct"]
+        self._direct = tuple(np.array(a, dtype=int).reshape(-1) for a in
+                             (zip(*direct, strict=True) if direct else ([], [])))
+        self._places = {}  # shape key -> target -> (observations, subject positions)
+        for i, w in enumerate(self._where):
+            if w[0] == "shape":
+                _, key, position, target = w
+                self._places.setdefault(key, {}).setdefault(target, ([], []))
+                self._places[key][target][0].append(i)
+                self._places[key][target][1].append(position)
+        for targets in self._places.values():
+            for t, (rows, positions) in targets.items():
+                targets[t] = (np.array(rows, dtype=int), np.array(positions, dtype=int))
+        for shape in self._shapes.values():
+            shape.fixed_arrays = {name: np.array([f[name] for f in shape.fixed])
+                                  for name in shape.fixed_names}
+        # shape key -> quantity -> parameter index per subject of the shape
+        self._slots = {key: {q: np.array([slots[q] for slots in shape.params], dtype=int)
+                             for q in {q for slots in shape.params for q in slots}}
+                       for key, shape in self._shapes.items()}
 
     # building -----------------------------------------------------------------------
     def _pins_of(self, s: Subject) -> dict[str, str]:
@@ -146,57 +208,61 @@ class System:
     def predict(self, x: np.ndarray, jacobian: bool = False):
         """ln of every observation's prediction at log parameters ``x``, and with
         ``jacobian`` the matrix d ln prediction / d x (observations by parameters)."""
-        theta = np.exp(x)
         n, p = len(self._where), len(self.parameters)
         out = np.empty(n)
         jac = np.zeros((n, p)) if jacobian else None
-        logs = {key: self._evaluate(shape, theta, jacobian)
-                for key, shape in self._shapes.items()}
-        for i, where in enumerate(self._where):
-            if where[0] == "direct":
-                out[i] = x[where[1]]
-                if jacobian:
-                    jac[i, where[1]] = 1.0
-                continue
-            _, key, position, target = where
-            values, slopes = logs[key]
-            out[i] = values[target][position]
-            if jacobian:
-                shape = self._shapes[key]
-                for quantity, slope in slopes[target].items():
-                    jac[i, shape.params[position][quantity]] += slope[position]
+        rows, columns = self._direct
+        out[rows] = x[columns]
+        if jacobian:
+            jac[rows, columns] = 1.0
+        theta = np.exp(x)
+        for key, shape in self._shapes.items():
+            slots = self._slots[key]
+            if jacobian:  # the point, then each used quantity up and down by STEP
+                thetas = np.tile(theta, (1 + 2 * len(shape.used), 1))
+                for j, q in enumerate(shape.used):
+                    thetas[1 + 2 * j, slots[q]] *= np.exp(STEP)
+                    thetas[2 + 2 * j, slots[q]] *= np.exp(-STEP)
+            else:
+                thetas = theta[None, :]
+            logs = self._evaluate(shape, slots, thetas)
+            for t, (where, positions) in self._places[key].items():
+                out[where] = logs[t][0, positions]
+                for j, q in enumerate(shape.used if jacobian else ()):
+                    slope = (logs[t][1 + 2 * j] - logs[t][2 + 2 * j]) / (2 * STEP)
+                    jac[where, slots[q][positions]] += slope[positions]
         return (out, jac) if jacobian else out
 
-    def _evaluate(self, shape: _Shape, theta: np.ndarray, jacobian: bool):
-        count = len(shape.subjects)
-        copies = 1 + 2 * len(shape.used) if jacobian else 1
-        pins = {}
-        for name in shape.fixed_names:
-            pins[name] = np.tile([f[name] for f in shape.fixed], copies)
-        factors = np.ones((copies, len(shape.used)))
-        for j in range(len(shape.used)) if jacobian else ():
-            factors[1 + 2 * j, j] = np.exp(STEP)
-            factors[2 + 2 * j, j] = np.exp(-STEP)
-        for name in {q for slots in shape.params for q in slots}:
-            values = np.array([theta[slots[name]] for slots in shape.params])
-            if name in shape.used:
-                column = factors[:, shape.used.index(name)]
-                pins[name] = (column[:, None] * values[None, :]).ravel()
-            else:
-                pins[name] = np.tile(values, copies)
+    def predict_many(self, xs: np.ndarray) -> np.ndarray:
+        """:meth:`predict` at each row of ``xs`` (points by parameters), in one
+        evaluation per shape: points by observations."""
+        out = np.empty((len(xs), len(self._where)))
+        rows, columns = self._direct
+        out[:, rows] = xs[:, columns]
+        thetas = np.exp(xs)
+        for key, shape in self._shapes.items():
+            logs = self._evaluate(shape, self._slots[key], thetas)
+            for t, (where, positions) in self._places[key].items():
+                out[:, where] = logs[t][:, positions]
+        return out
+
+    def _evaluate(self, shape: _Shape, slots: dict, thetas: np.ndarray) -> dict:
+        """ln of each target for every subject of ``shape`` at each row of ``thetas``
+        (points by parameters): target -> points by subjects."""
+        points, count = len(thetas), len(shape.subjects)
         changeable = set(shape.question.pins)
-        raw = shape.question.evaluate({n: v for n, v in pins.items()
-                                       if n in changeable}).values
-        values, slopes = {}, {}
+        pins = {name: np.tile(values, points) for name, values in shape.fixed_arrays.items()
+                if name in changeable}
+        for name, index in slots.items():
+            if name in changeable:
+                pins[name] = thetas[:, index].ravel()
+        raw = shape.question.evaluate(pins).values
+        out = {}
         for t in shape.targets:
-            v = np.broadcast_to(np.asarray(raw[t], dtype=float), (copies * count,))
+            v = np.broadcast_to(np.asarray(raw[t], dtype=float), (points * count,))
             with np.errstate(all="ignore"):
-                logs = np.log(np.where(v > 0, v, np.nan)).reshape(copies, count)
-            values[t] = logs[0]
-            if jacobian:
-                slopes[t] = {q: (logs[1 + 2 * j] - logs[2 + 2 * j]) / (2 * STEP)
-                             for j, q in enumerate(shape.used)}
-        return values, slopes
+                out[t] = np.log(np.where(v > 0, v, np.nan)).reshape(points, count)
+        return out
 
     def confirm(self, x: np.ndarray) -> None:
         """Solve each subject's question in full at log parameters ``x``, as
