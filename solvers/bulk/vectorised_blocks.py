@@ -140,16 +140,23 @@ def _pilot(model, cstep, env, regime, i: int):
 def _torn_residuals(branch, scope, size) -> np.ndarray:
     """Relative residuals of ``branch``'s torn relations, shape (torn, size), with the
     tears already in ``scope`` and the rest solved from them by the closed forms."""
-    for name, fn in branch.sequence:
-        value = np.asarray(fn(scope), dtype=float)
-        scope[name] = np.where(value > 0, value, np.nan)
-    rows = []
-    for lhs, rhs in branch.residuals:
+    _complete(branch, scope)
+    rows = np.zeros((len(branch.residuals), size))
+    for row, (lhs, rhs) in zip(rows, branch.residuals, strict=True):
         left = np.asarray(lhs(scope), dtype=float)
         right = np.asarray(rhs(scope), dtype=float)
         total = np.abs(left) + np.abs(right)
-        rows.append(np.broadcast_to((left - right) / np.where(total == 0, 1, total), (size,)))
-    return np.vstack(rows)
+        # both sides zero is a residual of zero (left where the division is skipped)
+        np.divide(left - right, total, out=row, where=total != 0)
+    return rows
+
+
+def _complete(branch, scope) -> None:
+    """Every quantity of ``branch`` in ``scope`` from its tears, by the closed forms in
+    sequence; NaN where one leaves its (positive) domain."""
+    for name, fn in branch.sequence:
+        value = np.asarray(fn(scope), dtype=float)
+        scope[name] = np.where(value > 0, value, np.nan)
 
 
 def _branch_solutions(model, branch, env, size, starts=()):
@@ -184,27 +191,44 @@ def _newton_solutions(branch, env, size, starts, within=None):
     """The solutions batched Newton reaches from each start, as scopes of arrays (NaN
     where it did not converge), for the elements ``within`` (default all). An element
     solved from one start is not started again from the next: like the block's own
-    multi-start search, this proves nothing unique."""
+    multi-start search, this proves nothing unique. Newton runs on
+    ``BATCH_NEWTON.batch`` elements at a time."""
     if len(branch.residuals) != len(branch.tears):
         return []  # a degenerate combination: the block's own search handles it
     tears = branch.tears
-
-    def residual(log_x, index):
-        scope = subset(env, index, size)
-        scope.update(zip(tears, np.exp(log_x), strict=True))
-        return _torn_residuals(branch, scope, index.size)
-
     scopes = []
     unsolved = np.ones(size, dtype=bool) if within is None else within.copy()
     for start in starts:
-        if not unsolved.any():
+        waiting = np.flatnonzero(unsolved)
+        if not waiting.size:
             break
-        begin = np.log(np.array([[start[t]] for t in tears], dtype=float)).repeat(size, 1)
-        begin[:, ~unsolved] = np.nan
-        log_x, solved = batched_newton.solve(residual, begin, NEWTON.accept, BLOCK.polish_above)
+        begin = np.log(np.array([start[t] for t in tears], dtype=float))
+        log_x = np.full((len(tears), size), np.nan)
+        for first in range(0, waiting.size, BATCH_NEWTON.batch):
+            part = waiting[first:first + BATCH_NEWTON.batch]
+            if part.size == part[-1] - part[0] + 1:  # consecutive: views, not copies
+                part = slice(part[0], part[-1] + 1)
+            count = part.stop - part.start if isinstance(part, slice) else part.size
+            found, solved = _newton_part(branch, subset(env, part, size), count, begin)
+            log_x[:, part] = np.where(solved, found, np.nan)
+        solved = np.isfinite(log_x).all(axis=0)
         unsolved &= ~solved
         scope = dict(env)
-        scope.update(zip(tears, np.where(solved, np.exp(log_x), np.nan), strict=True))
-        _torn_residuals(branch, scope, size)
+        scope.update(zip(tears, np.exp(log_x), strict=True))
+        _complete(branch, scope)
         scopes.append(scope)
     return scopes
+
+
+def _newton_part(branch, env, count, begin):
+    """Batched Newton on the ``count`` elements of ``env``, every one started at
+    ``begin`` (ln of each tear): the last iterates and which are solved."""
+    tears = branch.tears
+
+    def residual(log_x, index):
+        scope = subset(env, index, count)
+        scope.update(zip(tears, np.exp(log_x), strict=True))
+        return _torn_residuals(branch, scope, index.size)
+
+    return batched_newton.solve(residual, begin[:, None].repeat(count, 1), NEWTON.accept,
+                                BLOCK.polish_above)

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from chalk.solvers.bulk import batched_newton, limits, uncertainty
+from chalk.solvers.bulk import batched_newton, limits, uncertainty, vectorised_blocks
 from chalk.solvers.bulk.vectorised import evaluate
 from chalk.solvers.execution.execute import compile_plan, run_steps
 from chalk.solvers.execution.strategies import NEWTON_MULTI_START
@@ -164,3 +164,65 @@ def test_a_relation_with_no_closed_form_is_scanned_over_every_sample_at_once():
     for i, value in enumerate(ys):
         scalar, _, _ = run_steps(compiled, {"y": float(value)})
         assert result.values["x"][i] == pytest.approx(scalar["x"], rel=1e-14)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_each_sample_s_newton_step_solves_its_own_system(k):
+    # Cramer's rule (k <= 3) and the batched inverse (k = 4) against numpy's solve of
+    # each sample's system alone; the differences are J times the difference step h
+    rng = np.random.default_rng(k)
+    jacobians = rng.uniform(-2, 2, (k, k, 5)) + 3 * np.eye(k)[:, :, None]
+    f = rng.uniform(-1, 1, (k, 5))
+    newton, regular = batched_newton._factor(jacobians * BATCH_NEWTON.difference_step)
+    step = newton(f)
+    assert regular.all()
+    for m in range(5):
+        assert step[:, m] == pytest.approx(-np.linalg.solve(jacobians[:, :, m], f[:, m]),
+                                           rel=1e-6)
+
+
+def test_a_singular_jacobian_is_named_and_not_stepped_on():
+    # rows (1, 2) and (2, 4): determinant 1*4 - 2*2 = 0
+    jacobian = np.array([[[1.0], [2.0]], [[2.0], [4.0]]])
+    _, regular = batched_newton._factor(jacobian)
+    assert not regular[0]
+
+
+def test_batched_newton_solves_a_hand_made_system_in_log_space():
+    # x y = a and x / y = b: x = sqrt(a b), y = sqrt(a / b). In ln x, ln y the relative
+    # residuals (lhs - rhs)/(|lhs| + |rhs|) vanish there. Samples start together at
+    # x = y = 1, as they do from a pilot's solution; a NaN start is not attempted.
+    a = np.array([2.0, 6.0, 0.5, 9.0, 3.0])
+    b = np.array([8.0, 1.5, 2.0, 4.0, 3.0])
+
+    def residual(log_x, index):
+        x, y = np.exp(log_x)
+        rows = [(x * y, a[index]), (x / y, b[index])]
+        return np.array([(left - right) / (np.abs(left) + np.abs(right))
+                         for left, right in rows])
+
+    start = np.zeros((2, 5))
+    start[:, 4] = np.nan
+    log_x, solved = batched_newton.solve(residual, start, 1e-10, 1e-13)
+    assert solved.tolist() == [True, True, True, True, False]
+    # a = 2, b = 8: x = 4, y = 1/2; a = 6, b = 1.5: x = 3, y = 2; a = 0.5, b = 2: x = 1,
+    # y = 1/2; a = 9, b = 4: x = 6, y = 3/2
+    assert np.exp(log_x[:, :4]) == pytest.approx(
+        np.array([[4.0, 3.0, 1.0, 6.0], [0.5, 2.0, 0.5, 1.5]]), rel=1e-12)
+
+
+@pytest.mark.slow  # forked sympy solves of the synthetic block, then a dozen scalar searches
+def test_samples_in_several_batches_are_the_scalar_search_s(monkeypatch):
+    # 12 samples in batches of 5 (5, 5, 2): each batch starts from the pilot's solution
+    # and takes its own first step, and still lands where the scalar search does
+    monkeypatch.setattr(vectorised_blocks, "BATCH_NEWTON",
+                        dataclasses.replace(BATCH_NEWTON, batch=5))
+    compiled = _compiled()
+    p = np.linspace(4.5, 5.5, 12)
+    batched = evaluate(compiled, {"p": p, "q": 13.0, "r": 10.0}, size=p.size)
+    assert not batched.failed and not batched.one_at_a_time
+    for i, value in enumerate(p):
+        scalar, _, _ = run_steps(compiled, {"p": float(value), "q": 13.0, "r": 10.0})
+        for name in "xyz":
+            assert batched.values[name][i] == pytest.approx(scalar[name], rel=1e-12)
+    assert np.allclose(batched.values["x"], _by_hand(p, 13.0, 10.0)[0], rtol=1e-12)
