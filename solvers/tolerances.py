@@ -289,6 +289,10 @@ class BatchNewtonOptions:
         residual) after each Newton step and at the start, where every sample shares the
         Jacobian of the one nearest a solution. Near a solution they gain almost what a
         Newton step does for one residual evaluation instead of k + 1.
+    fit_degrees : the total degree of the polynomial that predicts later samples' starts
+        (solvers.bulk.prediction) for 1, 2, 3, ... varying inputs; none for more (higher
+        orders need more terms than they are worth beyond a few inputs).
+    fit_samples_per_term : solved samples such a fit needs for each of its terms.
     batch : samples iterated together. Arrays of this many stay in a core's cache; with
         benchmarks/run.py numeric_block on 2 cores shared with other work (CPU time of
         batched Newton over 65,536 samples) 16,384 took 0.064 s, 8,192 0.084, 65,536 0.091
@@ -302,6 +306,8 @@ class BatchNewtonOptions:
     difference_step: float = 1e-7
     singular: float = 1e-12
     chords: int = 1
+    fit_degrees: tuple[int, ...] = (3, 3, 2, 2)
+    fit_samples_per_term: int = 8
     batch: int = 16_384
 
 

@@ -73,6 +73,9 @@ def _shared_steps(residual: Residual, x: np.ndarray, f: np.ndarray, alive: np.nd
     evaluation instead of k + 1 and no solve per sample. Returns the iterates, residuals
     and sizes."""
     size = _size(f)
+    started = x[:, alive]
+    if not (started == started[:, :1]).all():
+        return x, f, size  # own starts (predicted): one Jacobian fits them no better
     nearest = int(np.argmin(np.where(alive, size, np.inf)))
     if not (alive[nearest] and np.isfinite(size[nearest])):
         return x, f, size

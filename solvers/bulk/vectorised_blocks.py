@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from chalk.solvers.bulk import batched_newton
 from chalk.solvers.bulk.elementwise import admits, element, holds, one_by_one, sign_changes, subset
+from chalk.solvers.bulk.prediction import Prediction
 from chalk.solvers.execution.blocks import run_block, set_aside
 from chalk.solvers.execution.strategies import NEWTON_MULTI_START, search_range
 from chalk.solvers.tolerances import BATCH_NEWTON, BLOCK, NEWTON, SCAN
@@ -47,8 +48,10 @@ def solve_block(model, cstep, env, regime, size, result, seeds, index):
         return
     found = _Found(names, size)
     starts = [*seeds.get(index, ()), _typical(model, names)]
+    inputs = _varying_inputs(cstep, env, size)
+    fits = seeds.setdefault(("fits", index), {})  # kept for later chunks, as the pilots are
     for branch in live:
-        for scope in _branch_solutions(model, branch, env, size, starts):
+        for scope in _branch_solutions(model, branch, env, size, starts, inputs, fits):
             found.add(model, cstep, branch, scope)
     tried = np.zeros(size, dtype=bool)
     for _ in range(BATCH_NEWTON.pilots - 1 if searched else 0):
@@ -159,17 +162,26 @@ def _complete(branch, scope) -> None:
         scope[name] = np.where(value > 0, value, np.nan)
 
 
-def _branch_solutions(model, branch, env, size, starts=()):
+def _varying_inputs(cstep, env, size) -> tuple[str, ...]:
+    """The quantities the block's relations read, not its own, that vary by element."""
+    own = set(cstep.step.variables)
+    read = {s.name for relation in cstep.relations for s in relation.symbols} - own
+    return tuple(sorted(n for n in read
+                        if isinstance(env.get(n), np.ndarray) and env[n].shape == (size,)))
+
+
+def _branch_solutions(model, branch, env, size, starts=(), inputs=(), fits=None):
     """Every solution of one regime combination, as scopes of arrays (NaN where an
     element has no such solution); several tears are solved by Newton from ``starts``
-    (each a dict of base-unit values of the block's quantities)."""
+    (each a dict of base-unit values of the block's quantities), later elements from
+    predictions on ``inputs`` kept in ``fits`` (see :func:`_newton_solutions`)."""
     if not branch.tears:
         scope = dict(env)
         for name, fn in branch.sequence:
             scope[name] = np.asarray(fn(scope), dtype=float)
         return [scope]
     if len(branch.tears) > 1:
-        return _newton_solutions(branch, env, size, starts)
+        return _newton_solutions(branch, env, size, starts, inputs=inputs, fits=fits)
     tear = branch.tears[0]
 
     def residual(log_x):
@@ -187,12 +199,16 @@ def _branch_solutions(model, branch, env, size, starts=()):
     return scopes
 
 
-def _newton_solutions(branch, env, size, starts, within=None):
+def _newton_solutions(branch, env, size, starts, within=None, inputs=(), fits=None):
     """The solutions batched Newton reaches from each start, as scopes of arrays (NaN
     where it did not converge), for the elements ``within`` (default all). An element
     solved from one start is not started again from the next: like the block's own
     multi-start search, this proves nothing unique. Newton runs on
-    ``BATCH_NEWTON.batch`` elements at a time."""
+    ``BATCH_NEWTON.batch`` elements at a time; once a batch is solved from a start, each
+    element of the later ones starts where a fit of those solutions on the varying
+    ``inputs`` puts it (solvers.bulk.prediction), and from the start itself if Newton does
+    not solve it from there. ``fits`` (a dict) keeps each fit for later calls on the
+    same plan (chunks of one Monte Carlo run)."""
     if len(branch.residuals) != len(branch.tears):
         return []  # a degenerate combination: the block's own search handles it
     tears = branch.tears
@@ -204,13 +220,20 @@ def _newton_solutions(branch, env, size, starts, within=None):
             break
         begin = np.log(np.array([start[t] for t in tears], dtype=float))
         log_x = np.full((len(tears), size), np.nan)
+        key = (id(branch), tuple(sorted(start.items())), inputs)
+        prediction = None if fits is None else fits.get(key)
         for first in range(0, waiting.size, BATCH_NEWTON.batch):
             part = waiting[first:first + BATCH_NEWTON.batch]
             if part.size == part[-1] - part[0] + 1:  # consecutive: views, not copies
                 part = slice(part[0], part[-1] + 1)
             count = part.stop - part.start if isinstance(part, slice) else part.size
-            found, solved = _newton_part(branch, subset(env, part, size), count, begin)
-            log_x[:, part] = np.where(solved, found, np.nan)
+            part_env = subset(env, part, size)
+            guess = None if prediction is None else prediction(part_env, count)
+            log_x[:, part] = _newton_part(branch, part_env, count, begin, guess)
+            if prediction is None and inputs:
+                prediction = Prediction.fit({n: env[n][part] for n in inputs}, log_x[:, part])
+                if prediction is not None and fits is not None:
+                    fits[key] = prediction
         solved = np.isfinite(log_x).all(axis=0)
         unsolved &= ~solved
         scope = dict(env)
@@ -220,9 +243,31 @@ def _newton_solutions(branch, env, size, starts, within=None):
     return scopes
 
 
-def _newton_part(branch, env, count, begin):
-    """Batched Newton on the ``count`` elements of ``env``, every one started at
-    ``begin`` (ln of each tear): the last iterates and which are solved."""
+def _newton_part(branch, env, count, begin, guess=None):
+    """Batched Newton on the ``count`` elements of ``env``, from ``guess`` (ln of each
+    tear per element) where it is given and finite, else from ``begin`` (ln of each tear);
+    an element not solved from its guess is started again from ``begin``. Returns ln of
+    each tear per element, NaN where unsolved."""
+    common = begin[:, None].repeat(count, 1)
+    if guess is None:
+        start = common
+    else:
+        start = np.where(np.isfinite(guess).all(axis=0), guess, common)
+    log_x, solved = batched_newton.solve(_residual(branch, env, count), start, NEWTON.accept,
+                                         BLOCK.polish_above)
+    log_x = np.where(solved, log_x, np.nan)
+    again = np.flatnonzero(~solved & (start != common).any(axis=0))
+    if again.size:
+        retried, ok = batched_newton.solve(_residual(branch, subset(env, again, count),
+                                                     again.size),
+                                           common[:, again], NEWTON.accept, BLOCK.polish_above)
+        log_x[:, again[ok]] = retried[:, ok]
+    return log_x
+
+
+def _residual(branch, env, count):
+    """The torn residuals of ``branch`` as batched Newton asks for them (ln of the tears
+    of the elements ``index`` of the ``count`` in ``env``)."""
     tears = branch.tears
 
     def residual(log_x, index):
@@ -230,5 +275,4 @@ def _newton_part(branch, env, count, begin):
         scope.update(zip(tears, np.exp(log_x), strict=True))
         return _torn_residuals(branch, scope, index.size)
 
-    return batched_newton.solve(residual, begin[:, None].repeat(count, 1), NEWTON.accept,
-                                BLOCK.polish_above)
+    return residual

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 from chalk.solvers.bulk import batched_newton, limits, uncertainty, vectorised_blocks
+from chalk.solvers.bulk.prediction import Prediction
 from chalk.solvers.bulk.vectorised import evaluate
 from chalk.solvers.execution.execute import compile_plan, run_steps
 from chalk.solvers.execution.strategies import NEWTON_MULTI_START
@@ -215,8 +216,7 @@ def test_batched_newton_solves_a_hand_made_system_in_log_space():
 def test_samples_in_several_batches_are_the_scalar_search_s(monkeypatch):
     # 12 samples in batches of 5 (5, 5, 2): each batch starts from the pilot's solution
     # and takes its own first step, and still lands where the scalar search does
-    monkeypatch.setattr(vectorised_blocks, "BATCH_NEWTON",
-                        dataclasses.replace(BATCH_NEWTON, batch=5))
+    _in_batches(monkeypatch, 5)
     compiled = _compiled()
     p = np.linspace(4.5, 5.5, 12)
     batched = evaluate(compiled, {"p": p, "q": 13.0, "r": 10.0}, size=p.size)
@@ -226,3 +226,63 @@ def test_samples_in_several_batches_are_the_scalar_search_s(monkeypatch):
         for name in "xyz":
             assert batched.values[name][i] == pytest.approx(scalar[name], rel=1e-12)
     assert np.allclose(batched.values["x"], _by_hand(p, 13.0, 10.0)[0], rtol=1e-12)
+
+
+def test_a_prediction_reproduces_a_polynomial_in_the_logs_of_its_inputs():
+    # ln x = 1 + 2 u - u^2 / 2 with u = ln p, a cubic fit (one input) has it exactly;
+    # x = p elsewhere is a second unknown, ln x = u
+    p = np.exp(np.linspace(-1.0, 1.0, 40))
+    u = np.log(p)
+    log_x = np.array([1 + 2 * u - u ** 2 / 2, u])
+    fitted = Prediction.fit({"p": p}, log_x)
+    at = np.array([0.5, 2.0])
+    assert fitted({"p": at}, 2) == pytest.approx(
+        np.array([1 + 2 * np.log(at) - np.log(at) ** 2 / 2, np.log(at)]), abs=1e-12)
+    # four terms (1, u, u^2, u^3) need 4 x 8 = 32 solved samples: 31 are too few
+    log_x[:, 31:] = np.nan
+    assert Prediction.fit({"p": p}, log_x) is None
+    # five varying inputs are more than a fit is made for
+    assert Prediction.fit({n: p for n in "abcde"}, np.array([u])) is None
+
+
+def _in_batches(monkeypatch, size):
+    monkeypatch.setattr(vectorised_blocks, "BATCH_NEWTON",
+                        dataclasses.replace(BATCH_NEWTON, batch=size))
+
+
+@pytest.mark.slow  # forked sympy solves of the synthetic block, then five scalar searches
+def test_later_batches_start_from_a_fit_of_the_first_and_land_on_the_same_solutions(
+        monkeypatch):
+    # 100 samples in batches of 40: the first 40 from the pilot's solution fit the cubic
+    # of one input (32 samples needed), the other 60 start from it
+    _in_batches(monkeypatch, 40)
+    compiled = _compiled()
+    p = np.linspace(4.5, 5.5, 100)
+    seeds = {}
+    batched = evaluate(compiled, {"p": p, "q": 13.0, "r": 10.0}, size=p.size, seeds=seeds)
+    assert any(fits for key, fits in seeds.items() if isinstance(key, tuple))
+    assert not batched.failed and not batched.one_at_a_time
+    for name, want in zip("xyz", _by_hand(p, 13.0, 10.0), strict=True):
+        assert np.allclose(batched.values[name], want, rtol=1e-12)
+    for i in (45, 60, 75, 90, 99):
+        scalar, _, _ = run_steps(compiled, {"p": float(p[i]), "q": 13.0, "r": 10.0})
+        for name in "xyz":
+            assert batched.values[name][i] == pytest.approx(scalar[name], rel=1e-12)
+
+
+@pytest.mark.slow  # forked sympy solves of the synthetic block
+def test_a_sample_its_prediction_misleads_starts_again_from_the_shared_start(monkeypatch):
+    # every predicted start e^30 times too large: Newton does not come back from there
+    # within its steps, so each such sample is started again from the one start given
+    # (the hand solution at p = 4.5), and every sample is solved from it
+    _in_batches(monkeypatch, 40)
+    real = Prediction.__call__
+    monkeypatch.setattr(Prediction, "__call__",
+                        lambda self, inputs, count: real(self, inputs, count) + 30.0)
+    (block,) = [s for s in _compiled().steps if s.kind == "block"]
+    p = np.linspace(4.5, 5.5, 100)
+    start = dict(zip("xyz", (float(v) for v in _by_hand(4.5, 13.0, 10.0)), strict=True))
+    for branch in block.block_branches:
+        (scope,) = vectorised_blocks._newton_solutions(
+            branch, {"p": p, "q": 13.0, "r": 10.0}, p.size, [start], inputs=("p",), fits={})
+        assert np.allclose(scope["x"], _by_hand(p, 13.0, 10.0)[0], rtol=1e-12)
