@@ -306,7 +306,7 @@ class BatchNewtonOptions:
     difference_step: float = 1e-7
     singular: float = 1e-12
     chords: int = 1
-    fit_degrees: tuple[int, ...] = (3, 3, 2, 2)
+    fit_degrees: tuple[int, ...] = (6, 3, 2, 2)
     fit_samples_per_term: int = 8
     batch: int = 16_384
 

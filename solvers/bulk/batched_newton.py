@@ -73,12 +73,11 @@ def _shared_steps(residual: Residual, x: np.ndarray, f: np.ndarray, alive: np.nd
     evaluation instead of k + 1 and no solve per sample. Returns the iterates, residuals
     and sizes."""
     size = _size(f)
-    started = x[:, alive]
-    if not (started == started[:, :1]).all():
-        return x, f, size  # own starts (predicted): one Jacobian fits them no better
     nearest = int(np.argmin(np.where(alive, size, np.inf)))
     if not (alive[nearest] and np.isfinite(size[nearest])):
         return x, f, size
+    if not ((x == x[:, nearest:nearest + 1]).all(axis=0) | ~alive).all():
+        return x, f, size  # own starts (predicted): one Jacobian fits them no better
     index = np.array([nearest])
     newton, regular = _factor(_jacobian(residual, x[:, index], f[:, index], index))
     if not regular[0]:

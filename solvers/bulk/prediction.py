@@ -20,9 +20,10 @@ from chalk.solvers.tolerances import BATCH_NEWTON
 class Prediction:
     """ln of each unknown as a polynomial in the centred logs of the varying inputs."""
 
-    def __init__(self, names, centre, terms, coefficients):
+    def __init__(self, names, centre, spread, terms, coefficients):
         self.names = names
         self.centre = centre
+        self.spread = spread  # half the range of each log, so that terms stay near 1
         self.terms = terms  # each a tuple of input positions multiplied together
         self.coefficients = coefficients  # shape (unknowns, terms)
 
@@ -43,10 +44,12 @@ class Prediction:
         if np.count_nonzero(usable) < BATCH_NEWTON.fit_samples_per_term * len(terms):
             return None
         logs = np.log(values[:, usable])
-        centre = logs.mean(axis=1)
-        design = _design(logs - centre[:, None], terms)
+        low, high = logs.min(axis=1), logs.max(axis=1)
+        centre = (low + high) / 2
+        spread = np.where(high > low, (high - low) / 2, 1.0)
+        design = _design((logs - centre[:, None]) / spread[:, None], terms)
         coefficients, *_ = np.linalg.lstsq(design.T, log_x[:, usable].T, rcond=None)
-        return cls(names, centre, terms, coefficients.T)
+        return cls(names, centre, spread, terms, coefficients.T)
 
     def __call__(self, inputs: Mapping[str, np.ndarray], count: int) -> np.ndarray:
         """Predicted ln of each unknown for ``count`` samples of ``inputs``, shape
@@ -55,15 +58,18 @@ class Prediction:
                           dtype=float)
         with np.errstate(all="ignore"):
             logs = np.log(np.where(values > 0, values, np.nan)) - self.centre[:, None]
-        return self.coefficients @ _design(logs, self.terms)
+        return self.coefficients @ _design(logs / self.spread[:, None], self.terms)
 
 
 def _design(logs: np.ndarray, terms) -> np.ndarray:
-    """Each term's value per sample, shape (terms, samples)."""
-    rows = []
-    for term in terms:
-        row = np.ones(logs.shape[1])
-        for position in term:
-            row = row * logs[position]
-        rows.append(row)
-    return np.array(rows)
+    """Each term's value per sample, shape (terms, samples). ``terms`` come in order of
+    degree, so each is an earlier one times one more factor."""
+    design = np.empty((len(terms), logs.shape[1]))
+    row_of = {}
+    for row, term in enumerate(terms):
+        if term:
+            np.multiply(design[row_of[term[:-1]]], logs[term[-1]], out=design[row])
+        else:
+            design[row] = 1.0
+        row_of[term] = row
+    return design

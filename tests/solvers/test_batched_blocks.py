@@ -229,17 +229,18 @@ def test_samples_in_several_batches_are_the_scalar_search_s(monkeypatch):
 
 
 def test_a_prediction_reproduces_a_polynomial_in_the_logs_of_its_inputs():
-    # ln x = 1 + 2 u - u^2 / 2 with u = ln p, a cubic fit (one input) has it exactly;
-    # x = p elsewhere is a second unknown, ln x = u
-    p = np.exp(np.linspace(-1.0, 1.0, 40))
+    # ln x = 1 + 2 u - u^2 / 2 with u = ln p: a fit of degree 6 (one input) has it
+    # exactly; x = p elsewhere is a second unknown, ln x = u
+    assert BATCH_NEWTON.fit_degrees[0] == 6 and BATCH_NEWTON.fit_samples_per_term == 8
+    p = np.exp(np.linspace(-1.0, 1.0, 80))
     u = np.log(p)
     log_x = np.array([1 + 2 * u - u ** 2 / 2, u])
     fitted = Prediction.fit({"p": p}, log_x)
     at = np.array([0.5, 2.0])
     assert fitted({"p": at}, 2) == pytest.approx(
         np.array([1 + 2 * np.log(at) - np.log(at) ** 2 / 2, np.log(at)]), abs=1e-12)
-    # four terms (1, u, u^2, u^3) need 4 x 8 = 32 solved samples: 31 are too few
-    log_x[:, 31:] = np.nan
+    # seven terms (1, u, ..., u^6) need 7 x 8 = 56 solved samples: 55 are too few
+    log_x[:, 55:] = np.nan
     assert Prediction.fit({"p": p}, log_x) is None
     # five varying inputs are more than a fit is made for
     assert Prediction.fit({n: p for n in "abcde"}, np.array([u])) is None
@@ -253,9 +254,10 @@ def _in_batches(monkeypatch, size):
 @pytest.mark.slow  # forked sympy solves of the synthetic block, then five scalar searches
 def test_later_batches_start_from_a_fit_of_the_first_and_land_on_the_same_solutions(
         monkeypatch):
-    # 100 samples in batches of 40: the first 40 from the pilot's solution fit the cubic
-    # of one input (32 samples needed), the other 60 start from it
-    _in_batches(monkeypatch, 40)
+    # 100 samples in batches of 60: the first 60 from the pilot's solution fit the
+    # polynomial of degree 6 in one input (7 terms x 8 = 56 samples needed), the other
+    # 40 start from it
+    _in_batches(monkeypatch, 60)
     compiled = _compiled()
     p = np.linspace(4.5, 5.5, 100)
     seeds = {}
@@ -275,7 +277,7 @@ def test_a_sample_its_prediction_misleads_starts_again_from_the_shared_start(mon
     # every predicted start e^30 times too large: Newton does not come back from there
     # within its steps, so each such sample is started again from the one start given
     # (the hand solution at p = 4.5), and every sample is solved from it
-    _in_batches(monkeypatch, 40)
+    _in_batches(monkeypatch, 60)
     real = Prediction.__call__
     monkeypatch.setattr(Prediction, "__call__",
                         lambda self, inputs, count: real(self, inputs, count) + 30.0)
