@@ -111,8 +111,9 @@ class _Found:
         values = {n: np.broadcast_to(np.asarray(scope[n], dtype=float), (size,))
                   for n in self.names}
         same = ok & (self.count > 0)
-        for n in self.names:
-            same &= np.isclose(values[n], self.chosen[n], rtol=BLOCK.distinct_rtol, atol=0)
+        if same.any():  # else no element has a solution yet to be the same as
+            for n in self.names:
+                same &= np.isclose(values[n], self.chosen[n], rtol=BLOCK.distinct_rtol, atol=0)
         new = ok & ~same
         first = new & (self.count == 0)
         self.count += new
@@ -248,15 +249,20 @@ def _newton_part(branch, env, count, begin, guess=None):
     tear per element) where it is given and finite, else from ``begin`` (ln of each tear);
     an element not solved from its guess is started again from ``begin``. Returns ln of
     each tear per element, NaN where unsolved."""
-    common = begin[:, None].repeat(count, 1)
-    if guess is None:
-        start = common
+    common = np.broadcast_to(begin[:, None], (len(begin), count))
+    guessed = np.zeros(count, dtype=bool) if guess is None else np.isfinite(guess).all(axis=0)
+    if guessed.all():
+        start = guess
+    elif guessed.any():
+        start = np.where(guessed, guess, common)
     else:
-        start = np.where(np.isfinite(guess).all(axis=0), guess, common)
+        start = common
     log_x, solved = batched_newton.solve(_residual(branch, env, count), start, NEWTON.accept,
                                          BLOCK.polish_above)
-    log_x = np.where(solved, log_x, np.nan)
-    again = np.flatnonzero(~solved & (start != common).any(axis=0))
+    if solved.all():
+        return log_x
+    log_x[:, ~solved] = np.nan
+    again = np.flatnonzero(~solved & guessed)
     if again.size:
         retried, ok = batched_newton.solve(_residual(branch, subset(env, again, count),
                                                      again.size),
