@@ -293,6 +293,9 @@ class BatchNewtonOptions:
         (solvers.bulk.prediction) for 1, 2, 3, ... varying inputs; none for more (higher
         orders need more terms than they are worth beyond a few inputs).
     fit_samples_per_term : solved samples such a fit needs for each of its terms.
+    fit_reach : a fit predicts only for inputs within this many half-ranges (in log) of
+        the centre of those it saw: a little past its first samples' extremes (later
+        samples' tails), not a grid swept far beyond them.
     batch : samples iterated together. Arrays of this many stay in a core's cache; with
         benchmarks/run.py numeric_block on 2 cores shared with other work (CPU time of
         batched Newton over 65,536 samples) 16,384 took 0.064 s, 8,192 0.084, 65,536 0.091
@@ -308,6 +311,7 @@ class BatchNewtonOptions:
     chords: int = 1
     fit_degrees: tuple[int, ...] = (6, 3, 2, 2)
     fit_samples_per_term: int = 8
+    fit_reach: float = 1.5
     batch: int = 16_384
 
 

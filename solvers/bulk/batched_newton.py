@@ -33,8 +33,9 @@ def solve(residual: Residual, start: np.ndarray, accept: float,
 
     A sample within ``accept`` is solved; it takes further steps while they lower its
     residual, until every residual is within ``polish`` (as a scalar solution is polished).
-    Every step evaluates the whole batch (finished samples ride along with a zero step):
-    gathering the unfinished ones would cost more than it saves.
+    Every step evaluates the whole batch (finished samples ride along with a zero step)
+    until at most a quarter of it is still iterating; those few are then gathered and
+    iterated alone.
 
     Returns
     -------
@@ -45,24 +46,45 @@ def solve(residual: Residual, start: np.ndarray, accept: float,
     """
     x = np.array(start, dtype=float)
     n = x.shape[1]
-    everyone = np.arange(n)
     solved = np.zeros(n, dtype=bool)
     alive = np.isfinite(x).all(axis=0)
     x[:, ~alive] = 0.0  # evaluated harmlessly, never reported
-    f = residual(x, everyone)
+    f = residual(x, np.arange(n))
     with np.errstate(all="ignore"):
         x, f, size = _shared_steps(residual, x, f, alive, polish)
-        for _ in range(BATCH_NEWTON.iterations + 1):
-            solved |= alive & (size < accept)
-            alive &= np.isfinite(size) & (size > polish)
-            if not alive.any():
-                break
-            newton, regular = _factor(_jacobian(residual, x, f, everyone))
-            alive &= regular
-            x, f, stuck = _damped(residual, x, f, alive, newton(f))
-            alive &= ~stuck  # the end of that sample's search (or of its polishing)
-            x, f, size = _chords(residual, x, f, alive, polish, newton)
+        _iterate(residual, x, f, size, alive, solved, accept, polish,
+                 BATCH_NEWTON.iterations + 1)
     return x, solved
+
+
+def _iterate(residual: Residual, x, f, size, alive, solved, accept, polish, steps) -> None:
+    """Up to ``steps`` Newton steps (each with its chord steps) of the samples ``alive``,
+    updating ``x`` and ``solved`` in place; the samples still iterating are gathered and
+    go on alone once they are at most a quarter of those given."""
+    n = x.shape[1]
+    everyone = np.arange(n)
+    for step in range(steps):
+        solved |= alive & (size < accept)
+        alive &= np.isfinite(size) & (size > polish)
+        going = np.count_nonzero(alive)
+        if not going:
+            return
+        if step and going <= n // 4:
+            rest = np.flatnonzero(alive)
+            x_rest, solved_rest = x[:, rest], solved[rest]
+            _iterate(lambda log_x, index, rest=rest: residual(log_x, rest[index]), x_rest,
+                     f[:, rest],
+                     size[rest], np.ones(rest.size, dtype=bool), solved_rest, accept, polish,
+                     steps - step)
+            x[:, rest] = x_rest
+            solved[rest] = solved_rest
+            return
+        newton, regular = _factor(_jacobian(residual, x, f, everyone))
+        alive &= regular
+        moved, f, stuck = _damped(residual, x, f, alive, newton(f))
+        alive &= ~stuck  # the end of that sample's search (or of its polishing)
+        moved, f, size = _chords(residual, moved, f, alive, polish, newton)
+        x[...] = moved
 
 
 def _shared_steps(residual: Residual, x: np.ndarray, f: np.ndarray, alive: np.ndarray,

@@ -53,12 +53,19 @@ class Prediction:
 
     def __call__(self, inputs: Mapping[str, np.ndarray], count: int) -> np.ndarray:
         """Predicted ln of each unknown for ``count`` samples of ``inputs``, shape
-        (unknowns, count); NaN where an input is not positive."""
+        (unknowns, count); NaN where an input is not positive or lies beyond
+        ``BATCH_NEWTON.fit_reach`` half-ranges from the centre of those the fit saw (a
+        polynomial extrapolates badly)."""
         values = np.array([np.broadcast_to(inputs[n], (count,)) for n in self.names],
                           dtype=float)
         with np.errstate(all="ignore"):
-            logs = np.log(np.where(values > 0, values, np.nan)) - self.centre[:, None]
-        return self.coefficients @ _design(logs / self.spread[:, None], self.terms)
+            scaled = (np.log(np.where(values > 0, values, np.nan)) - self.centre[:, None]) \
+                / self.spread[:, None]
+        predicted = self.coefficients @ _design(scaled, self.terms)
+        inside = (np.abs(scaled) <= BATCH_NEWTON.fit_reach).all(axis=0)  # False where NaN
+        if not inside.all():
+            predicted[:, ~inside] = np.nan
+        return predicted
 
 
 def _design(logs: np.ndarray, terms) -> np.ndarray:

@@ -246,29 +246,31 @@ def _newton_solutions(branch, env, size, starts, within=None, inputs=(), fits=No
 
 def _newton_part(branch, env, count, begin, guess=None):
     """Batched Newton on the ``count`` elements of ``env``, from ``guess`` (ln of each
-    tear per element) where it is given and finite, else from ``begin`` (ln of each tear);
-    an element not solved from its guess is started again from ``begin``. Returns ln of
-    each tear per element, NaN where unsolved."""
-    common = np.broadcast_to(begin[:, None], (len(begin), count))
+    tear per element) where it is given and finite, then from ``begin`` (ln of each tear)
+    for every element that is not solved yet. Returns ln of each tear per element, NaN
+    where unsolved."""
+    log_x = np.full((len(begin), count), np.nan)
     guessed = np.zeros(count, dtype=bool) if guess is None else np.isfinite(guess).all(axis=0)
-    if guessed.all():
-        start = guess
-    elif guessed.any():
-        start = np.where(guessed, guess, common)
-    else:
-        start = common
-    log_x, solved = batched_newton.solve(_residual(branch, env, count), start, NEWTON.accept,
-                                         BLOCK.polish_above)
-    if solved.all():
-        return log_x
-    log_x[:, ~solved] = np.nan
-    again = np.flatnonzero(~solved & guessed)
-    if again.size:
-        retried, ok = batched_newton.solve(_residual(branch, subset(env, again, count),
-                                                     again.size),
-                                           common[:, again], NEWTON.accept, BLOCK.polish_above)
-        log_x[:, again[ok]] = retried[:, ok]
+    if guessed.any():
+        _solve_from(branch, env, count, np.flatnonzero(guessed), guess, log_x)
+    rest = np.flatnonzero(np.isnan(log_x[0]))
+    if rest.size:
+        _solve_from(branch, env, count, rest, np.broadcast_to(begin[:, None], log_x.shape),
+                    log_x)
     return log_x
+
+
+def _solve_from(branch, env, count, columns, start, log_x) -> None:
+    """Batched Newton on the elements ``columns`` of the ``count`` in ``env`` from their
+    columns of ``start``; what it solves is written into ``log_x``."""
+    if columns.size < count:  # gathered: the others do not ride along
+        env, start = subset(env, columns, count), start[:, columns]
+    found, solved = batched_newton.solve(_residual(branch, env, columns.size), start,
+                                         NEWTON.accept, BLOCK.polish_above)
+    if columns.size == count and solved.all():  # the usual case: no gathering back
+        log_x[...] = found
+    else:
+        log_x[:, columns[solved]] = found[:, solved]
 
 
 def _residual(branch, env, count):

@@ -239,6 +239,11 @@ def test_a_prediction_reproduces_a_polynomial_in_the_logs_of_its_inputs():
     at = np.array([0.5, 2.0])
     assert fitted({"p": at}, 2) == pytest.approx(
         np.array([1 + 2 * np.log(at) - np.log(at) ** 2 / 2, np.log(at)]), abs=1e-12)
+    # ln p fitted from -1 to 1: within 1.5 half-ranges (ln p up to 1.5) a prediction,
+    # beyond (ln p = 1.6 or -1.6) none
+    assert BATCH_NEWTON.fit_reach == 1.5
+    assert np.isfinite(fitted({"p": np.exp([1.4, -1.4])}, 2)).all()
+    assert np.isnan(fitted({"p": np.exp([1.6, -1.6])}, 2)).all()
     # seven terms (1, u, ..., u^6) need 7 x 8 = 56 solved samples: 55 are too few
     log_x[:, 55:] = np.nan
     assert Prediction.fit({"p": p}, log_x) is None
