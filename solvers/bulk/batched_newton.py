@@ -3,9 +3,11 @@
 Monte Carlo through a block torn at several quantities solves the same k equations
 in k unknowns once per sample. Here every sample takes its Newton steps together, as
 numpy arrays: the Jacobian by forward differences (k more residual evaluations per
-step), every sample's k-by-k system solved by Cramer's rule (up to three unknowns) or
-one batched solve, and a step that does not lower a sample's residual halved
-(``BATCH_NEWTON``). Two cheaper steps ride along, each taken only where it lowers the
+step), every sample's k-by-k system inverted by Cramer's rule (up to three unknowns) or
+one batched inverse, and a step that does not lower a sample's residual halved
+(``BATCH_NEWTON``). A caller that predicts each sample's solution and inverse Jacobian
+(solvers.bulk.prediction) takes one step with them instead (:func:`step_with`).
+Two cheaper steps ride along, each taken only where it lowers the
 residual: a first step for every sample with the Jacobian of the one nearest a solution,
 and after each Newton step a second with the same Jacobian (the chord method). A sample
 counts as solved only when every residual is within the tolerance; the caller checks the
@@ -55,6 +57,30 @@ def solve(residual: Residual, start: np.ndarray, accept: float,
         _iterate(residual, x, f, size, alive, solved, accept, polish,
                  BATCH_NEWTON.iterations + 1)
     return x, solved
+
+
+def inverse_jacobians(residual: Residual, log_x: np.ndarray) -> np.ndarray:
+    """J⁻¹ of every sample at ``log_x`` (shape (k, n)), by forward differences: shape
+    (unknown, equation, sample), NaN where J is singular or undefined."""
+    index = np.arange(log_x.shape[1])
+    with np.errstate(all="ignore"):
+        inverse, regular = _inverse(_jacobian(residual, log_x, residual(log_x, index), index))
+    inverse[:, :, ~regular] = np.nan
+    return inverse
+
+
+def step_with(residual: Residual, start: np.ndarray, inverse: np.ndarray,
+              polish: float) -> tuple[np.ndarray, np.ndarray]:
+    """Steps ``-H f`` from ``start`` (ln x, shape (k, n)) with each sample's own
+    (predicted) inverse Jacobian H (shape (k, k, n)), as many as ``BATCH_NEWTON.chords``,
+    each kept only where it lowers the residual, for every sample above ``polish``.
+    Returns the iterates and each sample's largest residual there (NaN where undefined)."""
+    n = start.shape[1]
+    with np.errstate(all="ignore"):
+        f = residual(start, np.arange(n))
+        x, _, size = _chords(residual, start, f, np.ones(n, dtype=bool), polish,
+                             lambda f: _step_with(inverse, f))
+    return x, size
 
 
 def _iterate(residual: Residual, x, f, size, alive, solved, accept, polish, steps) -> None:
@@ -173,10 +199,17 @@ def _jacobian(residual: Residual, x: np.ndarray, f: np.ndarray, index: np.ndarra
 def _factor(differences: np.ndarray) -> tuple[Step, np.ndarray]:
     """Every sample's Newton step as a function of its residuals, ``f -> -J⁻¹ f``
     (meaningless where J is singular), and where J is regular, from the forward
-    ``differences`` (J times the difference step h, so J⁻¹ is h times their inverse; the
-    test of a singular J does not change with its scale). Up to three unknowns by
-    Cramer's rule, elementwise: a batched LAPACK call on millions of tiny matrices costs
-    more than the rest of a step."""
+    ``differences`` (see :func:`_inverse`)."""
+    inverse, regular = _inverse(differences)
+    return (lambda f: _step_with(inverse, f)), regular
+
+
+def _inverse(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """J⁻¹ of every sample, shape (unknown, equation, sample), meaningless where J is
+    singular, and where it is regular, from the forward ``differences`` (J times the
+    difference step h, so J⁻¹ is h times their inverse; the test of a singular J does
+    not change with its scale). Up to three unknowns by Cramer's rule, elementwise: a
+    batched LAPACK call on millions of tiny matrices costs more than the rest of a step."""
     a = differences
     h = BATCH_NEWTON.difference_step
     k = a.shape[0]
@@ -184,26 +217,31 @@ def _factor(differences: np.ndarray) -> tuple[Step, np.ndarray]:
         matrices = np.moveaxis(a, 2, 0).copy()
         regular = _regular(np.linalg.det(matrices), a)
         matrices[~regular] = np.eye(k)
-        inverse = np.linalg.inv(matrices)
-        return (lambda f: -h * np.einsum("mij,jm->im", inverse, f)), regular
+        return h * np.moveaxis(np.linalg.inv(matrices), 0, 2), regular
     adjugate = _adjugate(a)
     if k == 1:
         det = a[0, 0]
     else:  # expanded along the first row: adjugate[i][0] is the cofactor of a[0, i]
         det = sum(a[0, i] * adjugate[i][0] for i in range(k))
     regular = _regular(det, a)
-    scale = -h / np.where(regular, det, 1.0)
+    scale = h / np.where(regular, det, 1.0)
+    inverse = np.empty((k, k, a.shape[2]))
+    for i in range(k):
+        for j in range(k):
+            np.multiply(adjugate[i][j], scale, out=inverse[i, j])
+    return inverse, regular
 
-    def newton(f):
-        step = np.empty(np.broadcast_shapes(f.shape, (k, scale.size)))
-        for i in range(k):
-            total = adjugate[i][0] * f[0]
-            for j in range(1, k):
-                total += adjugate[i][j] * f[j]
-            np.multiply(total, scale, out=step[i])
-        return step
 
-    return newton, regular
+def _step_with(inverse: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """``-inverse @ f`` for every sample (inverse shape (k, k, n), f shape (k, n))."""
+    k = inverse.shape[0]
+    step = np.empty(np.broadcast_shapes(f.shape, inverse.shape[1:]))
+    for i in range(k):
+        total = inverse[i, 0] * f[0]
+        for j in range(1, k):
+            total += inverse[i, j] * f[j]
+        np.negative(total, out=step[i])
+    return step
 
 
 def _adjugate(a: np.ndarray) -> list[list]:

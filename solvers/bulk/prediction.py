@@ -1,11 +1,11 @@
 """Starting points for batched Newton from the samples already solved.
 
 Monte Carlo samples of a block differ only by the inputs that vary. Once some are
-solved, ln of each unknown is fitted by least squares as a polynomial in the logs of
-those inputs, and the fit gives every later sample its own start, near its solution, in
-place of one shared start: Newton then needs about half the residual evaluations. A
-start is only a start: every solution is still verified on the whole block, and a sample
-Newton does not solve from its predicted start is started again from the shared one.
+solved, ln of each unknown and each entry of the inverse Jacobian there are fitted by
+least squares as polynomials in the logs of those inputs, and the fit gives every later
+sample its own start, near its solution, and its own Newton step from there, in place of
+one shared start. A prediction is only a start: every solution is still verified on the
+whole block, and a sample not solved from its prediction is solved by Newton as before.
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from chalk.solvers.tolerances import BATCH_NEWTON
 
 
 class Prediction:
-    """ln of each unknown as a polynomial in the centred logs of the varying inputs."""
+    """Quantities (ln of each unknown, entries of J⁻¹) as polynomials in the logs of the
+    varying inputs, scaled to [-1, 1] over the samples fitted: sums of products of
+    Chebyshev polynomials, whose normal equations stay well conditioned, solved without
+    BLAS (whose threads cost more than these small products on a busy machine)."""
 
     def __init__(self, names, centre, spread, terms, coefficients):
         self.names = names
@@ -28,16 +31,16 @@ class Prediction:
         self.coefficients = coefficients  # shape (unknowns, terms)
 
     @classmethod
-    def fit(cls, inputs: Mapping[str, np.ndarray], log_x: np.ndarray) -> Prediction | None:
-        """A fit of ``log_x`` (shape (unknowns, samples); NaN where unsolved) to the
+    def fit(cls, inputs: Mapping[str, np.ndarray], targets: np.ndarray) -> Prediction | None:
+        """A fit of ``targets`` (shape (quantities, samples); NaN where unknown) to the
         ``inputs`` (arrays over the same samples), or None when there are no inputs, too
-        many, or too few solved samples with every input positive."""
+        many, or too few samples with every target finite and every input positive."""
         names = sorted(inputs)
         if not 1 <= len(names) <= len(BATCH_NEWTON.fit_degrees):
             return None
         degree = BATCH_NEWTON.fit_degrees[len(names) - 1]
         values = np.array([inputs[n] for n in names], dtype=float)
-        usable = np.isfinite(log_x).all(axis=0) & (values > 0).all(axis=0) & np.isfinite(
+        usable = np.isfinite(targets).all(axis=0) & (values > 0).all(axis=0) & np.isfinite(
             values).all(axis=0)
         terms = [t for d in range(degree + 1)
                  for t in combinations_with_replacement(range(len(names)), d)]
@@ -48,12 +51,17 @@ class Prediction:
         centre = (low + high) / 2
         spread = np.where(high > low, (high - low) / 2, 1.0)
         design = _design((logs - centre[:, None]) / spread[:, None], terms)
-        coefficients, *_ = np.linalg.lstsq(design.T, log_x[:, usable].T, rcond=None)
+        gram = np.einsum("tm,sm->ts", design, design)
+        try:
+            coefficients = np.linalg.solve(gram, np.einsum("tm,rm->tr", design,
+                                                           targets[:, usable]))
+        except np.linalg.LinAlgError:  # inputs that move together: no fit, no prediction
+            return None
         return cls(names, centre, spread, terms, coefficients.T)
 
     def __call__(self, inputs: Mapping[str, np.ndarray], count: int) -> np.ndarray:
-        """Predicted ln of each unknown for ``count`` samples of ``inputs``, shape
-        (unknowns, count); NaN where an input is not positive or lies beyond
+        """The quantities predicted for ``count`` samples of ``inputs``, shape
+        (quantities, count); NaN where an input is not positive or lies beyond
         ``BATCH_NEWTON.fit_reach`` half-ranges from the centre of those the fit saw (a
         polynomial extrapolates badly)."""
         values = np.array([np.broadcast_to(inputs[n], (count,)) for n in self.names],
@@ -61,22 +69,26 @@ class Prediction:
         with np.errstate(all="ignore"):
             scaled = (np.log(np.where(values > 0, values, np.nan)) - self.centre[:, None]) \
                 / self.spread[:, None]
-        predicted = self.coefficients @ _design(scaled, self.terms)
+        predicted = np.einsum("rt,tn->rn", self.coefficients, _design(scaled, self.terms))
         inside = (np.abs(scaled) <= BATCH_NEWTON.fit_reach).all(axis=0)  # False where NaN
         if not inside.all():
             predicted[:, ~inside] = np.nan
         return predicted
 
 
-def _design(logs: np.ndarray, terms) -> np.ndarray:
-    """Each term's value per sample, shape (terms, samples). ``terms`` come in order of
-    degree, so each is an earlier one times one more factor."""
-    design = np.empty((len(terms), logs.shape[1]))
-    row_of = {}
+def _design(scaled: np.ndarray, terms) -> np.ndarray:
+    """Each term's value per sample, shape (terms, samples): for a term that names input
+    i p times, the Chebyshev polynomial T_p of input i, times those of its other inputs."""
+    degree = max(len(term) for term in terms)
+    chebyshev = []  # per input, T_0 ... T_degree at its scaled log
+    for u in scaled:
+        values = [np.ones_like(u), u]
+        for _ in range(2, degree + 1):
+            values.append(2 * u * values[-1] - values[-2])
+        chebyshev.append(values)
+    design = np.empty((len(terms), scaled.shape[1]))
     for row, term in enumerate(terms):
-        if term:
-            np.multiply(design[row_of[term[:-1]]], logs[term[-1]], out=design[row])
-        else:
-            design[row] = 1.0
-        row_of[term] = row
+        design[row] = 1.0
+        for position in set(term):
+            design[row] *= chebyshev[position][term.count(position)]
     return design

@@ -232,7 +232,8 @@ def _newton_solutions(branch, env, size, starts, within=None, inputs=(), fits=No
             guess = None if prediction is None else prediction(part_env, count)
             log_x[:, part] = _newton_part(branch, part_env, count, begin, guess)
             if prediction is None and inputs:
-                prediction = Prediction.fit({n: env[n][part] for n in inputs}, log_x[:, part])
+                prediction = _fitted(branch, part_env, count, log_x[:, part],
+                                     {n: env[n][part] for n in inputs})
                 if prediction is not None and fits is not None:
                     fits[key] = prediction
         solved = np.isfinite(log_x).all(axis=0)
@@ -244,15 +245,43 @@ def _newton_solutions(branch, env, size, starts, within=None, inputs=(), fits=No
     return scopes
 
 
-def _newton_part(branch, env, count, begin, guess=None):
-    """Batched Newton on the ``count`` elements of ``env``, from ``guess`` (ln of each
-    tear per element) where it is given and finite, then from ``begin`` (ln of each tear)
-    for every element that is not solved yet. Returns ln of each tear per element, NaN
-    where unsolved."""
-    log_x = np.full((len(begin), count), np.nan)
-    guessed = np.zeros(count, dtype=bool) if guess is None else np.isfinite(guess).all(axis=0)
+def _fitted(branch, env, count, log_x, inputs):
+    """A :class:`Prediction` of ln of each tear and of the inverse Jacobian there from
+    the solutions ``log_x`` of the ``count`` elements of ``env`` (None if too few)."""
+    if not np.isfinite(log_x).all(axis=0).any():
+        return None
+    inverse = batched_newton.inverse_jacobians(_residual(branch, env, count),
+                                               np.where(np.isfinite(log_x), log_x, 0.0))
+    inverse[:, :, ~np.isfinite(log_x).all(axis=0)] = np.nan
+    return Prediction.fit(inputs, np.vstack([log_x, inverse.reshape(-1, count)]))
+
+
+def _newton_part(branch, env, count, begin, predicted=None):
+    """Batched Newton on the ``count`` elements of ``env``. Where ``predicted`` (ln of
+    each tear, then the inverse Jacobian there, per element) is given and finite, one
+    step with the predicted inverse Jacobian from the predicted start, and Newton from
+    there for the elements it leaves above ``BLOCK.polish_above``; then Newton from
+    ``begin`` (ln of each tear) for every element not solved yet. Returns ln of each
+    tear per element, NaN where unsolved."""
+    k = len(begin)
+    log_x = np.full((k, count), np.nan)
+    guessed = (np.zeros(count, dtype=bool) if predicted is None
+               else np.isfinite(predicted).all(axis=0))
     if guessed.any():
-        _solve_from(branch, env, count, np.flatnonzero(guessed), guess, log_x)
+        columns = np.flatnonzero(guessed)
+        part = env if columns.size == count else subset(env, columns, count)
+        inverse = predicted[k:, columns].reshape(k, k, columns.size)
+        stepped, size = batched_newton.step_with(_residual(branch, part, columns.size),
+                                                 predicted[:k, columns], inverse,
+                                                 BLOCK.polish_above)
+        done = size <= BLOCK.polish_above  # solved and polished, as Newton would leave it
+        if done.all() and columns.size == count:
+            return stepped
+        log_x[:, columns[done]] = stepped[:, done]
+        start = np.full((k, count), np.nan)
+        start[:, columns] = stepped
+        if not done.all():
+            _solve_from(branch, env, count, columns[~done], start, log_x)
     rest = np.flatnonzero(np.isnan(log_x[0]))
     if rest.size:
         _solve_from(branch, env, count, rest, np.broadcast_to(begin[:, None], log_x.shape),

@@ -195,16 +195,9 @@ def test_batched_newton_solves_a_hand_made_system_in_log_space():
     # x = y = 1, as they do from a pilot's solution; a NaN start is not attempted.
     a = np.array([2.0, 6.0, 0.5, 9.0, 3.0])
     b = np.array([8.0, 1.5, 2.0, 4.0, 3.0])
-
-    def residual(log_x, index):
-        x, y = np.exp(log_x)
-        rows = [(x * y, a[index]), (x / y, b[index])]
-        return np.array([(left - right) / (np.abs(left) + np.abs(right))
-                         for left, right in rows])
-
     start = np.zeros((2, 5))
     start[:, 4] = np.nan
-    log_x, solved = batched_newton.solve(residual, start, 1e-10, 1e-13)
+    log_x, solved = batched_newton.solve(_products(a, b), start, 1e-10, 1e-13)
     assert solved.tolist() == [True, True, True, True, False]
     # a = 2, b = 8: x = 4, y = 1/2; a = 6, b = 1.5: x = 3, y = 2; a = 0.5, b = 2: x = 1,
     # y = 1/2; a = 9, b = 4: x = 6, y = 3/2
@@ -293,3 +286,30 @@ def test_a_sample_its_prediction_misleads_starts_again_from_the_shared_start(mon
         (scope,) = vectorised_blocks._newton_solutions(
             branch, {"p": p, "q": 13.0, "r": 10.0}, p.size, [start], inputs=("p",), fits={})
         assert np.allclose(scope["x"], _by_hand(p, 13.0, 10.0)[0], rtol=1e-12)
+
+
+def _products(a, b):
+    """x y = a and x / y = b in ln x, ln y, as relative residuals."""
+    def residual(log_x, index):
+        x, y = np.exp(log_x)
+        rows = [(x * y, a[index]), (x / y, b[index])]
+        return np.array([(left - right) / (np.abs(left) + np.abs(right))
+                         for left, right in rows])
+    return residual
+
+
+def test_the_inverse_jacobian_at_a_solution_and_a_step_with_it():
+    # at a solution of x y = a, x / y = b, d[(xy - a)/(xy + a)]/d ln x = 2 a xy / (xy + a)^2
+    # = 1/2 (xy = a), and likewise 1/2 in ln y; the second relation gives 1/2 and -1/2:
+    # J = [[1/2, 1/2], [1/2, -1/2]], J^-1 = [[1, 1], [1, -1]]
+    a, b = np.array([2.0, 6.0]), np.array([8.0, 1.5])
+    residual = _products(a, b)
+    solution = np.log(np.array([[4.0, 3.0], [0.5, 2.0]]))  # see the hand-made system above
+    inverse = batched_newton.inverse_jacobians(residual, solution)
+    for m in range(2):
+        assert inverse[:, :, m] == pytest.approx(np.array([[1.0, 1.0], [1.0, -1.0]]),
+                                                 rel=1e-6)
+    # one step from 1e-4 off (in ln x and ln y) with it: the error is second order
+    stepped, size = batched_newton.step_with(residual, solution + 1e-4, inverse, 1e-13)
+    assert (size < 1e-7).all()
+    assert stepped == pytest.approx(solution, abs=1e-7)
