@@ -313,3 +313,19 @@ def test_the_inverse_jacobian_at_a_solution_and_a_step_with_it():
     stepped, size = batched_newton.step_with(residual, solution + 1e-4, inverse, 1e-13)
     assert (size < 1e-7).all()
     assert stepped == pytest.approx(solution, abs=1e-7)
+
+
+@pytest.mark.slow  # forked sympy solves of the synthetic block
+def test_two_varying_inputs_are_predicted_together(monkeypatch):
+    # p and q both vary: the later batches of 1,000 start from a fit of degree 3 in
+    # (ln p, ln q), 10 terms x 8 = 80 samples needed, made on the first batch
+    _in_batches(monkeypatch, 1000)
+    assert BATCH_NEWTON.fit_degrees[1] == 3
+    p = np.random.default_rng(1).uniform(4.5, 5.5, 5000)
+    q = np.random.default_rng(2).uniform(12.0, 14.0, 5000)
+    seeds = {}
+    result = evaluate(_compiled(), {"p": p, "q": q, "r": 10.0}, size=p.size, seeds=seeds)
+    assert any(fits for key, fits in seeds.items() if isinstance(key, tuple))
+    assert not result.failed and not result.ambiguous and not result.one_at_a_time
+    for name, want in zip("xyz", _by_hand(p, q, 10.0), strict=True):
+        assert np.allclose(result.values[name], want, rtol=1e-12)
