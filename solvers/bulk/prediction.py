@@ -10,6 +10,7 @@ whole block, and a sample not solved from its prediction is solved by Newton as 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from itertools import combinations_with_replacement
 
@@ -36,15 +37,13 @@ class Prediction:
         ``inputs`` (arrays over the same samples), or None when there are no inputs, too
         many, or too few samples with every target finite and every input positive."""
         names = sorted(inputs)
-        if not 1 <= len(names) <= len(BATCH_NEWTON.fit_degrees):
+        terms = _terms(len(names))
+        if terms is None:
             return None
-        degree = BATCH_NEWTON.fit_degrees[len(names) - 1]
         values = np.array([inputs[n] for n in names], dtype=float)
         usable = np.isfinite(targets).all(axis=0) & (values > 0).all(axis=0) & np.isfinite(
             values).all(axis=0)
-        terms = [t for d in range(degree + 1)
-                 for t in combinations_with_replacement(range(len(names)), d)]
-        if np.count_nonzero(usable) < BATCH_NEWTON.fit_samples_per_term * len(terms):
+        if np.count_nonzero(usable) < samples_needed(len(names)):
             return None
         logs = np.log(values[:, usable])
         low, high = logs.min(axis=1), logs.max(axis=1)
@@ -74,6 +73,21 @@ class Prediction:
         if not inside.all():
             predicted[:, ~inside] = np.nan
         return predicted
+
+
+def samples_needed(inputs: int) -> float:
+    """Samples a fit on ``inputs`` varying inputs needs (infinite if none is made)."""
+    terms = _terms(inputs)
+    return math.inf if terms is None else BATCH_NEWTON.fit_samples_per_term * len(terms)
+
+
+def _terms(inputs: int) -> list[tuple[int, ...]] | None:
+    """The polynomial's terms in ``inputs`` inputs, in order of degree (each a tuple of
+    input positions multiplied together), or None if no fit is made for that many."""
+    if not 1 <= inputs <= len(BATCH_NEWTON.fit_degrees):
+        return None
+    degree = BATCH_NEWTON.fit_degrees[inputs - 1]
+    return [t for d in range(degree + 1) for t in combinations_with_replacement(range(inputs), d)]
 
 
 def _design(scaled: np.ndarray, terms) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from chalk.solvers.bulk import batched_newton
 from chalk.solvers.bulk.elementwise import admits, element, holds, one_by_one, sign_changes, subset
-from chalk.solvers.bulk.prediction import Prediction
+from chalk.solvers.bulk.prediction import Prediction, samples_needed
 from chalk.solvers.execution.blocks import run_block, set_aside
 from chalk.solvers.execution.strategies import NEWTON_MULTI_START, search_range
 from chalk.solvers.tolerances import BATCH_NEWTON, BLOCK, NEWTON, SCAN
@@ -248,8 +248,8 @@ def _newton_solutions(branch, env, size, starts, within=None, inputs=(), fits=No
 def _fitted(branch, env, count, log_x, inputs):
     """A :class:`Prediction` of ln of each tear and of the inverse Jacobian there from
     the solutions ``log_x`` of the ``count`` elements of ``env`` (None if too few)."""
-    if not np.isfinite(log_x).all(axis=0).any():
-        return None
+    if np.count_nonzero(np.isfinite(log_x).all(axis=0)) < samples_needed(len(inputs)):
+        return None  # before the Jacobians: no fit could be made
     inverse = batched_newton.inverse_jacobians(_residual(branch, env, count),
                                                np.where(np.isfinite(log_x), log_x, 0.0))
     inverse[:, :, ~np.isfinite(log_x).all(axis=0)] = np.nan
