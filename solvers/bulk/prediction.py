@@ -29,7 +29,7 @@ class Prediction:
         self.centre = centre
         self.spread = spread  # half the range of each log, so that terms stay near 1
         self.terms = terms  # each a tuple of input positions multiplied together
-        self.coefficients = coefficients  # shape (unknowns, terms)
+        self.coefficients = coefficients  # shape (quantities, terms)
 
     @classmethod
     def fit(cls, inputs: Mapping[str, np.ndarray], targets: np.ndarray) -> Prediction | None:

@@ -205,10 +205,10 @@ def _newton_solutions(branch, env, size, starts, within=None, inputs=(), fits=No
     where it did not converge), for the elements ``within`` (default all). An element
     solved from one start is not started again from the next: like the block's own
     multi-start search, this proves nothing unique. Newton runs on
-    ``BATCH_NEWTON.batch`` elements at a time; once a batch is solved from a start, each
-    element of the later ones starts where a fit of those solutions on the varying
-    ``inputs`` puts it (solvers.bulk.prediction), and from the start itself if Newton does
-    not solve it from there. ``fits`` (a dict) keeps each fit for later calls on the
+    ``BATCH_NEWTON.batch`` elements at a time; once a batch is solved from a start, a fit
+    of those solutions on the varying ``inputs`` (solvers.bulk.prediction) gives each
+    element of the later ones its own start and inverse Jacobian there, for one step
+    (see :func:`_newton_part`). ``fits`` (a dict) keeps each fit for later calls on the
     same plan (chunks of one Monte Carlo run)."""
     if len(branch.residuals) != len(branch.tears):
         return []  # a degenerate combination: the block's own search handles it
@@ -221,6 +221,7 @@ def _newton_solutions(branch, env, size, starts, within=None, inputs=(), fits=No
             break
         begin = np.log(np.array([start[t] for t in tears], dtype=float))
         log_x = np.full((len(tears), size), np.nan)
+        # the branch belongs to the compiled plan, which outlives every call that shares fits
         key = (id(branch), tuple(sorted(start.items())), inputs)
         prediction = None if fits is None else fits.get(key)
         for first in range(0, waiting.size, BATCH_NEWTON.batch):
@@ -233,7 +234,7 @@ def _newton_solutions(branch, env, size, starts, within=None, inputs=(), fits=No
             log_x[:, part] = _newton_part(branch, part_env, count, begin, guess)
             if prediction is None and inputs:
                 prediction = _fitted(branch, part_env, count, log_x[:, part],
-                                     {n: env[n][part] for n in inputs})
+                                     {n: part_env[n] for n in inputs})
                 if prediction is not None and fits is not None:
                     fits[key] = prediction
         solved = np.isfinite(log_x).all(axis=0)
