@@ -16,6 +16,7 @@ from chalk.solvers.tolerances import BATCH_NEWTON, LONG_WORK
 from chalk.symbolic.errors import UsageError
 from chalk.symbolic.model import build_model
 from chalk.symbolic.relations import Relation, definition
+from chalk.symbolic.uncertain import Spread
 from chalk.symbolic.variables import Variable
 from synthetic import squares_model
 
@@ -329,3 +330,21 @@ def test_two_varying_inputs_are_predicted_together(monkeypatch):
     assert not result.failed and not result.ambiguous and not result.one_at_a_time
     for name, want in zip("xyz", _by_hand(p, q, 10.0), strict=True):
         assert np.allclose(result.values[name], want, rtol=1e-12)
+
+
+@pytest.mark.slow  # forked sympy solves of the synthetic block
+def test_a_large_run_is_timed_with_the_fits_its_pilot_made(monkeypatch):
+    # the first LONG_WORK.pilot samples solve from the pilot's solution and fit the rest;
+    # the run goes on with the fit, so the estimate times another LONG_WORK.pilot with it
+    sizes = []
+    real = uncertainty.evaluate
+
+    def counting(compiled, pins, regime, size, **options):
+        sizes.append(size)
+        return real(compiled, pins, regime, size, **options)
+
+    monkeypatch.setattr(uncertainty, "evaluate", counting)
+    nominal = {"p": 5.0, "q": 13.0, "r": 10.0}
+    uncertainty._cost_per_sample(_compiled(), nominal, {"p": Spread("uniform", 4.5, 5.5)},
+                                 None, 0, {})
+    assert sizes == [uncertainty.PILOT_SAMPLES, LONG_WORK.pilot, LONG_WORK.pilot]
