@@ -98,10 +98,9 @@ def _iterate(residual: Residual, x, f, size, alive, solved, accept, polish, step
         if step and going <= n // 4:
             rest = np.flatnonzero(alive)
             x_rest, solved_rest = x[:, rest], solved[rest]
-            _iterate(lambda log_x, index, rest=rest: residual(log_x, rest[index]), x_rest,
-                     f[:, rest],
-                     size[rest], np.ones(rest.size, dtype=bool), solved_rest, accept, polish,
-                     steps - step)
+            _iterate(lambda log_x, index, rest=rest: residual(log_x, rest[index]),
+                     x_rest, f[:, rest], size[rest], np.ones(rest.size, dtype=bool),
+                     solved_rest, accept, polish, steps - step)
             x[:, rest] = x_rest
             solved[rest] = solved_rest
             return
