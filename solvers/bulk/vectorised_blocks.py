@@ -265,16 +265,19 @@ def _newton_part(branch, env, count, begin, predicted=None):
     ``begin`` (ln of each tear) for every element not solved yet. Returns ln of each
     tear per element, NaN where unsolved."""
     k = len(begin)
-    log_x = np.full((k, count), np.nan)
+    # a sum is NaN (or infinite) where any term is: one pass, not one per quantity
     guessed = (np.zeros(count, dtype=bool) if predicted is None
-               else np.isfinite(predicted).all(axis=0))
+               else np.isfinite(predicted.sum(axis=0)))
+    log_x = np.full((k, count), np.nan)
     if guessed.any():
         columns = np.flatnonzero(guessed)
-        part = env if columns.size == count else subset(env, columns, count)
-        inverse = predicted[k:, columns].reshape(k, k, columns.size)
-        stepped, size = batched_newton.step_with(_residual(branch, part, columns.size),
-                                                 predicted[:k, columns], inverse,
-                                                 BLOCK.polish_above)
+        if columns.size == count:  # the usual case: views, no gathering
+            part, guess = env, predicted
+        else:
+            part, guess = subset(env, columns, count), predicted[:, columns]
+        stepped, size = batched_newton.step_with(
+            _residual(branch, part, columns.size), guess[:k],
+            guess[k:].reshape(k, k, columns.size), BLOCK.polish_above)
         done = size <= BLOCK.polish_above  # solved and polished, as Newton would leave it
         if done.all() and columns.size == count:
             return stepped
