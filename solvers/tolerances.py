@@ -285,6 +285,24 @@ class BatchNewtonOptions:
     difference_step : the step in ln x of the forward differences of the Jacobian.
     singular : a Jacobian whose determinant, relative to the product of its rows' largest
         entries, is below this is singular there (a flat block): handed on likewise.
+    chords : steps with one Jacobian (the chord method, kept only where they lower the
+        residual) after each Newton step and at the start, where every sample shares the
+        Jacobian of the one nearest a solution. Near a solution they gain almost what a
+        Newton step does for one residual evaluation instead of k + 1.
+    fit_degrees : the total degree of the polynomial that predicts later samples' starts
+        (solvers.bulk.prediction) for 1, 2, 3, ... varying inputs; none for more (higher
+        orders need more terms than they are worth beyond a few inputs).
+    fit_samples_per_term : solved samples such a fit needs for each of its terms.
+    fit_reach : a fit predicts only for inputs within this many half-ranges (in log) of
+        the centre of those it saw: a little past its first samples' extremes (later
+        samples' tails), not a grid swept far beyond them.
+    batch : samples iterated together. Arrays of this many stay in a core's cache;
+        measured on 2 cores shared with other work (CPU time, the block of
+        benchmarks/run.py numeric_block): batched Newton over 65,536 samples took 0.064 s
+        in batches of 16,384, 0.084 of 8,192, 0.091 of 65,536 and 0.103 of 4,096 (below
+        that numpy's cost per call dominates); with predicted starts, the whole run of
+        1,000,000 samples took 0.48 s CPU in batches of 16,384, 0.51 of 8,192, 0.50 of
+        32,768 and 1.13 of 65,536.
     """
 
     pilots: int = 3
@@ -293,6 +311,11 @@ class BatchNewtonOptions:
     max_step: float = 2.0
     difference_step: float = 1e-7
     singular: float = 1e-12
+    chords: int = 1
+    fit_degrees: tuple[int, ...] = (6, 3, 2, 2)
+    fit_samples_per_term: int = 8
+    fit_reach: float = 1.5
+    batch: int = 16_384
 
 
 @dataclass(frozen=True)

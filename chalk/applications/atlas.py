@@ -215,28 +215,36 @@ def atlas(sheets: list[PriceSheet] | None = None) -> Atlas:
     Atlas
         ``.rows`` (one per sheet), ``.text()``, ``.to_dict()``, and the two fits.
     """
+    from chalk.solvers.bulk.progress import task
+
     sheets = list(shipped_sheets().values()) if sheets is None else list(sheets)
-    decode = fit(decode_spec(sheets))
-    kv = fit(kv_spec(sheets))
-    residual_of = {r.subject: r for r in decode.residuals}
-    rows = []
-    for s in sheets:
-        provider = _key(s.provider)
-        e = decode[f"decode_mfu_ratio@{provider}"]
-        row = AtlasRow(s.id, provider, _ratio(s), (e.value, e.low, e.high), residual_of[s.id].z)
-        if s.long_context:
-            k = kv[f"kv_bytes_per_token@{s.id}"]
-            row.kv = (k.value, k.low, k.high)
-        if s.preset:
-            row.kv_true = _true_kv(s.preset)
-        kv_bytes = row.kv[0] if row.kv else row.kv_true
-        storage = s.prices.get("cache_storage")
-        row.free_storage = storage is not None and storage.value == 0
-        if kv_bytes:
-            row.storage, row.tier = _tier(s, row.kv or (kv_bytes, kv_bytes, kv_bytes))
-            holding = headline_holding(s)
-            row.storage_from = holding.short if holding is not None else ""
-        rows.append(row)
+    # the two fits, then each sheet's row (a tier verdict, a preset's true KV bytes)
+    with task(f"atlas: 2 fits, {len(sheets)} sheets", 2 + len(sheets)) as progress:
+        decode = fit(decode_spec(sheets))
+        progress.advance()
+        kv = fit(kv_spec(sheets))
+        progress.advance()
+        residual_of = {r.subject: r for r in decode.residuals}
+        rows = []
+        for s in sheets:
+            provider = _key(s.provider)
+            e = decode[f"decode_mfu_ratio@{provider}"]
+            row = AtlasRow(s.id, provider, _ratio(s), (e.value, e.low, e.high),
+                           residual_of[s.id].z)
+            if s.long_context:
+                k = kv[f"kv_bytes_per_token@{s.id}"]
+                row.kv = (k.value, k.low, k.high)
+            if s.preset:
+                row.kv_true = _true_kv(s.preset)
+            kv_bytes = row.kv[0] if row.kv else row.kv_true
+            storage = s.prices.get("cache_storage")
+            row.free_storage = storage is not None and storage.value == 0
+            if kv_bytes:
+                row.storage, row.tier = _tier(s, row.kv or (kv_bytes, kv_bytes, kv_bytes))
+                holding = headline_holding(s)
+                row.storage_from = holding.short if holding is not None else ""
+            rows.append(row)
+            progress.advance()
     notes = [f"{f.title}: {n}" for f in (decode, kv) for n in f.notes
              if n.startswith("the observations scatter")]
     return Atlas(rows, decode, kv, notes=notes)

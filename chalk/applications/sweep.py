@@ -21,6 +21,8 @@ from chalk.symbolic.errors import BoundsError, ChalkError, UsageError
 from chalk.symbolic.parsing import parse_number, parse_spread, parse_value
 from chalk.symbolic.printing.numbers import format_display, format_number
 
+SOLVED_TOGETHER = 25  # grid points solved in full per call, between progress updates
+
 MAX_STEPS = 1_000_000
 
 
@@ -204,7 +206,7 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
     # quantities a condition reports beside these answers (memory_fill) become columns
     names = question.targets + question.reported
     grid = np.geomspace(low, high, steps) if log else np.linspace(low, high, steps)
-    result = question.evaluate({variable.name: grid})
+    result = _evaluate(question, variable.name, grid)
     ys = {t: result.values[t] / model.variables[t].to_base for t in names}
     changes = []
     for quantity, labels in result.regimes.items():
@@ -217,6 +219,30 @@ def sweep(targets: str | Sequence[str], over: str, start, stop, steps: int = 21,
                  {t: model.variables[t].unit for t in names}, ys, result.regimes, changes,
                  _broken(model, variable, xs, result.values), _gaps(variable, xs, result),
                  dict(result.refusals))
+
+
+def _evaluate(question, name: str, grid: np.ndarray):
+    """``question.evaluate`` over the grid of ``name``, counted point by point on the
+    progress line: the points the vectorised run vouches for at once, then those solved
+    in full (at most ``SETTLE``, the budget one call has), ``SOLVED_TOGETHER`` at a time."""
+    from chalk.solvers.bulk.progress import task
+
+    with task(f"sweep of {name}", grid.size) as progress:
+        result = question.evaluate({name: grid}, settle=0)
+        pending = np.flatnonzero(result.unsettled)
+        progress.advance(grid.size - pending.size)
+        settled = pending[:SETTLE]
+        for first in range(0, settled.size, SOLVED_TOGETHER):
+            part = settled[first:first + SOLVED_TOGETHER]
+            answered = question.evaluate({name: grid[part]}, settle=part.size)
+            for target, values in answered.values.items():
+                result.values[target][part] = values
+            result.refusals.update({int(part[i]): e for i, e in answered.refusals.items()})
+            result.unsettled[part] = answered.unsettled
+            result.settled += answered.settled
+            progress.advance(part.size)
+        progress.advance(pending.size - settled.size)  # beyond the budget: left unsettled
+    return result
 
 
 def _gaps(over, xs: np.ndarray, result) -> tuple[str, ...]:

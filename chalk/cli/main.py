@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   description="Show how TARGETs would be solved, or what is "
                                   "missing, without computing numbers.")
     add_question(explain)
+    add_quiet(explain)
 
     imply = commands.add_parser("imply", help="everything a price sheet implies",
                                 description="Run every deduction a price sheet's fields "
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--sheet", help="price sheet drawn over cost_vs_context")
     plot.add_argument("--out", required=True, metavar="FILE", help="PNG or SVG file to write")
     plot.add_argument("--svg", action="store_true", help="write SVG (also chosen by .svg)")
+    add_quiet(plot)
 
     fit = commands.add_parser("fit", help="fit unknowns to many noisy observations",
                               description="Estimate unknowns from observations with "
@@ -132,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("-f", "--filter", default="", metavar="TEXT",
                          help="only entries whose name, description or source contain TEXT")
     listing.add_argument("--json", action="store_true", help="print one JSON object")
+    add_quiet(listing)
     return parser
 
 
@@ -293,7 +296,9 @@ def _imply(args) -> str:
         out = (json.dumps(result.to_dict(), indent=2) if args.json
                else result.text(derivations=not args.brief))
     else:
-        result = compare(names, args.given, args.preset)
+        from chalk.solvers.bulk.progress import counted
+
+        result = compare(counted("price sheets", names), args.given, args.preset)
         implications = result.implications
         out = json.dumps(result.to_dict(), indent=2) if args.json else result.text()
     return _with_plot(out, args, destination, lambda: implied_tier_figure(implications))

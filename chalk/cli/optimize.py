@@ -18,6 +18,7 @@ def add_parser(commands, parser_class) -> None:
                                     required=True)
 
     from chalk.cli.options import add_pin_options as common
+    from chalk.cli.options import add_quiet
 
     c = kinds.add_parser("crossover", help="where two quantities are equal as a third varies")
     c.add_argument("first")
@@ -48,6 +49,8 @@ def add_parser(commands, parser_class) -> None:
     ch.add_argument("--inference-tokens", metavar="VALUE token")
     ch.add_argument("--decode-inefficiency", default="1", metavar="X")
     ch.add_argument("--json", action="store_true", help="print one JSON object")
+    for kind in (c, b, lb, f, t, ch):
+        add_quiet(kind)
 
 
 def _number(text: str, what: str) -> float:

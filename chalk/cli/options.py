@@ -22,7 +22,7 @@ def add_pin_options(parser, json: bool = True,
 
 
 def add_quiet(parser) -> None:
-    """The --quiet option of commands that can run for more than a second."""
+    """The --quiet option: every command takes it, so a script can pass it to any."""
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress line on the terminal (none is drawn when stderr "
                              "is not a terminal either)")

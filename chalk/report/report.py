@@ -139,9 +139,11 @@ def build(name_or_path: str) -> Report:
     ChalkError
         A bad file names the file, entry and key; a question that fails names itself.
     """
+    from chalk.solvers.bulk.progress import counted
+
     spec = load(name_or_path)
     sections = []
-    for number, entry in enumerate(spec.entries, 1):
+    for number, entry in enumerate(counted("report sections", spec.entries), 1):
         try:
             sections.append(_run(spec, entry, number))
         except ChalkError as exc:

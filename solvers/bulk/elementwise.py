@@ -44,9 +44,10 @@ def element(env, i: int) -> dict:
             for k, v in env.items()}
 
 
-def subset(env, index: np.ndarray, size: int) -> dict:
-    """The elements ``index`` of every per-element array in ``env`` (scalars as they are)."""
-    if index.size == size:  # every element, in order (Newton's first steps)
+def subset(env, index: np.ndarray | slice, size: int) -> dict:
+    """The elements ``index`` (positions in increasing order, or a slice: views) of every
+    per-element array in ``env`` (scalars as they are)."""
+    if isinstance(index, np.ndarray) and index.size == size:  # every element, in order
         return dict(env)
     return {k: (v[index] if isinstance(v, np.ndarray) and v.shape == (size,) else v)
             for k, v in env.items()}

@@ -11,6 +11,8 @@ answer printed afterwards starts on a clean line. Work is announced with
         for chunk in chunks:
             ...
             progress.advance(len(chunk))
+
+and a loop over items with :func:`counted`.
 """
 
 from __future__ import annotations
@@ -127,3 +129,13 @@ def task(label: str, total: int | None = None):
         if drawer is not None:
             drawer.finish()
             _drawer = None
+
+
+def counted(label: str, items):
+    """Yield ``items`` one by one as a task counted in items: each counts as done when
+    the next is asked for (or the loop ends)."""
+    items = list(items)
+    with task(label, len(items)) as current:
+        for item in items:
+            yield item
+            current.advance()

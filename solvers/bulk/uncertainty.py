@@ -182,7 +182,9 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
 def _cost_per_sample(compiled, nominal, uncertain, regime, seed, seeds) -> float:
     """Seconds per sample of a run, measured now: ``PILOT_SAMPLES`` first (which also
     solves a block's pilot elements, once, into ``seeds``); if every step was vectorised
-    there, ``LONG_WORK.pilot`` more, so that fixed costs per call are spread thin."""
+    there, ``LONG_WORK.pilot`` more, so that fixed costs per call are spread thin, and
+    if those made the fits that predict a block's later samples (also kept in ``seeds``),
+    ``LONG_WORK.pilot`` more again, timed as the run will go, with them."""
     rng = np.random.default_rng(seed + 2)
 
     def timed(size):
@@ -196,7 +198,17 @@ def _cost_per_sample(compiled, nominal, uncertain, regime, seed, seeds) -> float
     per_sample, result = timed(PILOT_SAMPLES)
     if result.scalar_steps or result.one_at_a_time:
         return per_sample
-    return timed(LONG_WORK.pilot)[0]
+    fitted = _fits(seeds)
+    per_sample = timed(LONG_WORK.pilot)[0]
+    if _fits(seeds) > fitted:
+        per_sample = timed(LONG_WORK.pilot)[0]
+    return per_sample
+
+
+def _fits(seeds) -> int:
+    """How many fits ``seeds`` holds (dicts under ("fits", step) keys, beside the
+    pilots' solutions under each step's index)."""
+    return sum(len(fits) for key, fits in seeds.items() if isinstance(key, tuple))
 
 
 def _bytes_kept(samples, uncertain, targets, compiled) -> float:

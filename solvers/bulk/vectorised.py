@@ -47,9 +47,10 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
 
     ``keep`` limits the returned values to those names (default: every quantity).
     ``seeds`` (step index to a list of solutions) holds what the pilot elements of a
-    block torn at several quantities found; pass the same dict to later calls on the
-    same plan (chunks of one Monte Carlo run) so they start from it instead of solving
-    pilots again.
+    block torn at several quantities found, and the fits that predict each element's
+    start from the first solutions (solvers.bulk.prediction); pass the same dict to later
+    calls on the same plan (chunks of one Monte Carlo run) so they start from them
+    instead of solving pilots again.
     """
     model = compiled.model
     env: dict[str, object] = dict(compiled.constants)

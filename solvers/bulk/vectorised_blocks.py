@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from chalk.solvers.bulk import batched_newton
 from chalk.solvers.bulk.elementwise import admits, element, holds, one_by_one, sign_changes, subset
+from chalk.solvers.bulk.prediction import Prediction, samples_needed
 from chalk.solvers.execution.blocks import run_block, set_aside
 from chalk.solvers.execution.strategies import NEWTON_MULTI_START, search_range
 from chalk.solvers.tolerances import BATCH_NEWTON, BLOCK, NEWTON, SCAN
@@ -47,8 +48,10 @@ def solve_block(model, cstep, env, regime, size, result, seeds, index):
         return
     found = _Found(names, size)
     starts = [*seeds.get(index, ()), _typical(model, names)]
+    inputs = _varying_inputs(cstep, env, size)
+    fits = seeds.setdefault(("fits", index), {})  # kept for later chunks, as the pilots are
     for branch in live:
-        for scope in _branch_solutions(model, branch, env, size, starts):
+        for scope in _branch_solutions(model, branch, env, size, starts, inputs, fits):
             found.add(model, cstep, branch, scope)
     tried = np.zeros(size, dtype=bool)
     for _ in range(BATCH_NEWTON.pilots - 1 if searched else 0):
@@ -108,8 +111,9 @@ class _Found:
         values = {n: np.broadcast_to(np.asarray(scope[n], dtype=float), (size,))
                   for n in self.names}
         same = ok & (self.count > 0)
-        for n in self.names:
-            same &= np.isclose(values[n], self.chosen[n], rtol=BLOCK.distinct_rtol, atol=0)
+        if same.any():  # else no element has a solution yet to be the same as
+            for n in self.names:
+                same &= np.isclose(values[n], self.chosen[n], rtol=BLOCK.distinct_rtol, atol=0)
         new = ok & ~same
         first = new & (self.count == 0)
         self.count += new
@@ -140,29 +144,45 @@ def _pilot(model, cstep, env, regime, i: int):
 def _torn_residuals(branch, scope, size) -> np.ndarray:
     """Relative residuals of ``branch``'s torn relations, shape (torn, size), with the
     tears already in ``scope`` and the rest solved from them by the closed forms."""
-    for name, fn in branch.sequence:
-        value = np.asarray(fn(scope), dtype=float)
-        scope[name] = np.where(value > 0, value, np.nan)
-    rows = []
-    for lhs, rhs in branch.residuals:
+    _complete(branch, scope)
+    rows = np.zeros((len(branch.residuals), size))
+    for row, (lhs, rhs) in zip(rows, branch.residuals, strict=True):
         left = np.asarray(lhs(scope), dtype=float)
         right = np.asarray(rhs(scope), dtype=float)
         total = np.abs(left) + np.abs(right)
-        rows.append(np.broadcast_to((left - right) / np.where(total == 0, 1, total), (size,)))
-    return np.vstack(rows)
+        # both sides zero is a residual of zero (left where the division is skipped)
+        np.divide(left - right, total, out=row, where=total != 0)
+    return rows
 
 
-def _branch_solutions(model, branch, env, size, starts=()):
+def _complete(branch, scope) -> None:
+    """Every quantity of ``branch`` in ``scope`` from its tears, by the closed forms in
+    sequence; NaN where one leaves its (positive) domain."""
+    for name, fn in branch.sequence:
+        value = np.asarray(fn(scope), dtype=float)
+        scope[name] = np.where(value > 0, value, np.nan)
+
+
+def _varying_inputs(cstep, env, size) -> tuple[str, ...]:
+    """The quantities the block's relations read, not its own, that vary by element."""
+    own = set(cstep.step.variables)
+    read = {s.name for relation in cstep.relations for s in relation.symbols} - own
+    return tuple(sorted(n for n in read
+                        if isinstance(env.get(n), np.ndarray) and env[n].shape == (size,)))
+
+
+def _branch_solutions(model, branch, env, size, starts=(), inputs=(), fits=None):
     """Every solution of one regime combination, as scopes of arrays (NaN where an
     element has no such solution); several tears are solved by Newton from ``starts``
-    (each a dict of base-unit values of the block's quantities)."""
+    (each a dict of base-unit values of the block's quantities), later elements from
+    predictions on ``inputs`` kept in ``fits`` (see :func:`_newton_solutions`)."""
     if not branch.tears:
         scope = dict(env)
         for name, fn in branch.sequence:
             scope[name] = np.asarray(fn(scope), dtype=float)
         return [scope]
     if len(branch.tears) > 1:
-        return _newton_solutions(branch, env, size, starts)
+        return _newton_solutions(branch, env, size, starts, inputs=inputs, fits=fits)
     tear = branch.tears[0]
 
     def residual(log_x):
@@ -180,31 +200,120 @@ def _branch_solutions(model, branch, env, size, starts=()):
     return scopes
 
 
-def _newton_solutions(branch, env, size, starts, within=None):
+def _newton_solutions(branch, env, size, starts, within=None, inputs=(), fits=None):
     """The solutions batched Newton reaches from each start, as scopes of arrays (NaN
     where it did not converge), for the elements ``within`` (default all). An element
     solved from one start is not started again from the next: like the block's own
-    multi-start search, this proves nothing unique."""
+    multi-start search, this proves nothing unique. Newton runs on
+    ``BATCH_NEWTON.batch`` elements at a time; once a batch is solved from a start, a fit
+    of those solutions on the varying ``inputs`` (solvers.bulk.prediction) gives each
+    element of the later ones its own start and inverse Jacobian there, for one step
+    (see :func:`_newton_part`). ``fits`` (a dict) keeps each fit for later calls on the
+    same plan (chunks of one Monte Carlo run)."""
     if len(branch.residuals) != len(branch.tears):
         return []  # a degenerate combination: the block's own search handles it
     tears = branch.tears
-
-    def residual(log_x, index):
-        scope = subset(env, index, size)
-        scope.update(zip(tears, np.exp(log_x), strict=True))
-        return _torn_residuals(branch, scope, index.size)
-
     scopes = []
     unsolved = np.ones(size, dtype=bool) if within is None else within.copy()
     for start in starts:
-        if not unsolved.any():
+        waiting = np.flatnonzero(unsolved)
+        if not waiting.size:
             break
-        begin = np.log(np.array([[start[t]] for t in tears], dtype=float)).repeat(size, 1)
-        begin[:, ~unsolved] = np.nan
-        log_x, solved = batched_newton.solve(residual, begin, NEWTON.accept, BLOCK.polish_above)
+        begin = np.log(np.array([start[t] for t in tears], dtype=float))
+        log_x = np.full((len(tears), size), np.nan)
+        # the branch belongs to the compiled plan, which outlives every call that shares fits
+        key = (id(branch), tuple(sorted(start.items())), inputs)
+        prediction = None if fits is None else fits.get(key)
+        for first in range(0, waiting.size, BATCH_NEWTON.batch):
+            part = waiting[first:first + BATCH_NEWTON.batch]
+            if part.size == part[-1] - part[0] + 1:  # consecutive: views, not copies
+                part = slice(part[0], part[-1] + 1)
+            count = part.stop - part.start if isinstance(part, slice) else part.size
+            part_env = subset(env, part, size)
+            guess = None if prediction is None else prediction(part_env, count)
+            log_x[:, part] = _newton_part(branch, part_env, count, begin, guess)
+            if prediction is None and inputs:
+                prediction = _fitted(branch, part_env, count, log_x[:, part],
+                                     {n: part_env[n] for n in inputs})
+                if prediction is not None and fits is not None:
+                    fits[key] = prediction
+        solved = np.isfinite(log_x).all(axis=0)
         unsolved &= ~solved
         scope = dict(env)
-        scope.update(zip(tears, np.where(solved, np.exp(log_x), np.nan), strict=True))
-        _torn_residuals(branch, scope, size)
+        scope.update(zip(tears, np.exp(log_x), strict=True))
+        _complete(branch, scope)
         scopes.append(scope)
     return scopes
+
+
+def _fitted(branch, env, count, log_x, inputs):
+    """A :class:`Prediction` of ln of each tear and of the inverse Jacobian there from
+    the solutions ``log_x`` of the ``count`` elements of ``env`` (None if too few)."""
+    if np.count_nonzero(np.isfinite(log_x).all(axis=0)) < samples_needed(len(inputs)):
+        return None  # before the Jacobians: no fit could be made
+    inverse = batched_newton.inverse_jacobians(_residual(branch, env, count),
+                                               np.where(np.isfinite(log_x), log_x, 0.0))
+    inverse[:, :, ~np.isfinite(log_x).all(axis=0)] = np.nan
+    return Prediction.fit(inputs, np.vstack([log_x, inverse.reshape(-1, count)]))
+
+
+def _newton_part(branch, env, count, begin, predicted=None):
+    """Batched Newton on the ``count`` elements of ``env``. Where ``predicted`` (ln of
+    each tear, then the inverse Jacobian there, per element) is given and finite, one
+    step with the predicted inverse Jacobian from the predicted start, and Newton from
+    there for the elements it leaves above ``BLOCK.polish_above``; then Newton from
+    ``begin`` (ln of each tear) for every element not solved yet. Returns ln of each
+    tear per element, NaN where unsolved."""
+    k = len(begin)
+    # a sum is NaN (or infinite) where any term is: one pass, not one per quantity
+    guessed = (np.zeros(count, dtype=bool) if predicted is None
+               else np.isfinite(predicted.sum(axis=0)))
+    log_x = np.full((k, count), np.nan)
+    if guessed.any():
+        columns = np.flatnonzero(guessed)
+        if columns.size == count:  # the usual case: views, no gathering
+            part, guess = env, predicted
+        else:
+            part, guess = subset(env, columns, count), predicted[:, columns]
+        stepped, size = batched_newton.step_with(
+            _residual(branch, part, columns.size), guess[:k],
+            guess[k:].reshape(k, k, columns.size), BLOCK.polish_above)
+        done = size <= BLOCK.polish_above  # solved and polished, as Newton would leave it
+        if done.all() and columns.size == count:
+            return stepped
+        log_x[:, columns[done]] = stepped[:, done]
+        start = np.full((k, count), np.nan)
+        start[:, columns] = stepped
+        if not done.all():
+            _solve_from(branch, env, count, columns[~done], start, log_x)
+    rest = np.flatnonzero(np.isnan(log_x[0]))
+    if rest.size:
+        _solve_from(branch, env, count, rest, np.broadcast_to(begin[:, None], log_x.shape),
+                    log_x)
+    return log_x
+
+
+def _solve_from(branch, env, count, columns, start, log_x) -> None:
+    """Batched Newton on the elements ``columns`` of the ``count`` in ``env`` from their
+    columns of ``start``; what it solves is written into ``log_x``."""
+    if columns.size < count:  # gathered: the others do not ride along
+        env, start = subset(env, columns, count), start[:, columns]
+    found, solved = batched_newton.solve(_residual(branch, env, columns.size), start,
+                                         NEWTON.accept, BLOCK.polish_above)
+    if columns.size == count and solved.all():  # the usual case: no gathering back
+        log_x[...] = found
+    else:
+        log_x[:, columns[solved]] = found[:, solved]
+
+
+def _residual(branch, env, count):
+    """The torn residuals of ``branch`` as batched Newton asks for them (ln of the tears
+    of the elements ``index`` of the ``count`` in ``env``)."""
+    tears = branch.tears
+
+    def residual(log_x, index):
+        scope = subset(env, index, count)
+        scope.update(zip(tears, np.exp(log_x), strict=True))
+        return _torn_residuals(branch, scope, index.size)
+
+    return residual
