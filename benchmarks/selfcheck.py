@@ -385,8 +385,8 @@ def _state_jacobians(model, state, names) -> list[np.ndarray]:
     regimes: each regime's branch of a relation gives its own row."""
     import itertools
 
+    from chalk.solvers.analysis.gradient import compile_log_gradient
     from chalk.solvers.execution.symbolic_solve import branches
-    from chalk.symbolic.logspace import compile_log_gradient
 
     constants = model.constant_values()
     base = {n: state[n] * model.variables[n].to_base for n in names}

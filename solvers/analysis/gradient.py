@@ -11,13 +11,11 @@ give inf or nan; callers treat either as "no row here".
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 from chalk.symbolic.ir import to_ir
-
-Gradient = dict[str, float]  # name -> x * d(value)/dx, the derivative along ln x
-Evaluator = Callable[[Mapping[str, float]], tuple[float, Gradient]]
+from chalk.symbolic.logspace import Evaluator, Gradient
 
 # the exponent of each power node (the others name it in the node)
 _EXPONENTS = {"inv": -1.0, "sq": 2.0, "sqrt": 0.5}
