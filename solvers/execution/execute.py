@@ -283,7 +283,9 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     if not survivors:
         why = "; ".join(rejected) or "no closed form applies"
         raise NoSolution(name, f"relation {relation.name}: {why}")
-    options = [f"{c.regime or plain(c.expr)}: {show(model, name, v)}" for v, c in survivors]
+    # printed only when there is a choice: printing an expression costs more than the step
+    options = ([f"{c.regime or plain(c.expr)}: {show(model, name, v)}" for v, c in survivors]
+               if len(survivors) > 1 else [])
     if len(survivors) > 1 and pick is None:
         hint = ("choose one with --regime " + " or --regime ".join(
             c.regime for _, c in survivors)) if all(c.regime for _, c in survivors) \
