@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import sympy
+from chalk.symbolic.hashing import fields_hash, state_without_hash
 from chalk.symbolic.symbols import validate_name
 
 
@@ -109,6 +110,9 @@ class Relation:
         validate_name(self.name)
         object.__setattr__(self, "lhs", _as_expr(self.lhs, self.name))
         object.__setattr__(self, "rhs", _as_expr(self.rhs, self.name))
+
+    __hash__ = fields_hash  # a cache key on every solve: hashed once
+    __getstate__ = state_without_hash
 
     @property
     def residual(self) -> sympy.Expr:
