@@ -93,6 +93,45 @@ def bench_cold(repeats: int = 9) -> dict:
             "preset_cached_s": q, "preset_cached_ratio": q / b}
 
 
+def _child_run(command: list[str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one run of ``command`` in a child."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def bench_explain_underdetermined(repeats: int = 9) -> dict:
+    """``chalk explain critical_batch_size`` with the quick start's pins but
+    ``active_params`` (under-determined: the pinned zeros are put in and the completions
+    named) against the same command with it pinned (issue 22's target: at most 1.2).
+
+    The two commands run in turn, each in a fresh process, so both see the same machine
+    state; CPU seconds are printed beside wall seconds (on a shared machine the CPU figure
+    moves less).
+    """
+    under = [sys.executable, "-m", "chalk", "explain", *CRITICAL_ARGS[1:-2]]
+    pinned = [sys.executable, "-m", "chalk", "explain", *CRITICAL_ARGS[1:]]
+    _child_run(under), _child_run(pinned)  # bytecode and file cache warm for both
+    runs = {"under": [], "pinned": []}
+    for _ in range(repeats):
+        runs["under"].append(_child_run(under))
+        runs["pinned"].append(_child_run(pinned))
+    (uw, uc), (pw, pc) = ([statistics.median(t[i] for t in runs[k]) for i in (0, 1)]
+                          for k in ("under", "pinned"))
+    print(f"chalk explain critical_batch_size, {repeats} runs each, medians:")
+    print(f"  without active_params (under-determined): wall {uw * 1e3:.0f} ms, "
+          f"CPU {uc * 1e3:.0f} ms")
+    print(f"  with active_params pinned: wall {pw * 1e3:.0f} ms, CPU {pc * 1e3:.0f} ms")
+    print(f"  ratio under-determined/pinned = {uw / pw:.2f} wall, {uc / pc:.2f} CPU "
+          f"(target <= 1.2)")
+    return {"under_s": uw, "pinned_s": pw, "ratio": uw / pw, "cpu_ratio": uc / pc}
+
+
 def bench_warm(repeats: int = 2000) -> dict:
     """The same question asked again in-process with new pin values each time."""
     import chalk
@@ -648,7 +687,8 @@ def bench_atlas(repeats: int = 3) -> dict:
     return {"median_s": median, "ratio": median / 5.0}
 
 
-BENCHMARKS = {"cold": bench_cold, "warm": bench_warm, "monte_carlo": bench_monte_carlo,
+BENCHMARKS = {"cold": bench_cold, "explain": bench_explain_underdetermined,
+              "warm": bench_warm, "monte_carlo": bench_monte_carlo,
               "numeric_block": bench_numeric_block,
               "sweep": bench_sweep, "planning": bench_planning,
               "completions": bench_completions, "range_through_max": bench_range_through_max,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from functools import cache, lru_cache
 
 import numpy as np
 from chalk.knowledge import load_model
@@ -140,8 +141,14 @@ def _draw(variable, rng: random.Random, spread: float = 3.0) -> float:
     return math.exp(rng.uniform(math.log(low), math.log(high)))
 
 
+@cache
 def topic_model(topic_module: str):
-    """The relations of one knowledge module and the quantities they use, as a model."""
+    """The relations of one knowledge module and the quantities they use, as a model.
+
+    One model per topic for the whole process: the engine caches what it works out per
+    model (reference point, plans, compiled steps) by identity, so every test module and
+    benchmark that draws from a topic shares that work instead of redoing it.
+    """
     from importlib import import_module
 
     return submodel(import_module(f"chalk.knowledge.{topic_module}").RELATIONS)
@@ -167,10 +174,29 @@ def consistent_state(seed: int, model=None, conditioning: float = 1e8) -> dict[s
     they were drawn (solvers.analysis.reference). A draw that leaves a quantity outside its
     bounds, or a relation so saturated that it amplifies rounding more than
     ``conditioning`` times, is skipped.
+
+    A draw depends on nothing but its arguments, so each is made once per process (most
+    seeds are skipped, and the search that decides so is most of a probe's time): a test
+    and a benchmark drawing the same seeds share the work. The caller gets its own copy.
     """
+    found = _drawn_state(seed, model or load_model(), conditioning)
+    if isinstance(found, Skip):
+        raise Skip(str(found), found.reason)  # a new one: no traceback kept from before
+    return dict(found)
+
+
+@lru_cache(maxsize=4096)
+def _drawn_state(seed: int, model, conditioning: float) -> dict[str, float] | Skip:
+    """:func:`consistent_state`'s draw, or the :class:`Skip` saying why it is unusable."""
+    try:
+        return _draw_state(seed, model, conditioning)
+    except Skip as skipped:
+        return skipped
+
+
+def _draw_state(seed: int, model, conditioning: float) -> dict[str, float]:
     from chalk.solvers.analysis.reference import consistent_point
 
-    model = model or load_model()
     point = consistent_point(model, seed, STATE_SPREAD, atol=STATE_ATOL)
     if not point.converged:
         raise Skip(f"no consistent state near this draw (residual {point.residual:.2g})")

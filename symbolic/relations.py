@@ -8,8 +8,10 @@ all read that one declaration.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import sympy
+from chalk.symbolic.hashing import fields_hash, state_without_hash
 from chalk.symbolic.symbols import validate_name
 
 
@@ -109,6 +111,9 @@ class Relation:
         object.__setattr__(self, "lhs", _as_expr(self.lhs, self.name))
         object.__setattr__(self, "rhs", _as_expr(self.rhs, self.name))
 
+    __hash__ = fields_hash  # a cache key on every solve: hashed once
+    __getstate__ = state_without_hash
+
     @property
     def residual(self) -> sympy.Expr:
         """``lhs - rhs``, zero when the relation holds."""
@@ -124,23 +129,26 @@ class Relation:
 
         return f"{plain(self.lhs)} = {plain(self.rhs)}"
 
-    def _regime_nodes(self) -> set:
-        return self.lhs.atoms(sympy.Max, sympy.Min) | self.rhs.atoms(sympy.Max, sympy.Min)
+    @cached_property
+    def _regime_nodes(self) -> frozenset:
+        # asked on every solve (which checks need a regime); the sides never change
+        return frozenset(self.lhs.atoms(sympy.Max, sympy.Min)
+                         | self.rhs.atoms(sympy.Max, sympy.Min))
 
     def has_regimes(self) -> bool:
-        return bool(self._regime_nodes())
+        return bool(self._regime_nodes)
 
     def is_min(self) -> bool:
         """Whether the max()/min() whose arguments name the regimes is a min() (the
         smallest argument holds) rather than a max()."""
         first = self.regimes[0][1] if self.regimes else None
         return any(isinstance(n, sympy.Min) and (first is None or first in n.args)
-                   for n in self._regime_nodes())
+                   for n in self._regime_nodes)
 
     def inside_regime_node(self, name: str) -> bool:
         """Whether quantity ``name`` appears inside the max()/min(): solving for it must
         choose a regime, where solving for anything else evaluates the max() forwards."""
-        return any(name in {s.name for s in n.free_symbols} for n in self._regime_nodes())
+        return any(name in {s.name for s in n.free_symbols} for n in self._regime_nodes)
 
 
 @dataclass(frozen=True)

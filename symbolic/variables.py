@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from chalk.symbolic.hashing import fields_hash, state_without_hash
 from chalk.symbolic.symbols import symbol, validate_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,6 +88,9 @@ class Variable:
     topic: str = ""
     derived: bool = False  # usually computed from others, rarely pinned by hand
     structural: bool = False
+
+    __hash__ = fields_hash  # a cache key on every solve (pin texts read): hashed once
+    __getstate__ = state_without_hash
 
     def __post_init__(self):
         validate_name(self.name)

@@ -24,6 +24,12 @@ def test_monte_carlo_sweep_and_planning_run():
     assert (figures["observations"], figures["unknowns"]) == (15, 3)
 
 
+def test_explain_benchmark_runs_both_commands():
+    # both explain commands exit 0 (the benchmark runs them with check=True)
+    figures = run.bench_explain_underdetermined(repeats=1)
+    assert figures["under_s"] > 0 and figures["pinned_s"] > 0
+
+
 def test_completion_range_and_probe_benchmarks_run():
     assert all(t > 0 for t in run.bench_completions(repeats=1).values())
     assert run.bench_range_through_max(repeats=1)["solve_s"] > 0

@@ -60,9 +60,7 @@ def consistent_point(model: Model, seed: int, spread: float,
     itself does not impose)."""
     names = sorted(v for v in model.variables if model.relations_of(v))
     index = {n: i for i, n in enumerate(names)}
-    constants = model.constant_values()
-    sides = [(compile_log_gradient(r.lhs, constants), compile_log_gradient(r.rhs, constants))
-             for r in model.relations.values()]
+    sides = _sides(model)
     rng = np.random.default_rng(seed)
     y = np.array([math.log(start[n]) if start is not None and n in start
                   else math.log((model.variables[n].typical or 1.0)
@@ -114,6 +112,15 @@ def consistent_point(model: Model, seed: int, spread: float,
             break
     worst = float(np.max(np.abs(residual))) if residual.size else 0.0
     return ReferencePoint(_values(names, y), worst, worst <= atol)
+
+
+@lru_cache(maxsize=16)
+def _sides(model: Model) -> tuple:
+    """Value-and-gradient evaluators of both sides of every relation (cached per model:
+    a probe draws hundreds of points of one model)."""
+    constants = model.constant_values()
+    return tuple((compile_log_gradient(r.lhs, constants), compile_log_gradient(r.rhs, constants))
+                 for r in model.relations.values())
 
 
 def _values(names, y) -> dict[str, float]:

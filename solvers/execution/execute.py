@@ -54,6 +54,7 @@ class _CompiledCandidate:
     candidate: Candidate
     value: object
     guards: list
+    monomial: bool = False  # a product of powers: no cancellation, elasticities bounded
 
 
 @dataclass
@@ -132,7 +133,8 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
             compiled.candidates.append(_CompiledCandidate(
                 candidate, value,
                 [(compile_expr(a, constants), compile_expr(b, constants))
-                 for a, b in candidate.guards]))
+                 for a, b in candidate.guards],
+                candidate.expr is not None and _monomial(candidate.expr)))
         if relation.regimes and not relation.inside_regime_node(variable):
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
@@ -245,7 +247,7 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
             rejected.append(f"{plain(cc.candidate.expr)} gives {shown} (not physical)")
             continue
         value = float(value)
-        if not _monomial(cc.candidate.expr):  # sums can cancel in floating point
+        if not cc.monomial:  # sums can cancel in floating point
             lhs, rhs = _sides(model, cstep)
             value = numeric.polish_root(lhs, rhs, env, name, value)
         trial = dict(env)
@@ -254,16 +256,17 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
             rejected.append(f"{cc.candidate.regime or 'branch'} gives {show(model, name, value)} "
                             "but its inequalities fail")
             continue
-        survivors.append((value, cc.candidate))
+        survivors.append((value, cc))
     survivors = _dedupe(survivors)
     conditioning = ""
     # A product of powers has bounded elasticities (its exponents); only forms with sums
     # or transcendental functions can amplify rounding.
-    if len(survivors) == 1 and not unbounded and not _monomial(survivors[0][1].expr):
-        chosen = next(cc for cc in cstep.candidates if cc.candidate is survivors[0][1])
+    if len(survivors) == 1 and not unbounded and not survivors[0][1].monomial:
+        value, chosen = survivors[0]
         inputs = [v for v in model.variables_in(relation.name) if v != name]
         conditioning = conditioning_check(name, relation.name, chosen.value, env, inputs,
-                                          survivors[0][0])
+                                          value)
+    survivors = [(value, cc.candidate) for value, cc in survivors]
     if unbounded:
         options = [f"{c.regime or 'a branch'}: {show(model, name, v)}" for v, c in survivors]
         options += [f"{c.regime or 'a branch'}: any value its inequalities allow"
@@ -283,7 +286,9 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     if not survivors:
         why = "; ".join(rejected) or "no closed form applies"
         raise NoSolution(name, f"relation {relation.name}: {why}")
-    options = [f"{c.regime or plain(c.expr)}: {show(model, name, v)}" for v, c in survivors]
+    # printed only when there is a choice: printing an expression costs more than the step
+    options = ([f"{c.regime or plain(c.expr)}: {show(model, name, v)}" for v, c in survivors]
+               if len(survivors) > 1 else [])
     if len(survivors) > 1 and pick is None:
         hint = ("choose one with --regime " + " or --regime ".join(
             c.regime for _, c in survivors)) if all(c.regime for _, c in survivors) \

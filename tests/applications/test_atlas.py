@@ -81,6 +81,7 @@ def test_a_public_architecture_is_shown_beside(result):
     assert row.cells()["cache USD/GB/h"] == "free"
 
 
+@pytest.mark.slow  # the atlas again as a command, and a PNG drawn: the slow tier
 def test_cli_runs_from_the_readme(run_cli, tmp_path):
     out_file = tmp_path / "atlas.png"
     status, out, err = run_cli("atlas", "--plot", str(out_file))

@@ -131,6 +131,7 @@ def test_a_failure_while_staging_writes_none_of_the_outputs(tmp_path):
     assert list(first.iterdir()) == []  # no x.html, no temporary file left behind
 
 
+@pytest.mark.slow  # renders the plots twice (about a second of CPU): the slow tier
 def test_markdown_plots_beside_the_report_get_the_same_checks(run_cli, tmp_path):
     """The PNGs written next to the Markdown are outputs too: a symlink where one would go
     stops the whole report, HTML included."""

@@ -72,3 +72,24 @@ def test_a_condition_is_dimension_checked_against_its_quantity():
     lost = Condition("test_lost", "test_nothing", ">=", one_token, "m", definition())
     with pytest.raises(KnowledgeError, match="bounds undeclared quantity test_nothing"):
         build_model([SPEED, SIZE, TIME, TOKENS], [drain], [lost])
+
+
+@pytest.mark.parametrize("value", [
+    Relation("test_drain", TIME.symbol, SIZE.symbol / SPEED.symbol, "drain time", definition()),
+    SPEED,
+], ids=["relation", "variable"])
+def test_a_hash_kept_for_speed_is_the_fields_hash_and_is_never_pickled(value):
+    import copy
+    import dataclasses
+    import pickle
+
+    # what a frozen dataclass would generate: the hash of its compared fields, in order
+    expected = hash(tuple(getattr(value, f.name) for f in dataclasses.fields(value)))
+    assert hash(value) == expected
+    assert hash(value) == expected  # kept from the first call
+    # string hashes differ between processes: a pickled copy hashes afresh
+    assert "_fields_hash" not in pickle.loads(pickle.dumps(value)).__dict__
+    twin = dataclasses.replace(value)
+    assert twin == value and hash(twin) == hash(value)
+    assert copy.deepcopy(value) == value
+    assert {value: 1}[twin] == 1
