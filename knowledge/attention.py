@@ -80,12 +80,12 @@ RELATIONS = (
              "forward FLOPs per token); lecture 1:41:50-1:43:20", "paper"),
       ("full-context layers only: a sliding-window layer's share is left out",),
       topic=TOPIC),
-    R("time_to_first_token",
-      q.time_to_first_token * q.replica_flops, q.prompt_tokens * q.prefill_flops_per_token,
-      "prefill of one prompt is bounded by compute: its FLOPs over the replica's peak "
-      "FLOP/s",
+    R("t_prefill_compute",
+      q.t_prefill_compute * q.replica_flops, q.prompt_tokens * q.prefill_flops_per_token,
+      "the compute side of a prefill: the prompt's FLOPs over the replica's peak FLOP/s "
+      "(time_to_first_token sets it beside the memory side)",
       lecture("1:41:50", "1:43:20"),
-      ("one prompt at a time at peak FLOP/s; no queueing, no chunking, weights read once",),
+      ("peak FLOP/s; no queueing, no chunking",),
       topic=TOPIC),
     R("prefill_tokens_per_second",
       q.prefill_tokens_per_second * q.prefill_flops_per_token, q.replica_flops,
