@@ -56,14 +56,15 @@ _SHARED = {
         "deductions (0:00-47:12) use no pipelining", LECTURE_DATE,
         "pin pipeline_stages (or chips_per_stage) for a pipelined deployment"),
     "accepted_tokens_per_step": PresetValue(
-        "0 token/sequence", "no speculation: plain autoregressive decode emits one token per "
-        "sequence per step, the target's own (lecture 6:01-7:10)", LECTURE_DATE,
+        "0 token/sequence", "no speculation: a decode step gives each sequence one token, "
+        "the model's own next one (lecture 6:01-7:10)", LECTURE_DATE,
         "gives way where draft_tokens and acceptance_rate, or a pinned "
         "decode_tokens_per_step, determine it"),
-    "draft_tokens": PresetValue(
-        "0 token/sequence", "no speculation: a step runs one token per sequence through the "
-        "model (lecture 6:01-7:10)", LECTURE_DATE,
-        "pin draft_tokens (with acceptance_rate) for speculative or multi-token decoding"),
+    "rejected_tokens_per_step": PresetValue(
+        "0 token/sequence", "no speculation: a step runs no drafted token it then throws "
+        "away (lecture 6:01-7:10)", LECTURE_DATE,
+        "gives way where draft_tokens and acceptance_rate (or the tokens a step gives) "
+        "determine it"),
     "t_draft": PresetValue(
         "0 s", "no draft model runs before the step (lecture 2:34-3:19 has none)",
         LECTURE_DATE, "gives way where draft_tokens and draft_params determine it"),

@@ -46,7 +46,7 @@ t_request_decode replica_time_per_request requests_per_second output_tokens_per_
 output_tokens_per_second_per_chip request_cost_per_token prefill_requests_per_second
 decode_requests_per_second disaggregated_requests_per_second
 disaggregated_tokens_per_second_per_chip
-accepted_tokens_per_step verify_tokens_per_step t_draft_step t_draft
+verify_tokens_per_step t_draft_step t_draft
 replicas fleet_chips fleet_tokens_per_second
 """.split())
 
@@ -518,6 +518,9 @@ VARIABLES += (
     _v("accepted_tokens_per_step", "token/sequence", "drafted tokens a step keeps per "
        "sequence on average, beside the target's own one (0 without speculation)",
        SPECULATIVE, allow_zero=True, typical=1),
+    _v("rejected_tokens_per_step", "token/sequence", "drafted tokens a step verifies and "
+       "throws away per sequence on average (0 without speculation)", SPECULATIVE,
+       allow_zero=True, typical=1),
     _v("verify_tokens_per_step", "token/sequence", "tokens the target model runs per sequence "
        "per step: the k drafted ones and one more (k + 1)", SPECULATIVE, lower=1, typical=1),
     _v("draft_params", "param", "parameters of the draft model (or the MTP module) run once "

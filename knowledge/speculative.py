@@ -6,7 +6,8 @@ with, plus one token of its own. With each drafted token accepted independently 
 probability alpha, a step gives (1 - alpha^(k+1)) / (1 - alpha) tokens on average
 (Leviathan et al. 2023). The step pays for it twice: the target's matmuls run k + 1
 tokens per sequence whatever is accepted, and the draft's k steps come first. Without
-speculation (the conventions' default, k = 0) a step gives and computes one token.
+speculation (the conventions' default: nothing accepted, nothing thrown away) a step gives
+and computes one token.
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ RELATIONS = (
             "sampled from the target)", "https://arxiv.org/abs/2211.17192"),
       topic=TOPIC),
     R("accepted_tokens_per_step",
-      q.accepted_tokens_per_step * (1 - q.acceptance_rate),
-      q.acceptance_rate * (1 - q.acceptance_rate ** drafted) * per_sequence,
+      # written as a quotient, not multiplied out: alpha = 1 would solve the product form
+      # for any count, and is no answer
+      q.accepted_tokens_per_step,
+      q.acceptance_rate * (1 - q.acceptance_rate ** drafted) / (1 - q.acceptance_rate)
+      * per_sequence,
       "expected drafted tokens kept: the first is accepted with probability alpha, the first "
       "two with alpha^2, and so on up to k; with the target's own token, (1 - alpha^(k+1)) / "
       "(1 - alpha) tokens a step",
@@ -47,10 +51,16 @@ RELATIONS = (
        "(the paper's simplifying assumption)",
        "alpha below 1 (at 1 every drafted token is kept)"),
       topic=TOPIC),
+    R("draft_tokens",
+      q.draft_tokens, q.accepted_tokens_per_step + q.rejected_tokens_per_step,
+      "each drafted token is either kept or thrown away",
+      paper(f"{LEVIATHAN}, sec. 2 (tokens after the first rejection are discarded)",
+            "https://arxiv.org/abs/2211.17192"),
+      topic=TOPIC),
     R("verify_tokens_per_step",
-      q.verify_tokens_per_step, q.draft_tokens + per_sequence,
-      "the target model runs the k drafted tokens and one more in one forward pass, whatever "
-      "it then accepts",
+      q.verify_tokens_per_step, q.decode_tokens_per_step + q.rejected_tokens_per_step,
+      "the target model runs its own next token and every drafted one, kept or not, in one "
+      "forward pass: k + 1 tokens a sequence",
       paper(f"{LEVIATHAN}, sec. 3.5 (the target runs gamma + 1 tokens in parallel)",
             "https://arxiv.org/abs/2211.17192"),
       ("every drafted token is verified, also those after the first rejection",),
