@@ -46,7 +46,7 @@ t_request_decode replica_time_per_request requests_per_second output_tokens_per_
 output_tokens_per_second_per_chip request_cost_per_token prefill_requests_per_second
 decode_requests_per_second disaggregated_requests_per_second
 disaggregated_tokens_per_second_per_chip
-verify_tokens_per_step t_draft_step t_draft
+decode_tokens_per_step verify_tokens_per_step t_draft_step t_draft
 replicas fleet_chips fleet_tokens_per_second
 """.split())
 

@@ -1,6 +1,7 @@
 """Fleets (issue 23 item 6): replicas and chips for a number of users or a token rate."""
 
 import pytest
+from chalk.symbolic.errors import NoSolution
 
 from chalk import solve
 
@@ -32,3 +33,15 @@ def test_chips_for_a_total_token_rate_backwards():
     assert s.value("replicas") == pytest.approx(1e6 / (600 * 50), rel=1e-9)
     assert s.value("fleet_chips", "chip") == pytest.approx(8 * 1e6 / (600 * 50), rel=1e-9)
     assert s.value("concurrent_users", "sequence") == pytest.approx(20000, rel=1e-9)
+
+
+def test_an_impossible_speed_is_refused_with_the_most_the_deployment_reaches():
+    # Issue 23: 1,000 token/s for each user was refused naming a negative t_kv_fetch. At
+    # a batch of one sequence the step reads 1e11 weight bytes and 1e8 KV bytes over 8e12
+    # byte/s: 12.5125 ms (its compute, 25 us, hides), so 1 / 12.5125 ms = 79.92 token/s
+    # is the most any batch gets; the refusal says so.
+    pins = {**SMALL, "tokens_per_second_per_user": "1000 token/s"}
+    with pytest.raises(NoSolution) as refused:
+        solve("batch_size", pins)
+    assert (f"the most these pins reach is tokens_per_second_per_user = "
+            f"{1 / 12.5125e-3:.2f} token/s, at batch_size = 1 sequence") in str(refused.value)

@@ -27,7 +27,9 @@ def test_missing_pins_are_named_smallest_first():
     # B* d fpp = HI bpp S: with d and fpp pinned, the three of HI (chip_flops, with the
     # bandwidth pinned), bpp and S fix it; inputs are named before derived quantities.
     # bpp S = bpp N / Na = weight_bytes / active_params gives a second three.
-    assert p.completions[0] == ("bytes_per_param", "chip_flops", "sparsity_factor")
+    # (sets with as many derived quantities are ordered by how few relations they touch,
+    # so other sets of three may come first as relations are added)
+    assert ("bytes_per_param", "chip_flops", "sparsity_factor") in p.completions
     assert ("active_params", "chip_flops", "weight_bytes") in p.completions
     assert all(len(c) == 3 for c in p.completions)
     # what the pins do fix, in the first completion's terms: B* d fpp = (CF / BW) bpp S,
