@@ -127,7 +127,7 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
             raise  # the bound is asked of the shipped relations at single values
         from chalk.reachable import reachable_bounds
 
-        bound = reachable_bounds(q.model, q, given, presets, options)
+        bound = reachable_bounds(solve, q.model, q, given, presets, options)
         if not bound:
             raise
         raise NoSolution(exc.name, f"{exc.reason}; {bound}", exc.after_search) from None

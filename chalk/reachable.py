@@ -14,7 +14,7 @@ import math
 from chalk.symbolic.errors import ChalkError
 
 
-def reachable_bounds(model, prepared, given, presets, options) -> str:
+def reachable_bounds(solve, model, prepared, given, presets, options) -> str:
     """A clause naming, for each figure the user pinned that the relations compute, the
     most (or least) it reaches at the edge of an unpinned quantity's declared range;
     "" when none can be said.
@@ -23,9 +23,9 @@ def reachable_bounds(model, prepared, given, presets, options) -> str:
     quantity the question leaves free (``batch_size >= 1 sequence``). The figure is
     solved there and just past it; it is reported only where the user's value lies
     beyond the edge's value, away from the value past it (so the edge is the extreme in
-    the direction asked, as it is for a quantity monotone over the range).
+    the direction asked, as it is for a quantity monotone over the range). ``solve`` is
+    :func:`chalk.solve`, passed in by it.
     """
-    from chalk.api import solve
     from chalk.solvers.pinning.pinned import Layer
     from chalk.solvers.pinning.pins import parse_given
     from chalk.solvers.records.flags import bound_value

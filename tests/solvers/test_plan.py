@@ -32,11 +32,14 @@ def test_missing_pins_are_named_smallest_first():
     assert ("bytes_per_param", "chip_flops", "sparsity_factor") in p.completions
     assert ("active_params", "chip_flops", "weight_bytes") in p.completions
     assert all(len(c) == 3 for c in p.completions)
-    # what the pins do fix, in the first completion's terms: B* d fpp = (CF / BW) bpp S,
-    # so B* / (CF bpp S) = 1 / (BW d fpp)
+    # what the pins do fix, in the first completion's terms. That is now the price step
+    # L (= the context crossover), kv and the weight bytes W: L kv HI = d fpp Na and
+    # B* d fpp = HI bpp N / Na give B* = W / (L kv), so B* L kv / W is fixed (it is 1)
+    assert p.completions[0] == ("kv_bytes_per_token", "long_context_threshold",
+                                "weight_bytes")
     assert dict(dict(p.fixed)["critical_batch_size"]) == {
-        "critical_batch_size": 1, "bytes_per_param": -1, "chip_flops": -1,
-        "sparsity_factor": -1}
+        "critical_batch_size": 1, "kv_bytes_per_token": 1, "long_context_threshold": 1,
+        "weight_bytes": -1}
     assert p.from_inputs == ("active_params", "bytes_per_param", "chip_flops", "total_params")
 
 
