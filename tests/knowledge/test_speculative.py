@@ -79,3 +79,17 @@ def test_a_pinned_tokens_per_step_still_stands():
               {**SMALL, "decode_tokens_per_step": "2 token/sequence"})
     assert s.value("tokens_per_second_per_user", "token/s") == pytest.approx(2 / 12.625e-3,
                                                                              rel=1e-12)
+
+
+def test_no_speculation_stands_beside_an_moe_models_expert_coverage():
+    # Two absences meet: "nothing accepted" (a step gives 1 token) and "every expert read".
+    # The model's experts determine the coverage, which gives way; the decoding scheme,
+    # stated by no one, stays: 100e9 params, 80e9 in 4 experts of which a token picks 2;
+    # 2 sequences of 1 token leave an expert unpicked with (1/2)^2 = 0.25, so the step
+    # reads 100e9 - 0.25 x 80e9 = 80e9 one-byte params over 8 TB/s: 10 ms.
+    s = solve(["decode_tokens_per_step", "t_weight_fetch_touched"],
+              {"total_params": "100e9 param", "expert_params": "80e9 param", "n_experts": 4,
+               "n_active_experts": 2, "bytes_per_param": "1 byte/param", "n_chips": "8 chip",
+               "hbm_bandwidth": "1 TB/s", "batch_size": "2 sequence"})
+    assert s.value("decode_tokens_per_step", "token/sequence") == 1
+    assert s.value("t_weight_fetch_touched", "ms") == pytest.approx(10, rel=1e-12)
