@@ -524,6 +524,7 @@ class SloOptimum:
     active: str
     shown: dict[str, str]
     flags: tuple[str, ...] = ()
+    whole_batch: int | None = None  # the largest whole batch within the limits
 
     def text(self) -> str:
         lines = [f"{name} = {text}" for name, text in self.shown.items()]
@@ -648,9 +649,15 @@ def _best_batch_under_slo(objective, tpot, ttft, pins, presets, max_batch,
                            f"the batch with the best {name} under the limits")
     v = curve(batch)
     shown = {"batch_size": curve.show("batch_size", batch)}
+    # a batch holds whole sequences: the largest whole batch within the limits, beside
+    # the continuous answer (the limits only tighten as the batch grows)
+    whole = math.floor(batch * (1 + 1e-12))
+    if whole >= 1 and whole != batch:
+        shown["whole batch_size"] = curve.show("batch_size", float(whole))
+        shown[f"{name} at the whole batch"] = curve.show(name, curve(float(whole))[name][0])
     if chips is not None:
         shown["n_chips"] = f"{chips:g} chip"
     for quantity in (name, "time_per_output_token", "time_to_first_token", *curve.reported):
         shown.setdefault(quantity, curve.show(quantity, v[quantity][0]))
     return SloOptimum(batch, chips, objective, float(v[name][0]), active, shown,
-                      _flags_at(curve, v))
+                      _flags_at(curve, v), whole)

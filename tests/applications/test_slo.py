@@ -34,6 +34,11 @@ def test_the_most_output_per_chip_within_a_tpot():
     assert found.batch == pytest.approx(batch, rel=1e-9)
     assert found.active == "TPOT limit"
     assert found.value == pytest.approx(per_chip(8, batch, 13e-3), rel=1e-9)  # 260 token/s
+    # whole sequences: 36, whose step is 12.5 ms + 36 x 1.1005e8 / 8e12 = 12.995 ms
+    assert found.whole_batch == 36
+    step = 12.5e-3 + 36 * KV / 8e12
+    assert found.shown["output_tokens_per_second_per_chip at the whole batch"] == (
+        f"{per_chip(8, 36, step):.4g} token/(s·chip)")  # 4 digits, as shown
 
 
 def test_the_cheapest_token_over_chip_counts():
