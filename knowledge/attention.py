@@ -12,8 +12,9 @@ among every head (hundreds of FLOPs per byte), so at a few thousand tokens of
 context its attention FLOPs rival its weight matmuls.
 
 Prefill runs the prompt's tokens through together: it reads the weights once for
-many tokens, so it is bounded by compute, and each prompt token attends on
-average to half the prompt (causal masking).
+many tokens, so a long prompt is bounded by compute, and each prompt token attends on
+average to half the prompt (causal masking). Its memory side, which bounds a short
+prompt, and the time to first token are in knowledge/requests.py.
 """
 
 from __future__ import annotations
