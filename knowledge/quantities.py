@@ -45,8 +45,7 @@ decoded_tokens t_prefill_compute t_prefill_memory time_per_output_token request_
 t_request_decode replica_time_per_request requests_per_second output_tokens_per_second
 output_tokens_per_second_per_chip request_cost_per_token prefill_requests_per_second
 decode_requests_per_second disaggregated_requests_per_second
-disaggregated_tokens_per_second_per_chip t_chunk_compute step_time_chunked
-output_tokens_per_second_chunked
+disaggregated_tokens_per_second_per_chip
 decode_tokens_per_step verify_tokens_per_step t_draft_step t_draft
 replicas fleet_chips fleet_tokens_per_second
 """.split())
@@ -509,14 +508,6 @@ VARIABLES += (
     _v("disaggregated_tokens_per_second_per_chip", "token/s/chip", "output tokens per second "
        "of a disaggregated pair over all its chips, prefill and decode", REQUESTS,
        typical=1e3),
-    _v("prefill_chunk_tokens", "token", "prompt tokens a decode step carries beside its "
-       "decodes under chunked prefill (Sarathi-Serve)", REQUESTS, typical=512),
-    _v("t_chunk_compute", "s", "compute time of a step's prefill chunk at peak FLOP/s",
-       REQUESTS, typical=1e-3),
-    _v("step_time_chunked", "s", "time of a decode step that also carries a prefill chunk",
-       REQUESTS, typical=0.02),
-    _v("output_tokens_per_second_chunked", "token/s", "output tokens one replica delivers "
-       "per second when prefill rides in its decode steps as chunks", REQUESTS, typical=1e4),
     # Speculative and multi-token decoding
     _v("draft_tokens", "token/sequence", "tokens a draft model (or multi-token-prediction "
        "heads) proposes per sequence per step, k (0 without speculation)", SPECULATIVE,

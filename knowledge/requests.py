@@ -7,8 +7,7 @@ average context of the generation, since the prompt grows by one token a step. A
 replica that prefills and decodes on the same chips spends, per request, the prefill
 and the request's share of the decode steps it rides in with the rest of the batch. A
 disaggregated layout gives prefill its own chips, and the pair serves at the rate of
-the slower pool. Chunked prefill puts a slice of the waiting prompts into every decode
-step instead, where its FLOPs can hide under the step's memory traffic.
+the slower pool.
 """
 
 from __future__ import annotations
@@ -34,11 +33,6 @@ SARATHI = paper("Agrawal et al. 2024, 'Taming Throughput-Latency Tradeoff in LLM
                 "with Sarathi-Serve', arXiv:2403.02310, sec. 2-3 (a prefill pauses the "
                 "decodes batched with it; prefill reads the weights once for the whole "
                 "prompt)", "https://arxiv.org/abs/2403.02310")
-
-SARATHI_CHUNKS = paper("Agrawal et al. 2024, Sarathi-Serve, arXiv:2403.02310, sec. 4 "
-                       "(chunked prefills and stall-free batching: each step carries the "
-                       "ongoing decodes and a chunk of a prompt, up to a token budget)",
-                       "https://arxiv.org/abs/2403.02310")
 
 RELATIONS = (
     R("decoded_tokens",
@@ -160,39 +154,6 @@ RELATIONS = (
        "transfer a small share)",),
       regimes=(("prefill-bound", q.prefill_requests_per_second),
                ("decode-bound", q.decode_requests_per_second)),
-      topic=TOPIC),
-    R("prefill_chunk_tokens",
-      q.prefill_chunk_tokens * q.decoded_tokens, q.tokens_per_step * q.prompt_tokens,
-      "in steady state every step prefills as many prompt tokens as the requests it brings "
-      "nearer their end need: a step's decoded tokens finish tokens_per_step / "
-      "decoded_tokens requests, each with a prompt to prefill",
-      SARATHI_CHUNKS,
-      ("a steady stream of requests of one shape keeps the batch full",),
-      topic=TOPIC),
-    R("t_chunk_compute",
-      q.t_chunk_compute * q.replica_flops, q.prefill_chunk_tokens * q.prefill_flops_per_token,
-      "a chunk's prompt tokens do their weight matmuls and attention like any prefill",
-      SARATHI_CHUNKS,
-      ("a chunk's causal attention is counted as the whole prompt's average (half the "
-       "prompt a token)", "the chunk's KV writes are left out of the step's memory traffic"),
-      topic=TOPIC),
-    R("step_time_chunked",
-      q.step_time_chunked,
-      Max(q.t_compute + q.t_chunk_compute, q.t_memory) + q.t_ep_comm + q.t_draft,
-      "a step with a chunk reads the same weights and KV, and adds the chunk's matmuls to "
-      "its compute: while memory-bound, the prefill rides free",
-      SARATHI_CHUNKS,
-      ("compute and memory traffic overlap, as in step_time",),
-      regimes=(("chunked compute-bound", q.t_compute + q.t_chunk_compute),
-               ("chunked memory-bound", q.t_memory)),
-      topic=TOPIC),
-    R("output_tokens_per_second_chunked",
-      q.output_tokens_per_second_chunked * q.decoded_tokens * q.step_time_chunked,
-      q.tokens_per_step * q.output_tokens,
-      "each chunked step finishes tokens_per_step / decoded_tokens requests' worth of "
-      "decoding, and each request delivers output_tokens",
-      SARATHI_CHUNKS,
-      ("no step runs a prefill alone",),
       topic=TOPIC),
     R("disaggregated_tokens_per_second_per_chip",
       q.disaggregated_tokens_per_second_per_chip

@@ -124,27 +124,3 @@ def test_a_request_question_uses_the_prompt_and_output_lengths():
     assert not needed or ("prompt_tokens" not in needed[0]
                           and "output_tokens" not in needed[0])
     assert "request_context" in text
-
-
-def test_chunked_prefill_rides_in_memory_bound_decode_steps():
-    # 10 sequences a step, 200 decoded tokens a request: a step finishes 10/200 requests,
-    # so it carries 10 x 1000 / 200 = 50 prompt tokens: 50 x 2.001e11 / 8e15 = 1.250625 ms
-    # of compute, which with the decodes' 0.250275 ms stays under 12.6375625 ms of memory.
-    # 10 x 201 / (200 x 12.6375625 ms) = 795.3 token/s, above the 723.6 of taking turns.
-    s = solve(["prefill_chunk_tokens", "t_chunk_compute", "step_time_chunked",
-               "output_tokens_per_second_chunked"], REQUEST)
-    assert s.value("prefill_chunk_tokens", "token") == pytest.approx(50, rel=1e-12)
-    assert s.value("t_chunk_compute", "ms") == pytest.approx(1.250625, rel=1e-12)
-    assert s.value("step_time_chunked", "s") == pytest.approx(STEP, rel=1e-12)
-    assert s.value("output_tokens_per_second_chunked", "token/s") == pytest.approx(
-        10 * 201 / (200 * STEP), rel=1e-12)
-
-
-def test_the_batch_for_a_chunked_output_rate_backwards():
-    # 5000 token/s memory-bound: 5000 x 200 (12.5 ms + B x 1.1005e8 / 8e12) = 201 B, so
-    # B = 12,500 / (201 - 1e6 x 1.1005e8 / 8e12) = 66.76 (compute then 10.0 ms, under the
-    # 13.4 ms of memory; compute-bound would need 150.4 B = 201 B, no batch)
-    pins = {k: v for k, v in REQUEST.items() if k != "batch_size"}
-    s = solve("batch_size", {**pins, "output_tokens_per_second_chunked": "5000 token/s"})
-    assert s.value("batch_size", "sequence") == pytest.approx(
-        12_500 / (201 - 1e6 * 1.1005e8 / 8e12), rel=1e-9)
