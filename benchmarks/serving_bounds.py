@@ -16,7 +16,10 @@ presets, and its conditions pinned:
 
 The bound is the decode rate alone: prefill time, scheduling and communication only lower
 what a system measures, so measured/bound <= 1 for a sound bound, and a row above 1 is
-flagged. The medians are over every row and over the comparable ones (decode-dominated:
+flagged. Beside it, for rows with both lengths published and a total or per-chip rate,
+the whole-request bound (``output_tokens_per_second``): the same replica also prefills
+each prompt, at its compute bound, between decode steps (``knowledge/requests.py``).
+The medians are over every row and over the comparable ones (decode-dominated:
 output at least as long as input, or a decode-only measurement; no speculative decoding,
 which the careful conventions count as one token per step).
 
@@ -48,6 +51,11 @@ class Row:
     batch: float
     regime: str
     comparable: bool
+    request_bound: float | None = None  # whole requests, prefill included, where known
+
+    @property
+    def request_ratio(self) -> float | None:
+        return None if self.request_bound is None else self.measured / self.request_bound
 
     @property
     def ratio(self) -> float:
@@ -55,7 +63,7 @@ class Row:
 
     @property
     def beats_bound(self) -> bool:
-        return self.ratio > 1
+        return self.ratio > 1 or (self.request_ratio or 0) > 1
 
 
 def _tokens(record, fact: str) -> float | None:
@@ -83,6 +91,19 @@ def question(record) -> tuple[list[str], dict[str, str], list]:
     return targets, given, presets
 
 
+def request_question(record) -> tuple[list[str], dict[str, str], list] | None:
+    """The whole-request question of a measurement (None without both lengths, or for a
+    per-user rate, which a decode step bounds): the decode question with the prompt and
+    output lengths pinned in place of the mean context they give."""
+    if _tokens(record, "output_tokens") is None or record.fields["metric"] == "per_user":
+        return None
+    targets, given, presets = question(record)
+    del given["context_length"]  # the lengths give it (relation request_context)
+    given["prompt_tokens"] = record.facts["input_tokens"].text
+    given["output_tokens"] = record.facts["output_tokens"].text
+    return ["output_tokens_per_second", *targets], given, presets
+
+
 def comparable(record) -> bool:
     """Decode-dominated, without speculative decoding: the rows a decode bound fits."""
     output_tokens = _tokens(record, "output_tokens")
@@ -104,8 +125,14 @@ def bound_row(record) -> Row:
              "per_user": total / batch}[record.fields["metric"]]
     regime = ("compute" if solution.value("t_compute", "s") >= solution.value("t_memory", "s")
               else "memory")
+    request_bound = None
+    asked = request_question(record)
+    if asked is not None:
+        whole = solve(asked[0], given=asked[1], presets=asked[2]).value(
+            "output_tokens_per_second", "token/s")
+        request_bound = whole if record.fields["metric"] == "total" else whole / chips
     return Row(record.id, record.name, record.facts["measured"].quantity().to(
-        "token/s").magnitude, bound, batch, regime, comparable(record))
+        "token/s").magnitude, bound, batch, regime, comparable(record), request_bound)
 
 
 def bound_rows(records=None) -> list[Row]:
@@ -120,21 +147,26 @@ def summary(rows: list[Row]) -> dict:
     """Medians of measured/bound over every row and over the comparable ones, and the rows
     that beat their bound."""
     kept = [r.ratio for r in rows if r.comparable]
+    whole = [r.request_ratio for r in rows if r.request_ratio is not None]
     return {"rows": len(rows), "median": statistics.median(r.ratio for r in rows),
             "comparable": len(kept), "median_comparable": statistics.median(kept) if kept
             else float("nan"), "beats_bound": [r.id for r in rows if r.beats_bound],
-            "at_least_half": sum(r.ratio >= 0.5 for r in rows)}
+            "at_least_half": sum(r.ratio >= 0.5 for r in rows),
+            "requests": len(whole), "median_request": statistics.median(whole) if whole
+            else float("nan")}
 
 
 def _table(rows: list[Row]) -> str:
     head = (f"{'measurement':<42} {'measured':>10} {'bound':>11} {'ratio':>6} "
-            f"{'batch':>9} {'regime':<8} note")
+            f"{'request':>11} {'ratio':>6} {'batch':>9} {'regime':<8} note")
     lines = [head, "-" * len(head)]
     for r in rows:
         note = "BEATS ITS BOUND" if r.beats_bound else ("" if r.comparable else
                                                          "not comparable")
+        whole = ("" if r.request_bound is None else f"{r.request_bound:,.0f}",
+                 "" if r.request_ratio is None else f"{r.request_ratio:.2f}")
         lines.append(f"{r.id:<42} {r.measured:>10,.0f} {r.bound:>11,.0f} {r.ratio:>6.2f} "
-                     f"{r.batch:>9,.0f} {r.regime:<8} {note}")
+                     f"{whole[0]:>11} {whole[1]:>6} {r.batch:>9,.0f} {r.regime:<8} {note}")
     return "\n".join(lines)
 
 
@@ -148,6 +180,8 @@ def main() -> dict:
     print(f"\nmedian measured/bound: {s['median']:.2f} over {s['rows']} rows; "
           f"{s['median_comparable']:.2f} over the {s['comparable']} comparable rows; "
           f"{s['at_least_half']} of {s['rows']} at 0.5 or more")
+    print(f"median measured/whole-request bound: {s['median_request']:.2f} over the "
+          f"{s['requests']} rows with both lengths and a total or per-chip rate")
     print("rows that beat their bound: " + (", ".join(s["beats_bound"]) or "none"))
     return s
 

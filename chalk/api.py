@@ -44,7 +44,7 @@ from chalk.solvers.planning.plan import make_plan
 from chalk.solvers.records.counts import fractional_counts, redrawn_counts
 from chalk.solvers.records.derivation import Derivation
 from chalk.solvers.records.notes import Kind, Note
-from chalk.symbolic.errors import ChalkError
+from chalk.symbolic.errors import ChalkError, NoSolution
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.quantities import format_quantity
 
@@ -119,7 +119,18 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
                       samples=samples, seed=seed)
     targets, given, presets, drop = checked_arguments(targets, given, presets, options, drop)
     # the body chalk.compiled.CompiledQuestion.solve runs at the pins as given
-    return solve_prepared(prepare(targets, given, presets, model, drop), options)
+    q = prepare(targets, given, presets, model, drop)
+    try:
+        return solve_prepared(q, options)
+    except NoSolution as exc:
+        if model is not None or drop or any(p.spread is not None for p in q.pins.values()):
+            raise  # the bound is asked of the shipped relations at single values
+        from chalk.reachable import reachable_bounds
+
+        bound = reachable_bounds(solve, q.model, q, given, presets, options)
+        if not bound:
+            raise
+        raise NoSolution(exc.name, f"{exc.reason}; {bound}", exc.after_search) from None
 
 
 def solve_prepared(q: Prepared, options: Options) -> Solution:

@@ -8,7 +8,8 @@ from chalk.symbolic.model import Model, build_model
 
 TOPIC_MODULES = ("batch", "moe", "parallelism", "training", "long_context", "pricing",
                  "fast_mode", "tensor_parallel", "attention",
-                 "training_parallelism", "architecture", "precision")
+                 "training_parallelism", "architecture", "precision", "requests",
+                 "speculative", "fleet")
 
 
 @lru_cache(maxsize=1)

@@ -12,11 +12,13 @@ among every head (hundreds of FLOPs per byte), so at a few thousand tokens of
 context its attention FLOPs rival its weight matmuls.
 
 Prefill runs the prompt's tokens through together: it reads the weights once for
-many tokens, so it is bounded by compute, and each prompt token attends on
+many tokens, so a long prompt is bounded by compute, and each prompt token attends on
 average to half the prompt (causal masking). Latent attention is counted in the
 form each phase runs: decode absorbed (heads read the shared latent), prefill
 not absorbed (the latent expanded to per-head keys and values), about 3.4 times
-fewer attention FLOPs per pair of tokens for DeepSeek-V3.
+fewer attention FLOPs per pair of tokens for DeepSeek-V3. The memory side of a
+prefill, which bounds a short prompt, and the time to first token are in
+knowledge/requests.py.
 """
 
 from __future__ import annotations
@@ -109,15 +111,16 @@ RELATIONS = (
       ("causal mask: half the prompt on average",
        "the up-projections of the latents are weight matmuls, counted in active_params"),
       topic=TOPIC, variant="mla"),
-    R("time_to_first_token",
-      q.time_to_first_token,
+    R("t_prefill_compute",
+      q.t_prefill_compute,
       q.prompt_tokens * q.prefill_flops_per_token / q.replica_flops
       + q.prompt_tokens * q.prefill_attention_flops_per_token
       * q.attention_surplus_time_per_flop / (chips * q.flops_efficiency),
-      "prefill of one prompt is bounded by compute: its FLOPs over the replica's FLOP/s, "
-      "its attention in attention's own format",
+      "the compute side of a prefill: the prompt's FLOPs over the replica's FLOP/s, its "
+      "attention in attention's own format (time_to_first_token sets it beside the memory "
+      "side)",
       lecture("1:41:50", "1:43:20"),
-      ("one prompt at a time; no queueing, no chunking, weights read once",
+      ("no queueing, no chunking",
        "attention at chip_flops unless its format is slower (attention_surplus_time_per_flop "
        "= 0 in the conventions)"),
       topic=TOPIC),

@@ -86,12 +86,13 @@ RELATIONS = (
     Relation(
         "t_compute_per_sequence",
         q.t_compute_per_sequence,
-        q.decode_tokens_per_step * (q.flops_per_token + q.attention_flops_per_token)
+        q.verify_tokens_per_step * (q.flops_per_token + q.attention_flops_per_token)
         / q.replica_flops
-        + q.decode_tokens_per_step * q.attention_flops_per_token
+        + q.verify_tokens_per_step * q.attention_flops_per_token
         * q.attention_surplus_time_per_flop / (chips * q.flops_efficiency),
-        "compute time one sequence adds to a step: its new tokens times every active weight, "
-        "plus their attention over the sequence's context, attention in its own format",
+        "compute time one sequence adds to a step: the tokens it runs through the model "
+        "(its new one, and any drafted ones to verify) times every active weight, plus their "
+        "attention over the sequence's context, attention in its own format",
         lecture("3:19", "4:04"),
         ("attention FLOPs count where the model's attention shape is known; the conventions "
          "leave them out otherwise (attention_flops_per_token = 0)",
@@ -145,14 +146,19 @@ RELATIONS = (
     ),
     Relation(
         "step_time",
-        q.step_time, Max(q.t_compute, q.t_memory) + q.t_ep_comm,
+        q.step_time, Max(q.t_compute, q.t_memory) + q.t_ep_comm + q.t_draft,
         "a step takes as long as the slower of compute and memory traffic (roofline), then "
-        "waits for the expert-parallel all-to-all it does not hide",
+        "waits for the expert-parallel all-to-all it does not hide; with speculative "
+        "decoding the draft runs first",
         Source("lecture 2:34-3:19 (the roofline); the all-to-all on the critical path: "
-               "lecture 34:48-36:50 and DeepSeek-V3, arXiv:2412.19437, sec. 3.4.2", "paper"),
+               "lecture 34:48-36:50 and DeepSeek-V3, arXiv:2412.19437, sec. 3.4.2; the draft "
+               "before the verifying step: Leviathan et al. 2023, arXiv:2211.17192, sec. 3.4",
+               "paper"),
         ("compute and memory traffic overlap perfectly",
          "the exposed all-to-all runs after them (t_ep_comm; 0 without expert "
-         "parallelism)"),
+         "parallelism)",
+         "the draft's steps run before the target's and do not overlap it (t_draft; 0 "
+         "without a draft model)"),
         regimes=(("compute-bound", q.t_compute), ("memory-bound", q.t_memory)),
         topic=TOPIC,
     ),

@@ -13,13 +13,6 @@ from chalk.symbolic.presets import Preset, PresetValue
 
 LECTURE_DATE = "2026"  # the episode's publication year
 
-_ONE_TOKEN = PresetValue(
-    "1 token/sequence",
-    "plain autoregressive decode emits one token per sequence per step (lecture 6:01-7:10)",
-    LECTURE_DATE,
-    "raise it for multi-token prediction or speculative decoding",
-)
-
 # Facts both conventions share: the training FLOP count and Chinchilla's ratio; no
 # sliding-window KV unless a model preset says otherwise; and the lecture's MoE layout
 # (every expert read, experts over the chips of a stage, the all-to-all left out until the
@@ -62,6 +55,19 @@ _SHARED = {
         "1", "one replica is one pipeline stage unless pinned: the lecture's serving "
         "deductions (0:00-47:12) use no pipelining", LECTURE_DATE,
         "pin pipeline_stages (or chips_per_stage) for a pipelined deployment"),
+    "accepted_tokens_per_step": PresetValue(
+        "0 token/sequence", "no speculation: a decode step gives each sequence one token, "
+        "the model's own next one (lecture 6:01-7:10)", LECTURE_DATE,
+        "gives way where draft_tokens and acceptance_rate, or a pinned "
+        "decode_tokens_per_step, determine it"),
+    "rejected_tokens_per_step": PresetValue(
+        "0 token/sequence", "no speculation: a step runs no drafted token it then throws "
+        "away (lecture 6:01-7:10)", LECTURE_DATE,
+        "gives way where draft_tokens and acceptance_rate (or the tokens a step gives) "
+        "determine it"),
+    "t_draft": PresetValue(
+        "0 s", "no draft model runs before the step (lecture 2:34-3:19 has none)",
+        LECTURE_DATE, "gives way where draft_tokens and draft_params determine it"),
     "input_embedding_params": PresetValue(
         "0 param", "the lecture's parameter counts leave the embedding lookup out (4:45-5:16)",
         LECTURE_DATE, "a model preset with its vocabulary and embeddings replaces it"),
@@ -112,7 +118,6 @@ CAREFUL = Preset(
             "sec. 2.1 (forward pass 2N FLOPs per token)",
             "2020-01-23",
         ),
-        "decode_tokens_per_step": _ONE_TOKEN,
         **_SHARED,
     },
 )
@@ -130,7 +135,6 @@ LECTURE = Preset(
         "hardware_intensity": PresetValue(
             "300 FLOP/byte", "lecture 18:05-18:46 ('on most GPUs around 300')", LECTURE_DATE,
             "H100 bf16 gives 295; B200 fp8 gives 584"),
-        "decode_tokens_per_step": _ONE_TOKEN,
         **_SHARED,
     },
 )

@@ -42,6 +42,13 @@ t_train_ep_comm train_dp_comm_ratio train_fsdp_comm_ratio train_tp_comm_ratio
 train_ep_comm_ratio train_dp_critical_tokens_per_chip train_fsdp_critical_tokens_per_chip
 attention_layer_params dense_mlp_params expert_mlp_params input_embedding_params
 moe_shared_params
+decoded_tokens t_prefill_compute t_prefill_memory time_per_output_token request_latency
+t_request_decode replica_time_per_request requests_per_second output_tokens_per_second
+output_tokens_per_second_per_chip request_cost_per_token prefill_requests_per_second
+decode_requests_per_second disaggregated_requests_per_second
+disaggregated_tokens_per_second_per_chip
+decode_tokens_per_step verify_tokens_per_step t_draft_step t_draft
+replicas fleet_chips fleet_tokens_per_second
 """.split())
 
 # Whole-number counts of a model's config (config.json): a model preset states them, and
@@ -63,6 +70,9 @@ TRAINING = "training"
 PARALLELISM = "parallelism"
 MOE = "mixture of experts"
 ARCHITECTURE = "architecture"
+REQUESTS = "whole requests"
+SPECULATIVE = "speculative decoding"
+FLEET = "fleets"
 
 VARIABLES: tuple[Variable, ...] = (
     # Hardware
@@ -437,8 +447,8 @@ VARIABLES: tuple[Variable, ...] = (
        "token over the prompt before it (MLA: not absorbed)", SERVING, typical=1e10),
     _v("prefill_flops_per_token", "FLOP/token", "forward FLOPs per prompt token: weights plus "
        "causal attention over half the prompt", SERVING, typical=2e11),
-    _v("time_to_first_token", "s", "prefill time of one prompt at the replica's FLOP/s "
-       "(compute-bound)",
+    _v("time_to_first_token", "s", "prefill time of one prompt: the slower of its FLOPs at "
+       "the replica's FLOP/s and its HBM traffic (t_prefill_compute, t_prefill_memory)",
        SERVING, aliases=("ttft",), typical=0.5),
     _v("prefill_tokens_per_second", "token/s", "prompt tokens one replica takes in per second "
        "(compute-bound)", SERVING, typical=1e5),
@@ -493,6 +503,75 @@ VARIABLES: tuple[Variable, ...] = (
        typical=3000),
     _v("train_fsdp_critical_tokens_per_chip", "token", "batch per chip whose compute takes as "
        "long as FSDP's gathers and scatters", PARALLELISM, allow_zero=True, typical=3000),
+)
+
+VARIABLES += (
+    # Whole requests: a prompt in, a generation out
+    _v("output_tokens", "token", "tokens one request generates (its first from prefill, the "
+       "rest from decode steps)", REQUESTS, typical=500),
+    _v("decoded_tokens", "token", "tokens a request gets from decode steps: all its output "
+       "but the first, which prefill emits", REQUESTS, typical=500),
+    _v("t_prefill_compute", "s", "prefill FLOPs of one prompt over the replica's peak FLOP/s",
+       REQUESTS, typical=0.5),
+    _v("t_prefill_memory", "s", "HBM traffic of one prefill over the replica's bandwidth: the "
+       "weights read once and the prompt's KV cache written", REQUESTS, typical=0.01),
+    _v("time_per_output_token", "s/token", "time between a request's decoded tokens (TPOT): "
+       "a decode step at the generation's average context over the tokens it gives",
+       REQUESTS, aliases=("tpot",), typical=0.02),
+    _v("request_latency", "s", "time from a request's arrival to its last token: TTFT plus "
+       "its decoded tokens at TPOT (no queueing)", REQUESTS, typical=10),
+    _v("t_request_decode", "s", "replica time one request's decode takes up: its decode steps, "
+       "each shared with the batch", REQUESTS, typical=0.05),
+    _v("replica_time_per_request", "s", "replica time one request takes up when prefill and "
+       "decode take turns on the same chips", REQUESTS, typical=0.1),
+    _v("requests_per_second", "1/s", "requests one replica completes per second, prefill and "
+       "decode sharing its chips", REQUESTS, typical=10),
+    _v("output_tokens_per_second", "token/s", "output tokens one replica delivers per second "
+       "for the request mix, prefill included", REQUESTS, typical=1e4),
+    _v("output_tokens_per_second_per_chip", "token/s/chip", "output_tokens_per_second over "
+       "the replica's n_chips", REQUESTS, typical=1e3),
+    _v("request_cost_per_token", "USD/token", "chip rental per output token of the request "
+       "mix, the replica's prefill time included", REQUESTS, typical=1e-6),
+    _v("prefill_chips", "chip", "chips of the prefill instance paired with one decode replica "
+       "(n_chips) in a disaggregated layout", REQUESTS, typical=8),
+    _v("prefill_requests_per_second", "1/s", "prompts the disaggregated prefill chips take in "
+       "per second (compute-bound)", REQUESTS, typical=10),
+    _v("decode_requests_per_second", "1/s", "requests the decode replica finishes per second "
+       "at its decode throughput", REQUESTS, typical=10),
+    _v("disaggregated_requests_per_second", "1/s", "requests a disaggregated pair (prefill "
+       "chips and one decode replica) completes per second: the slower pool's rate",
+       REQUESTS, typical=10),
+    _v("disaggregated_tokens_per_second_per_chip", "token/s/chip", "output tokens per second "
+       "of a disaggregated pair over all its chips, prefill and decode", REQUESTS,
+       typical=1e3),
+    # Speculative and multi-token decoding
+    _v("draft_tokens", "token/sequence", "tokens a draft model (or multi-token-prediction "
+       "heads) proposes per sequence per step, k (0 without speculation)", SPECULATIVE,
+       allow_zero=True, typical=3, scale_like=False),
+    _v("acceptance_rate", "1", "chance the target model accepts a drafted token, alpha "
+       "(Leviathan et al. 2023)", SPECULATIVE, allow_zero=True, upper=1, typical=0.7,
+       scale_like=False),
+    _v("accepted_tokens_per_step", "token/sequence", "drafted tokens a step keeps per "
+       "sequence on average, beside the target's own one (0 without speculation)",
+       SPECULATIVE, allow_zero=True, typical=1),
+    _v("rejected_tokens_per_step", "token/sequence", "drafted tokens a step verifies and "
+       "throws away per sequence on average (0 without speculation)", SPECULATIVE,
+       allow_zero=True, typical=1),
+    _v("verify_tokens_per_step", "token/sequence", "tokens the target model runs per sequence "
+       "per step: the k drafted ones and one more (k + 1)", SPECULATIVE, lower=1, typical=1),
+    _v("draft_params", "param", "parameters of the draft model (or the MTP module) run once "
+       "per drafted token", SPECULATIVE, typical=1e9),
+    _v("t_draft_step", "s", "time of one draft step for the whole batch: the slower of reading "
+       "the draft's weights and its matmuls", SPECULATIVE, typical=1e-4),
+    _v("t_draft", "s", "drafting time of one decode step: k draft steps, one after the other "
+       "(0 without a draft model)", SPECULATIVE, allow_zero=True, typical=1e-3),
+    # Fleets
+    _v("concurrent_users", "sequence", "streams generating at once over the whole fleet",
+       FLEET, typical=1e4),
+    _v("replicas", "1", "identical serving replicas in the fleet", FLEET, typical=10),
+    _v("fleet_chips", "chip", "chips of every replica in the fleet", FLEET, typical=1000),
+    _v("fleet_tokens_per_second", "token/s", "decode throughput of the whole fleet", FLEET,
+       typical=1e6),
 )
 
 BY_NAME = {v.name: v for v in VARIABLES}

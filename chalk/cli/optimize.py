@@ -32,6 +32,16 @@ def add_parser(commands, parser_class) -> None:
                           help="largest batch that fits in HBM (and a latency budget)")
     lb.add_argument("--latency", metavar="VALUE UNIT", help="optional step-time budget")
     common(lb)
+    sl = kinds.add_parser("slo", help="most output per chip, or cheapest token, of whole "
+                          "requests under TPOT and TTFT limits")
+    sl.add_argument("--objective", choices=["throughput", "cost"], default="throughput",
+                    help="output tokens per second per chip (default), or cost per token")
+    sl.add_argument("--tpot", metavar="VALUE UNIT", help="longest time per output token, "
+                    "e.g. '50 ms/token'")
+    sl.add_argument("--ttft", metavar="VALUE UNIT", help="longest time to first token, "
+                    "e.g. '2 s'")
+    sl.add_argument("--chips", metavar="N,N,...", help="chip counts of a replica to try")
+    common(sl)
     f = kinds.add_parser("fast-mode", help="batches behind 'k x price for s x speed'")
     f.add_argument("--price-ratio", required=True, metavar="K")
     f.add_argument("--speedup", required=True, metavar="S")
@@ -102,6 +112,16 @@ def run(args) -> str:
         found = largest_batch(args.given, args.preset, args.latency)
         if args.json:
             return json.dumps({**found.shown, "active_constraint": found.active}, indent=2)
+        return found.text()
+    if args.kind == "slo":
+        from chalk.applications.optimize import best_under_slo
+
+        chips = [_number(c, "--chips") for c in args.chips.split(",")] if args.chips else ()
+        found = best_under_slo(args.objective, args.tpot, args.ttft, args.given, args.preset,
+                               chips)
+        if args.json:
+            return json.dumps({**found.shown, "active_constraint": found.active,
+                               "flags": list(found.flags)}, indent=2)
         return found.text()
     if args.kind == "fast-mode":
         from chalk.applications.optimize import fast_mode

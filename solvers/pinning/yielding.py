@@ -46,8 +46,9 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     and bandwidth; a preset value yields to what the user gave. A number yields only to
     pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
     the disagreement stays and is reported as a conflict; a zero stands for absence and
-    always yields. Conflicts among equals remain errors. Published headlines are left to
-    :func:`yield_headlines`. ``plan``, if given, is the question's plan of exactly these
+    always yields, a zero stated for an input (no speculation) after those standing in for
+    computed quantities. Conflicts among equals remain errors. Published headlines are left
+    to :func:`yield_headlines`. ``plan``, if given, is the question's plan of exactly these
     pins (it spares planning them again).
     """
     pins = dict(pins)
@@ -56,8 +57,13 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     over = _over_determined(model, pins, targets, plan)
     for layer in (Layer.CONVENTIONS, Layer.PRESET):
         # headlines are yield_headlines' (whatever is asked), after these have given way
-        for name in sorted(n for n, p in pins.items()
-                           if p.layer is layer and n in over and not p.headline):
+        ordered = sorted(n for n, p in pins.items()
+                         if p.layer is layer and n in over and not p.headline)
+        # A zero stated for an input (no speculation) is weighed after the zeros that
+        # stand in for computed quantities (every expert read, no all-to-all): where two
+        # absences determine each other, the stand-in gives way, whatever their names.
+        stated = [n for n in ordered if not pins[n].value and not model.variables[n].derived]
+        for name in [n for n in ordered if n not in stated] + stated:
             higher = _determined_from_above(model, pins, targets, name)
             if higher is None:
                 continue

@@ -102,15 +102,15 @@ def test_the_fill_is_reported_with_no_zero_pinned():
     # Regression: with no conventions (preset none) nothing is pinned at zero, and adding
     # the reported memory_fill to the plan failed on the zero bookkeeping. By hand:
     # (1e12 byte + 10 x 1e9 byte) / (8 x 80e9 byte) = 1.578. With no conventions the step's
-    # weights read and its exposed all-to-all are pinned too (neither at zero), and so are
-    # the achieved bandwidth and usable HBM (the conventions' 1: peak, all of it).
+    # weights read, its exposed all-to-all and its draft time are pinned too (none at zero),
+    # and so are the achieved bandwidth and usable HBM (the conventions' 1: peak, all of it).
     s = solve("step_time", {"hbm_bandwidth_efficiency": 1, "usable_hbm_fraction": 1,
                             "total_params": "1e12 param", "bytes_per_param": "1 byte/param",
                             "batch_size": "10 sequence", "kv_bytes_per_sequence":
                             "1e9 byte/sequence", "n_chips": "8 chip", "hbm_capacity": "80 GB",
                             "hbm_bandwidth": "3 TB/s", "pipeline_stages": 1,
                             "t_compute": "1 ms", "params_read": "1e12 param",
-                            "t_ep_comm": "0.1 ms"}, ["none"])
+                            "t_ep_comm": "0.1 ms", "t_draft": "0.2 ms"}, ["none"])
     assert s.value("memory_fill") == pytest.approx((1e12 + 10 * 1e9) / (8 * 80e9), rel=1e-12)
 
 

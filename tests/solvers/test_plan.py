@@ -27,6 +27,8 @@ def test_missing_pins_are_named_smallest_first():
     # B* d fpp = HI bpp S: with d and fpp pinned, the three of HI (chip_flops, with the
     # bandwidth pinned), bpp and S fix it; inputs are named before derived quantities.
     # bpp S = bpp N / Na = weight_bytes / active_params gives a second three.
+    # (sets with as many derived quantities are ordered by how few relations they touch,
+    # so other sets of three may come first as relations are added)
     assert ("bytes_per_param", "chip_flops", "sparsity_factor") in p.completions
     assert ("active_params", "chip_flops", "weight_bytes") in p.completions
     # the lecture's context crossover gives a third: HI = d fpp Na / (LCT kv), so
