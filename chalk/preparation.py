@@ -266,12 +266,16 @@ def yield_lower_layers(state: State) -> State:
 
 
 def one_size_per_model(state: State) -> State:
-    """Published headline sizes give way to the architecture whatever is asked; what
-    the architecture then derives may outrank other defaults."""
-    headlines = yield_headlines(state.model, state.pins)
-    if not headlines.notes:
-        return state
-    return yield_lower_layers(_repinned(state, headlines.pins, headlines.notes))
+    """Published headline figures give way to what determines them whatever is asked;
+    what that then derives may outrank other defaults, which may in turn free another
+    headline (a chip's datasheet FLOP/s waits on the lecture's 300 FLOP/byte giving way
+    to the chip): repeated until nothing more gives way. Each round sets pins aside, so
+    it ends."""
+    while True:
+        headlines = yield_headlines(state.model, state.pins)
+        if not headlines.notes:
+            return state
+        state = yield_lower_layers(_repinned(state, headlines.pins, headlines.notes))
 
 
 def user_pins_stand(state: State) -> State:

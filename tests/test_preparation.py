@@ -1,5 +1,7 @@
 """Preparation as ordered passes: each pin set is planned once."""
 
+import pytest
+
 import chalk.preparation as preparation
 from chalk.preparation import PASSES, prepare
 
@@ -21,14 +23,18 @@ def test_a_preset_question_plans_each_pin_set_once(monkeypatch):
     calls = _counting(monkeypatch)
     q = prepare("critical_batch_size", presets=["h100", "bf16", "deepseek_v3"])
     # The pin sets this question goes through, by hand: (1) the pins after the MLA
-    # variant is chosen; (2) those without the conventions' zero input-embedding table
-    # and the two headline sizes (36.7e9 active, 671e9 total), which the architecture
-    # determines; (3) the same pins planned with memory_fill and weight_fill, reported
-    # beside a serving answer. Before the passes the first pin set was planned again
-    # once zeros were settled, and the second twice: five plans.
+    # variant is chosen; (2) those without the conventions' zero input-embedding table,
+    # the two headline sizes (36.7e9 active, 671e9 total), which the architecture
+    # determines, and the H100's datasheet FLOP/s, which bf16's share of the matmuls
+    # derives; (3) the model with the absent terms taken out (no all-to-all, no draft),
+    # whose zeros fix the quantities they alone define. Before the passes the first pin
+    # set was planned again once zeros were settled, and the second twice. No condition
+    # is reported: without n_chips the pins fix neither memory_fill nor weight_fill.
     assert len(calls) == len(set(calls)) == 3
-    assert calls[2][2] == ("critical_batch_size", "memory_fill", "weight_fill")
-    assert q.plan.determined and [n for n, _ in q.reported] == ["memory_fill", "weight_fill"]
+    assert calls[0][1] - calls[1][1] == {"active_params", "total_params", "chip_flops",
+                                         "input_embedding_params"}
+    assert calls[1][0] != calls[2][0]  # another model: the absent terms are out
+    assert q.plan.determined and q.reported == ()
 
 
 def test_a_pass_that_changes_nothing_plans_nothing(monkeypatch):
@@ -40,3 +46,17 @@ def test_a_pass_that_changes_nothing_plans_nothing(monkeypatch):
     for step in PASSES[:-1]:  # the last one plans the reported quantities, if any
         assert step(state).plan is q.plan
     assert calls == []
+
+
+def test_a_chip_headline_gives_way_once_the_lectures_intensity_has():
+    # Regression (merge of precision per part with the lecture's conventions): the H100's
+    # datasheet 989 TFLOP/s waits on the lecture's 300 FLOP/byte, which gives way to the
+    # chip only after DeepSeek-V3's headline sizes have; one round left chip_flops at 989
+    # beside fp8's 1,979 and the step was refused as a conflict. 32 H100s at the FP8
+    # dense peak: 32 x 1,979e12 = 6.333e16 FLOP/s
+    from chalk import solve
+
+    s = solve("step_time", {"n_chips": "32 chip", "context_length": "4k token",
+                            "batch_size": "64 sequence"},
+              ["lecture", "deepseek_v3", "h100", "fp8"])
+    assert s.value("replica_flops", "FLOP/s") == pytest.approx(32 * 1979e12, rel=1e-12)
