@@ -13,7 +13,10 @@ context its attention FLOPs rival its weight matmuls.
 
 Prefill runs the prompt's tokens through together: it reads the weights once for
 many tokens, so it is bounded by compute, and each prompt token attends on
-average to half the prompt (causal masking).
+average to half the prompt (causal masking). Latent attention is counted in the
+form each phase runs: decode absorbed (heads read the shared latent), prefill
+not absorbed (the latent expanded to per-head keys and values), about 3.4 times
+fewer attention FLOPs per pair of tokens for DeepSeek-V3.
 """
 
 from __future__ import annotations
@@ -33,6 +36,15 @@ chips = count(BY_NAME["n_chips"])
 
 VASWANI = Source("Vaswani et al. 2017, 'Attention Is All You Need', arXiv:1706.03762, sec. "
                  "3.2 (QK^T then softmax times V, per head)", "paper")
+
+# Decode reads the cached latent once per head (absorbed: memory-friendly); prefill, with
+# as many queries as keys, expands it to per-head keys and values (compute-friendly).
+MLA_PREFILL = Source(
+    "DeepSeek-V2, arXiv:2405.04434, sec. 2.1.2-2.1.3 (keys and values up-projected from "
+    "the latent; absorbing W_UK and W_UV is for inference-time decode); vLLM "
+    "vllm/v1/attention/backends/mla/common.py (module docstring: the compute-friendly, "
+    "not absorbed path for prefill, the data-movement-friendly absorbed path for decode); "
+    "FlashMLA (github.com/deepseek-ai/FlashMLA) is a decode kernel", "paper")
 
 RELATIONS = (
     R("attention_width_gqa",
@@ -71,27 +83,52 @@ RELATIONS = (
        "local (sliding-window) layers share the global layers' width"),
       topic=TOPIC),
     R("prefill_flops_per_token",
-      q.prefill_flops_per_token * one_token,
-      q.flops_per_token * one_token
-      + Rational(1, 2) * q.attention_intensity * q.kv_bytes_per_token * q.prompt_tokens,
-      "a prompt token does the weight matmuls and, under a causal mask, attends on average "
-      "to half the prompt",
+      q.prefill_flops_per_token, q.flops_per_token + q.prefill_attention_flops_per_token,
+      "a prompt token does the weight matmuls and its attention over the prompt before it",
       Source("Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (context-dependent term of the "
              "forward FLOPs per token); lecture 1:41:50-1:43:20", "paper"),
-      ("full-context layers only: a sliding-window layer's share is left out",),
       topic=TOPIC),
+    R("prefill_attention_gqa",
+      q.prefill_attention_flops_per_token * one_token,
+      Rational(1, 2) * q.attention_intensity * q.kv_bytes_per_token * q.prompt_tokens,
+      "under a causal mask a prompt token attends on average to half the prompt, at the "
+      "attention intensity decode has",
+      Source("Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1; lecture 1:41:50-1:43:20",
+             "paper"),
+      ("full-context layers only: a sliding-window layer's share is left out",),
+      topic=TOPIC, variant="gqa"),
+    R("prefill_attention_mla",
+      q.prefill_attention_flops_per_token * one_token,
+      one_flop * q.n_kv_layers * q.n_heads
+      * (q.qk_nope_head_dim + q.qk_rope_head_dim + q.v_head_dim) * q.prompt_tokens
+      / one_token,
+      "latent attention in prefill runs not absorbed: the latents are expanded to per-head "
+      "keys and values, and each head scores qk_nope + qk_rope dimensions and sums v_head "
+      "dimensions, for half the prompt on average (2 FLOP x 1/2)",
+      MLA_PREFILL,
+      ("causal mask: half the prompt on average",
+       "the up-projections of the latents are weight matmuls, counted in active_params"),
+      topic=TOPIC, variant="mla"),
     R("time_to_first_token",
-      q.time_to_first_token * q.replica_flops, q.prompt_tokens * q.prefill_flops_per_token,
-      "prefill of one prompt is bounded by compute: its FLOPs over the replica's peak "
-      "FLOP/s",
+      q.time_to_first_token,
+      q.prompt_tokens * q.prefill_flops_per_token / q.replica_flops
+      + q.prompt_tokens * q.prefill_attention_flops_per_token
+      * q.attention_surplus_time_per_flop / (chips * q.flops_efficiency),
+      "prefill of one prompt is bounded by compute: its FLOPs over the replica's FLOP/s, "
+      "its attention in attention's own format",
       lecture("1:41:50", "1:43:20"),
-      ("one prompt at a time at peak FLOP/s; no queueing, no chunking, weights read once",),
+      ("one prompt at a time; no queueing, no chunking, weights read once",
+       "attention at chip_flops unless its format is slower (attention_surplus_time_per_flop "
+       "= 0 in the conventions)"),
       topic=TOPIC),
     R("prefill_tokens_per_second",
-      q.prefill_tokens_per_second * q.prefill_flops_per_token, q.replica_flops,
+      1 / q.prefill_tokens_per_second,
+      q.prefill_flops_per_token / q.replica_flops
+      + q.prefill_attention_flops_per_token * q.attention_surplus_time_per_flop
+      / (chips * q.flops_efficiency),
       "prompt tokens a replica can take in per second when prefill is compute-bound",
       lecture("1:41:50", "1:43:20"),
-      ("peak FLOP/s",),
+      ("attention at chip_flops unless its format is slower",),
       topic=TOPIC),
     R("prefill_cost_per_token",
       q.prefill_cost_per_token * q.prefill_tokens_per_second, chips * q.chip_price,

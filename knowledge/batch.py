@@ -19,6 +19,19 @@ chips = count(BY_NAME["n_chips"])
 domain = count(BY_NAME["scale_up_size"])
 one_sequence = unit_constant("sequence").symbol
 
+# Achieved over peak: the roofline bounds attainable FLOP/s by the peak (Williams et al.
+# 2009); what an engine reaches of it is a measured fraction, for serving as MFU is for
+# training (Chowdhery et al. 2022, PaLM, appendix B).
+ROOFLINE_ACHIEVED = Source(
+    "lecture 1:49-2:34 (the chips share the matmuls); Williams, Waterman and Patterson "
+    "2009, 'Roofline', CACM 52(4) (attainable FLOP/s at most the peak); Chowdhery et al. "
+    "2022, PaLM, arXiv:2204.02311, appendix B (model FLOPs utilisation: achieved over "
+    "peak)", "paper")
+BANDWIDTH_ACHIEVED = Source(
+    "lecture 1:17:28-1:18:14 (the chips read in parallel); Databricks, 'LLM Inference "
+    "Performance Engineering: Best Practices' (2023-10-12), 'model bandwidth utilization' "
+    "(achieved over peak memory bandwidth)", "paper")
+
 RELATIONS = (
     Relation(
         "flops_per_token",
@@ -36,18 +49,23 @@ RELATIONS = (
     ),
     Relation(
         "replica_flops",
-        q.replica_flops, chips * q.chip_flops,
-        "the chips of one replica share each step's matmuls",
-        lecture("1:49", "2:34"),
-        ("work spreads evenly over the chips",),
+        q.replica_flops, chips * q.chip_flops * q.flops_efficiency,
+        "the chips of one replica share each step's matmuls, each at the fraction of its "
+        "peak the engine achieves",
+        ROOFLINE_ACHIEVED,
+        ("work spreads evenly over the chips",
+         "flops_efficiency 1 (the conventions): peak FLOP/s, so times are lower bounds"),
         topic=TOPIC,
     ),
     Relation(
         "replica_hbm_bandwidth",
-        q.replica_hbm_bandwidth, chips * q.hbm_bandwidth,
-        "the chips of one replica read their shares of weights and KV in parallel",
-        lecture("1:17:28", "1:18:14"),
-        ("weights and KV spread evenly over the chips",),
+        q.replica_hbm_bandwidth, chips * q.hbm_bandwidth * q.hbm_bandwidth_efficiency,
+        "the chips of one replica read their shares of weights and KV in parallel, each at "
+        "the fraction of its peak bandwidth the engine achieves",
+        BANDWIDTH_ACHIEVED,
+        ("weights and KV spread evenly over the chips",
+         "hbm_bandwidth_efficiency 1 (the conventions): peak bandwidth, so times are lower "
+         "bounds"),
         topic=TOPIC,
     ),
     Relation(
@@ -69,13 +87,18 @@ RELATIONS = (
         "t_compute_per_sequence",
         q.t_compute_per_sequence,
         q.decode_tokens_per_step * (q.flops_per_token + q.attention_flops_per_token)
-        / q.replica_flops,
+        / q.replica_flops
+        + q.decode_tokens_per_step * q.attention_flops_per_token
+        * q.attention_surplus_time_per_flop / (chips * q.flops_efficiency),
         "compute time one sequence adds to a step: its new tokens times every active weight, "
-        "plus their attention over the sequence's context",
+        "plus their attention over the sequence's context, attention in its own format",
         lecture("3:19", "4:04"),
         ("attention FLOPs count where the model's attention shape is known; the conventions "
          "leave them out otherwise (attention_flops_per_token = 0)",
-         "the n_chips share the work evenly at peak FLOP/s"),
+         "the n_chips share the work evenly at the replica's achieved FLOP/s",
+         "attention runs at chip_flops unless its format is slower: each attention FLOP "
+         "then takes attention_surplus_time_per_flop more (0 in the conventions; "
+         "knowledge/precision.py)"),
         topic=TOPIC,
     ),
     Relation(

@@ -65,6 +65,31 @@ _SHARED = {
     "input_embedding_params": PresetValue(
         "0 param", "the lecture's parameter counts leave the embedding lookup out (4:45-5:16)",
         LECTURE_DATE, "a model preset with its vocabulary and embeddings replaces it"),
+    # Serving at the datasheet figures: answers stay bounds until achieved fractions are
+    # stated (a fit to measurements, issue 24, states them per chip and engine).
+    "flops_efficiency": PresetValue(
+        "1", "peak FLOP/s: compute times are lower bounds and rates upper bounds (the "
+        "roofline, lecture 2:34-3:19; Williams et al. 2009, CACM 52(4))", LECTURE_DATE,
+        "a bound at peak; pin the fraction an engine achieves (or solve for it from a "
+        "measured tokens_per_second) to predict instead"),
+    "hbm_bandwidth_efficiency": PresetValue(
+        "1", "peak HBM bandwidth: memory times are lower bounds and rates upper bounds (the "
+        "roofline, lecture 2:34-3:19)", LECTURE_DATE,
+        "a bound at peak; pin the fraction an engine achieves (or solve for it from a "
+        "measured tokens_per_second) to predict instead"),
+    "attention_surplus_time_per_flop": PresetValue(
+        "0 s/FLOP", "attention multiplies at the weight matmuls' peak (chip_flops), as the "
+        "lecture's single FLOP rate does (3:19-4:04)", LECTURE_DATE,
+        "gives way to an attention format a precision preset states (fp4: attention in "
+        "FP8) or to a pinned attention_chip_flops",
+        # given way only to what determines it outright (as a headline yields), never to a
+        # step time through another default: a question that names no attention format
+        # keeps attention at chip_flops
+        headline=True),
+    "usable_hbm_fraction": PresetValue(
+        "1", "all of HBM holds weights and KV cache, as the lecture's memory check assumes "
+        "(1:04:22-1:05:13)", LECTURE_DATE,
+        "a bound: engines keep some for themselves (vLLM fills 0.9 by default); pin it"),
     "train_flops_per_param": PresetValue(
         "6 FLOP/param/token",
         "Kaplan et al. 2020, arXiv:2001.08361, sec. 2.1 (C = 6ND); lecture 1:22:17-1:22:29",
@@ -117,22 +142,49 @@ CONVENTIONS = {p.name: p for p in (CAREFUL, LECTURE, NONE)}
 DEFAULT_CONVENTIONS = "careful"
 
 
-def _precision(name: str, weight: str, kv: str, note: str) -> Preset:
-    source = ("number widths: bf16 16 bits, fp8 (E4M3/E5M2) 8 bits, fp4 (E2M1) 4 bits; OCP "
-              "Microscaling Formats (MX) Specification v1.0")
-    return Preset(name, "precision", f"weights at {weight}, KV cache at {kv}", {
-        "bytes_per_param": PresetValue(weight, source, "2023", note),
-        "kv_bytes_per_element": PresetValue(kv, source, "2023"),
-        "activation_bytes": PresetValue("2 byte", source, "2023",
-                                        "activations sent between chips stay in bf16"),
-    })
+WIDTHS = ("number widths: bf16 16 bits, fp8 (E4M3/E5M2) 8 bits, fp4 (E2M1) 4 bits; OCP "
+          "Microscaling Formats (MX) Specification v1.0")
+FORMATS = ("bf16", "fp8", "fp4")
 
+
+def _precision(name: str, weight: str, kv: str, note: str, attention: str = "") -> Preset:
+    """Weights and their matmuls in ``name``'s format; the KV cache at ``kv``; activations
+    sent between chips in bf16; attention in ``attention``'s format where it differs from
+    the matmuls' (the conventions keep it at chip_flops otherwise)."""
+    values = {
+        "bytes_per_param": PresetValue(weight, WIDTHS, "2023", note),
+        "kv_bytes_per_element": PresetValue(kv, WIDTHS, "2023"),
+        "activation_bytes": PresetValue("2 byte", WIDTHS, "2023",
+                                        "activations sent between chips stay in bf16"),
+        # the chip's peak for this format: a chip preset's chip_flops gives way to it
+        **{f"matmul_{fmt}_share": PresetValue(
+            "1" if fmt == name else "0", f"the weight matmuls run in {name} ({WIDTHS})",
+            "2023") for fmt in FORMATS},
+    }
+    if attention:
+        values.update({f"attention_{fmt}_share": PresetValue(
+            "1" if fmt == attention else "0", ATTENTION_FORMAT, "2025-02") for fmt in
+            FORMATS[:2]})
+    described = f"weights at {weight}, KV cache at {kv}"
+    if attention:
+        described += f", attention in {attention}"
+    return Preset(name, "precision", described, values)
+
+
+# FP4 checkpoints quantize the linear layers only; attention multiplies the FP8 KV cache
+# in FP8, the fastest format attention kernels offer.
+ATTENTION_FORMAT = (
+    "NVIDIA's NVFP4 checkpoints quantize the linear operators of the transformer blocks "
+    "(huggingface.co/nvidia/DeepSeek-R1-FP4, model card, 2025-02), not attention; "
+    "attention kernels multiply in FP8 at most (FlashAttention-3, arXiv:2407.08608, sec. "
+    "3.3)")
 
 PRECISIONS = {
     p.name: p for p in (
         _precision("bf16", "2 byte/param", "2 byte", ""),
         _precision("fp8", "1 byte/param", "1 byte", ""),
-        _precision("fp4", "0.5 byte/param", "1 byte", "4-bit weights with an 8-bit KV cache"),
+        _precision("fp4", "0.5 byte/param", "1 byte", "4-bit weights with an 8-bit KV cache",
+                   attention="fp8"),
     )
 }
 

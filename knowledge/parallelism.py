@@ -22,6 +22,14 @@ one_sequence = unit_constant("sequence").symbol
 chips = count(BY_NAME["n_chips"])
 stage_chips = count(BY_NAME["chips_per_stage"])
 
+# An engine keeps part of HBM for itself (CUDA context, activations, fragmentation): vLLM
+# fills gpu_memory_utilization of it (default 0.9) with weights and the KV cache.
+USABLE_HBM = Source(
+    "lecture 1:04:22-1:05:13 (weights and KV must fit in HBM); vLLM engine arguments, "
+    "--gpu-memory-utilization ('the fraction of GPU memory to be used for the model "
+    "executor', default 0.9), docs.vllm.ai/en/latest/configuration/engine_args.html",
+    "paper")
+
 RELATIONS = (
     R("scale_up_out_time_ratio",
       q.scale_up_out_time_ratio,
@@ -80,15 +88,17 @@ RELATIONS = (
       ("perfect sharding of weights and contexts",),
       topic=TOPIC),
     R("weight_fill",
-      q.weight_fill * chips * q.hbm_capacity, q.weight_bytes,
-      "share of the replica's HBM the weights alone take, before any KV cache",
-      lecture("1:04:22", "1:05:13"),
-      ("weights shard evenly over the chips",),
+      q.weight_fill * chips * q.usable_hbm_fraction * q.hbm_capacity, q.weight_bytes,
+      "share of the replica's usable HBM the weights alone take, before any KV cache",
+      USABLE_HBM,
+      ("weights shard evenly over the chips",
+       "usable_hbm_fraction 1 (the conventions): all of HBM holds weights and KV"),
       topic=TOPIC),
     R("memory_fill",
-      q.memory_fill, q.memory_per_chip / q.hbm_capacity,
-      "fraction of a chip's HBM the deployment needs; above 1 it does not fit",
-      lecture("1:04:22", "1:04:32"),
+      q.memory_fill, q.memory_per_chip / (q.usable_hbm_fraction * q.hbm_capacity),
+      "fraction of a chip's usable HBM the deployment needs; above 1 it does not fit",
+      USABLE_HBM,
+      ("usable_hbm_fraction 1 (the conventions): all of HBM holds weights and KV",),
       topic=TOPIC),
 )
 

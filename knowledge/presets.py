@@ -74,8 +74,12 @@ def _accelerator_presets(record: data.Record) -> list[Preset]:
         name = record.id if precision == "bf16" else f"{record.id}_{precision}"
         values = dict(base)
         if flops is not None:
-            values["chip_flops"] = _value(flops, note=f"{precision} dense" +
-                                          (f"; {flops.note}" if flops.note else ""))
+            # the peak of the format this preset names: it gives way (as a headline does)
+            # to the peak of the format a precision preset states the matmuls run in
+            values["chip_flops"] = _value(flops, note=f"{precision} dense, unless a "
+                                          "precision preset names another format" +
+                                          (f"; {flops.note}" if flops.note else ""),
+                                          headline=True)
         elif precision != "bf16":
             continue
         description = f"{record.name}, {precision} compute"

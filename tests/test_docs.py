@@ -23,8 +23,9 @@ def test_every_vocabulary_name_exists_with_its_unit():
     rows = [(n, u) for n, u in re.findall(r"^\| ([a-z][a-z0-9_]*) \| ([^|]+) \|", text,
                                           flags=re.MULTILINE) if n != "name"]
     # every row of the vocabulary's tables: 69 shared names + 5 tensor-parallel ones + the
-    # speed one user sees + a chip's peaks per number format (bf16, fp8, fp4)
-    assert len(rows) == 78
+    # speed one user sees + a chip's peaks per number format (bf16, fp8, fp4) + the
+    # serving efficiencies (FLOP/s, bandwidth, usable HBM) + precision per part (8)
+    assert len(rows) == 89
     for name, unit in rows:
         variable = model.variable(name)
         assert variable.name == name

@@ -102,8 +102,10 @@ def test_the_fill_is_reported_with_no_zero_pinned():
     # Regression: with no conventions (preset none) nothing is pinned at zero, and adding
     # the reported memory_fill to the plan failed on the zero bookkeeping. By hand:
     # (1e12 byte + 10 x 1e9 byte) / (8 x 80e9 byte) = 1.578. With no conventions the step's
-    # weights read and its exposed all-to-all are pinned too (neither at zero).
-    s = solve("step_time", {"total_params": "1e12 param", "bytes_per_param": "1 byte/param",
+    # weights read and its exposed all-to-all are pinned too (neither at zero), and so are
+    # the achieved bandwidth and usable HBM (the conventions' 1: peak, all of it).
+    s = solve("step_time", {"hbm_bandwidth_efficiency": 1, "usable_hbm_fraction": 1,
+                            "total_params": "1e12 param", "bytes_per_param": "1 byte/param",
                             "batch_size": "10 sequence", "kv_bytes_per_sequence":
                             "1e9 byte/sequence", "n_chips": "8 chip", "hbm_capacity": "80 GB",
                             "hbm_bandwidth": "3 TB/s", "pipeline_stages": 1,
