@@ -81,9 +81,13 @@ VARIABLES: tuple[Variable, ...] = (
     _v("attention_chip_flops", "FLOP/s", "peak dense throughput of one chip for attention's "
        "products, at the format(s) they run in (chip_flops unless stated)", HARDWARE,
        typical=1e15),
+    # typical shares put the weight matmuls mostly in FP4 and attention in BF16/FP8, so that
+    # at the typical values attention is the slower part (attention_surplus_time_per_flop
+    # positive), as the relations need
     *(_v(f"matmul_{fmt}_share", "1", f"share of the weight-matmul FLOPs run in {fmt.upper()} "
          "(a precision preset states them)", HARDWARE, allow_zero=True, upper=1,
-         typical=0.5, scale_like=False) for fmt in ("bf16", "fp8", "fp4")),
+         typical=typical, scale_like=False)
+      for fmt, typical in (("bf16", 0.2), ("fp8", 0.2), ("fp4", 0.6))),
     *(_v(f"attention_{fmt}_share", "1", f"share of the attention FLOPs run in {fmt.upper()}",
          HARDWARE, allow_zero=True, upper=1, typical=0.5, scale_like=False)
       for fmt in ("bf16", "fp8")),

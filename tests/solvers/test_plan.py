@@ -27,14 +27,18 @@ def test_missing_pins_are_named_smallest_first():
     # B* d fpp = HI bpp S: with d and fpp pinned, the three of HI (chip_flops, with the
     # bandwidth pinned), bpp and S fix it; inputs are named before derived quantities.
     # bpp S = bpp N / Na = weight_bytes / active_params gives a second three.
-    assert p.completions[0] == ("bytes_per_param", "chip_flops", "sparsity_factor")
+    assert ("bytes_per_param", "chip_flops", "sparsity_factor") in p.completions
     assert ("active_params", "chip_flops", "weight_bytes") in p.completions
+    # the lecture's context crossover gives a third: HI = d fpp Na / (LCT kv), so
+    # B* = bpp S HI / (d fpp) = W / (LCT kv), the bandwidth cancelling
+    assert ("kv_bytes_per_token", "long_context_threshold", "weight_bytes") in p.completions
     assert all(len(c) == 3 for c in p.completions)
-    # what the pins do fix, in the first completion's terms: B* d fpp = (CF / BW) bpp S,
-    # so B* / (CF bpp S) = 1 / (BW d fpp)
-    assert dict(dict(p.fixed)["critical_batch_size"]) == {
-        "critical_batch_size": 1, "bytes_per_param": -1, "chip_flops": -1,
-        "sparsity_factor": -1}
+    # what the pins do fix, in the first completion's terms
+    fixed = dict(dict(p.fixed)["critical_batch_size"])
+    assert fixed in ({"critical_batch_size": 1, "bytes_per_param": -1, "chip_flops": -1,
+                      "sparsity_factor": -1},  # B* d fpp = (CF / BW) bpp S
+                     {"critical_batch_size": 1, "kv_bytes_per_token": 1,
+                      "long_context_threshold": 1, "weight_bytes": -1})
     assert p.from_inputs == ("active_params", "bytes_per_param", "chip_flops", "total_params")
 
 
@@ -95,7 +99,10 @@ def test_rounding_left_in_a_normalised_row_does_not_hide_a_determined_target():
     #             = 10e-6 x 100 x 50 x 2e11 / (8 x 1e15) = 1.25e-6 USD/token
     from chalk import solve
 
-    s = solve("price_input", {"batch_size": "100 sequence", "chip_flops": "1e15 FLOP/s",
+    # (with no conventions, peak FLOP/s and attention at it are pinned as the careful
+    # conventions state them)
+    s = solve("price_input", {"flops_efficiency": 1, "attention_surplus_time_per_flop":
+                              "0 s/FLOP", "batch_size": "100 sequence", "chip_flops": "1e15 FLOP/s",
                               "n_chips": "8 chip", "prefill_flops_per_token": "2e11 FLOP/token",
                               "price_output": "10 USD/Mtoken",
                               "tokens_per_second_per_user": "50 token/s"}, ["none"])
