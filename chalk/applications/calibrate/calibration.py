@@ -122,26 +122,11 @@ class Calibration:
             A target that is not a rate, a pinned efficiency or an unknown group.
         """
         from chalk.compiled import compile_question
-        from chalk.knowledge import load_model
-        from chalk.symbolic.units import Q_
 
-        variable = load_model().variable(target)
-        if Q_(1, variable.unit).dimensionality != Q_(1, RATE_UNIT).dimensionality:
-            raise UsageError(f"a calibrated prediction is of a rate in {RATE_UNIT} (the "
-                             f"scatter was measured on rates); {variable.name} is in "
-                             f"{variable.unit}")
-        if group is not None and group not in self.groups:
-            raise UsageError(f"no calibrated group {group!r}; the groups are "
-                             f"{', '.join(self.groups)}, or leave the group out to "
-                             "predict for one not calibrated")
+        name = checked_prediction(target, given, group, self.groups)
         pins = list(given.items()) if isinstance(given, Mapping) else list(given)
-        for pin in pins:
-            name = (pin[0] if isinstance(pin, tuple) else str(pin).split("=", 1)[0]).strip()
-            if name in EFFICIENCIES:
-                raise UsageError(f"a calibrated prediction sets {name} from the "
-                                 "calibration; leave it out of the pins")
-        pins += [(name, "1") for name in EFFICIENCIES]
-        question = compile_question([variable.name], pins, presets)
+        pins += [(efficiency, "1") for efficiency in EFFICIENCIES]
+        question = compile_question([name], pins, presets)
         row = Row(id="question", group=group or "(not calibrated)", source="",
                   measured=math.nan, metric="total", question=question)
         return predict_row(self.fitted, row)
@@ -179,6 +164,35 @@ class Calibration:
 
     def __str__(self) -> str:
         return self.text()
+
+
+def checked_prediction(target: str, given, group: str | None, groups: Sequence[str]) -> str:
+    """The canonical name of a prediction's target, once checked: a rate, pins without
+    the efficiencies the calibration sets, and a calibrated group (or none).
+
+    Raises
+    ------
+    UsageError
+    """
+    from chalk.knowledge import load_model
+    from chalk.symbolic.units import Q_
+
+    variable = load_model().variable(target)
+    if Q_(1, variable.unit).dimensionality != Q_(1, RATE_UNIT).dimensionality:
+        raise UsageError(f"a calibrated prediction is of a rate in {RATE_UNIT} (the "
+                         f"scatter was measured on rates); {variable.name} is in "
+                         f"{variable.unit}")
+    if group is not None and group not in groups:
+        raise UsageError(f"no calibrated group {group!r}; the groups are "
+                         f"{', '.join(groups)}, or leave the group out to predict for one "
+                         "not calibrated")
+    pins = list(given) if not isinstance(given, Mapping) else list(given.items())
+    for pin in pins:
+        name = (pin[0] if isinstance(pin, tuple) else str(pin).split("=", 1)[0]).strip()
+        if name in EFFICIENCIES:
+            raise UsageError(f"a calibrated prediction sets {name} from the calibration; "
+                             "leave it out of the pins")
+    return variable.name
 
 
 def _shown(e: Efficiency) -> str:

@@ -39,6 +39,7 @@ MAX_ITERATIONS = 100
 # the 2.71 that moves a 90% interval's end, so smaller changes move no stated figure.
 TOLERANCE = 0.01
 DAMPINGS = (0.0, 1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0)  # Marquardt's, relative to the diagonal
+START_FACTORS = (1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0)  # the grid a fit starts from, x median
 SMALL_STEP = 1e-4  # or a step under this in every log efficiency (0.01% of the value)
 
 
@@ -159,9 +160,9 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     previous = np.inf
     for _ in range(MAX_ITERATIONS):
         a = np.einsum("ij,ijp->ip", slopes, design)  # d log rate_i / d theta
-        _check_informed(a, rows)
         residual = y - log_rates
-        covariance = np.linalg.inv(a.T @ a / sigma ** 2 + np.diag(precision))
+        # pinv: on the way, no row may yet depend on an efficiency
+        covariance = np.linalg.pinv(a.T @ a / sigma ** 2 + np.diag(precision))
         edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
         # sigma from the residuals and the degrees of freedom the fit spent on them
         sigma = max(float(np.sqrt(residual @ residual / max(n - edf, 1.0))), 1e-6)
@@ -174,8 +175,8 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         # Levenberg-Marquardt with every damping tried at once (one evaluation per row):
         # the max() of the regimes makes the objective piecewise smooth, so the
         # undamped step often overshoots a kink
-        steps = [np.linalg.solve(hessian + d * np.diag(np.diag(hessian)), gradient)
-                 for d in DAMPINGS]
+        steps = [np.linalg.lstsq(hessian + d * np.diag(np.diag(hessian)), gradient,
+                                 rcond=None)[0] for d in DAMPINGS]
         trials = np.array([theta + s for s in steps if feasible(theta + s)])
         if not len(trials):
             break
@@ -190,6 +191,7 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         if np.abs(step).max() < SMALL_STEP:
             break
     a = np.einsum("ij,ijp->ip", slopes, design)
+    _check_informed(a, rows)
     covariance = np.linalg.inv(a.T @ a / sigma ** 2 + np.diag(precision))
     edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
     informed = np.zeros((max(len(groups), 1), 2), dtype=bool)
@@ -201,8 +203,10 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
 
 
 def _start(rows, size, groups, start, evaluate) -> np.ndarray:
-    """The previous fit's values where it has them, else both efficiencies at the median
-    measured/bound (every log rate moves one for one with a common efficiency)."""
+    """The previous fit's values where it has them; else the best, by squared log
+    error, of a grid of shared efficiencies about the median measured/bound (a fit
+    started with both efficiencies equal can sit where every row is memory-bound and
+    the flops have no slope to follow)."""
     theta = np.zeros(size)
     if start is not None:
         theta[:2] = start.theta[:2]
@@ -212,9 +216,15 @@ def _start(rows, size, groups, start, evaluate) -> np.ndarray:
                 theta[2 + k] = start.theta[2 + j]
                 theta[2 + len(groups) + k] = start.theta[2 + len(start.groups) + j]
         return theta
-    bound = evaluate(theta)[0][0]
-    theta[:2] = min(float(np.median(np.log([r.measured for r in rows]) - bound)), -1e-3)
-    return theta
+    y = np.log([r.measured for r in rows])
+    centre = float(np.median(y - evaluate(theta)[0][0]))
+    shifts = np.log(START_FACTORS)
+    pairs = np.minimum(centre + np.stack(np.meshgrid(shifts, shifts), -1).reshape(-1, 2),
+                       -1e-3)
+    candidates = np.zeros((len(pairs), size))
+    candidates[:, :2] = pairs
+    errors = ((y - evaluate(candidates)[0]) ** 2).sum(axis=1)
+    return candidates[int(np.argmin(errors))]
 
 
 def _check_informed(a: np.ndarray, rows) -> None:

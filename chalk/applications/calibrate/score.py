@@ -49,6 +49,7 @@ class Score:
     scheme: str
     folds: int
     scored: tuple[Scored, ...]
+    unscored: tuple[tuple[str, str], ...] = ()  # folds refused: (what was left out, why)
 
     def _error(self, predicted) -> float:
         return statistics.median(abs(predicted(s) / s.measured - 1) for s in self.scored)
@@ -75,6 +76,7 @@ class Score:
 
     def to_dict(self) -> dict:
         return {"scheme": self.scheme, "folds": self.folds, "rows": len(self.scored),
+                "unscored": [{"left_out": f, "reason": r} for f, r in self.unscored],
                 "median_abs_error": {"calibrated": self.calibrated_error,
                                      "global": self.pooled_error, "bound": self.bound_error},
                 "coverage_90": {"calibrated": self.coverage, "global": self.pooled_coverage}}
@@ -85,7 +87,9 @@ class Score:
                 f"measured - 1| {self.calibrated_error:.1%} calibrated, "
                 f"{self.pooled_error:.1%} one global pair, {self.bound_error:.1%} the bound; "
                 f"90% intervals cover {self.coverage:.1%} (one global pair: "
-                f"{self.pooled_coverage:.1%})")
+                f"{self.pooled_coverage:.1%})" + (
+                    f"; {len(self.unscored)} fold(s) not scored, the rest could not be "
+                    f"calibrated (first: {self.unscored[0][1]})" if self.unscored else ""))
 
 
 def cross_validate(rows: Sequence[Row], prior_width: float, scheme: str = "row",
@@ -110,12 +114,19 @@ def cross_validate(rows: Sequence[Row], prior_width: float, scheme: str = "row",
     if len(folds) < 2:
         raise UsageError(f"cross-validation by {scheme} needs at least 2 of them; these "
                          f"rows have {len(folds)}")
-    scored = []
+    scored, unscored = [], []
     for fold in folds:
         train = [r for r in rows if key(r) != fold]
-        fitted = fit_rows(train, prior_width, start)
-        pooled = fit_rows(train, 0.0, pooled_start)
+        try:
+            fitted = fit_rows(train, prior_width, start)
+            pooled = fit_rows(train, 0.0, pooled_start)
+        except UsageError as exc:  # what is left cannot be calibrated: said, not hidden
+            unscored.append((fold, exc.message))
+            continue
         for row in (r for r in rows if key(r) == fold):
             scored.append(Scored(row.id, row.group, row.measured, predict_row(fitted, row),
                                  predict_row(pooled, row)))
-    return Score(scheme, len(folds), tuple(scored))
+    if not scored:
+        raise UsageError(f"no fold of the cross-validation by {scheme} could be calibrated: "
+                         f"{unscored[0][1]}")
+    return Score(scheme, len(folds), tuple(scored), tuple(unscored))
