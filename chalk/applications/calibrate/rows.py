@@ -25,7 +25,9 @@ _ANSWERED = ("tokens_per_second", "batch_size")  # what a row's rate is made of
 STEP = 1e-4  # log step of the finite differences (downward: an efficiency is at most 1)
 
 
-def _tokens(record, fact: str) -> float | None:
+def measured_tokens(record, fact: str) -> float | None:
+    """A measurement's token count (``input_tokens``, ``output_tokens``), None if not
+    published."""
     value = record.facts.get(fact)
     return None if value is None else value.quantity().to("token").magnitude
 
@@ -39,8 +41,8 @@ def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
     """
     from chalk.knowledge.presets import chip_preset
 
-    input_tokens = _tokens(record, "input_tokens")
-    output_tokens = _tokens(record, "output_tokens") or 0.0
+    input_tokens = measured_tokens(record, "input_tokens")
+    output_tokens = measured_tokens(record, "output_tokens") or 0.0
     given = {"n_chips": record.facts["n_chips"].text,
              "context_length": f"{input_tokens + output_tokens / 2:g} token"}
     targets = ["tokens_per_second", "t_compute", "t_memory"]
