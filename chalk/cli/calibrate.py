@@ -49,7 +49,7 @@ def run(args) -> str:
         from chalk.applications.calibrate.rows import group_of, shipped_records
 
         groups = sorted({group_of(r) for r in shipped_records()})
-        checked_prediction(args.predict, args.given, args.group, groups)
+        checked_prediction(args.predict, args.given, args.group, groups, args.preset)
     calibration = calibrate(prior_width=width)
     out = {"calibration": calibration}
     if args.predict is not None:

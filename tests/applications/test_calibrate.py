@@ -116,6 +116,8 @@ def test_a_prediction_of_a_calibrated_row_is_its_fitted_rate(rows):
     unseen = calibration.predict("tokens_per_second", given, presets)  # a new group
     assert unseen.group is None
     assert unseen.high / unseen.low > prediction.high / prediction.low
+    with pytest.raises(ChalkError, match="^group 'mi300x/vllm' was calibrated on mi300x"):
+        calibration.predict("tokens_per_second", given, presets, group="mi300x/vllm")
     with pytest.raises(ChalkError, match="is of a rate in token/s"):
         calibration.predict("t_memory", given, presets)
     with pytest.raises(ChalkError, match="sets flops_efficiency from the calibration"):

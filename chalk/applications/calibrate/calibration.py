@@ -123,7 +123,7 @@ class Calibration:
         """
         from chalk.compiled import compile_question
 
-        name = checked_prediction(target, given, group, self.groups)
+        name = checked_prediction(target, given, group, self.groups, presets)
         pins = list(given.items()) if isinstance(given, Mapping) else list(given)
         pins += [(efficiency, "1") for efficiency in EFFICIENCIES]
         question = compile_question([name], pins, presets)
@@ -166,9 +166,12 @@ class Calibration:
         return self.text()
 
 
-def checked_prediction(target: str, given, group: str | None, groups: Sequence[str]) -> str:
+def checked_prediction(target: str, given, group: str | None, groups: Sequence[str],
+                       presets=()) -> str:
     """The canonical name of a prediction's target, once checked: a rate, pins without
-    the efficiencies the calibration sets, and a calibrated group (or none).
+    the efficiencies the calibration sets, and a calibrated group (or none) whose chip
+    a preset names (``h200`` or ``h200_fp8`` for ``h200/tensorrt_llm``): a group's
+    efficiencies belong to its chip.
 
     Raises
     ------
@@ -186,6 +189,13 @@ def checked_prediction(target: str, given, group: str | None, groups: Sequence[s
         raise UsageError(f"no calibrated group {group!r}; the groups are "
                          f"{', '.join(groups)}, or leave the group out to predict for one "
                          "not calibrated")
+    if group is not None:
+        chip = group.split("/", 1)[0]
+        names = [getattr(p, "name", p) for p in
+                 ([presets] if isinstance(presets, str) else presets)]
+        if not any(n == chip or str(n).startswith(chip + "_") for n in names):
+            raise UsageError(f"group {group!r} was calibrated on {chip}; name its chip preset "
+                             f"(e.g. --preset {chip}) or leave the group out")
     pins = list(given) if not isinstance(given, Mapping) else list(given.items())
     for pin in pins:
         name = (pin[0] if isinstance(pin, tuple) else str(pin).split("=", 1)[0]).strip()
