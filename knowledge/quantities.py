@@ -66,10 +66,12 @@ ARCHITECTURE = "architecture"
 
 VARIABLES: tuple[Variable, ...] = (
     # Hardware
-    _v("chip_flops", "FLOP/s", "peak dense throughput of one chip at the compute precision",
+    _v("chip_flops", "FLOP/s", "peak dense throughput of one chip for the weight matmuls, at "
+       "their format (the precision preset's)",
        HARDWARE, typical=1e15),
     # A chip's datasheet peaks per number format: a chip preset states each one it has,
-    # and chip_flops is the one the question computes at (presets.chip_preset picks it).
+    # and chip_flops is the one the weight matmuls run at: the format a precision preset
+    # states (knowledge/precision.py), else the chip preset's own.
     _v("chip_flops_bf16", "FLOP/s", "dense BF16 matmul peak of one chip (datasheet)", HARDWARE,
        typical=1e15),
     _v("chip_flops_fp8", "FLOP/s", "dense FP8 matmul peak of one chip (datasheet)", HARDWARE,
