@@ -182,3 +182,18 @@ def test_prediction_intervals_cover_new_measurements(rows):
             covered += predict_row(fitted, new).covers(new.measured)
             total += 1
     assert 0.80 <= covered / total <= 0.97, covered / total
+
+
+@pytest.mark.slow
+def test_the_calibration_benchmark_runs():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration.py"
+    spec = importlib.util.spec_from_file_location("calibration_benchmark", path)
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    figures = benchmark.run(rows=18)  # TensorRT-LLM's first 14 rows and Oracle's 4
+    assert figures["rows"] == 18
+    assert (figures["row"]["folds"], figures["source"]["folds"]) == (18, 2)
+    assert set(figures["seconds"]) == {"compile", "fit", "row", "source"}

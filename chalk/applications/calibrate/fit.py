@@ -140,11 +140,11 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     precision[2:] = 1 / prior_width ** 2 if groups else 0.0
     y = np.log([r.measured for r in rows])
 
-    def evaluate(thetas):
+    def evaluate(thetas, strict=True):
         """Log rates (m × n) and slopes (m × n × 2) at m parameter vectors, one
-        evaluation per row."""
+        evaluation per row (NaN where chalk refuses a point, unless ``strict``)."""
         x = np.einsum("ijp,mp->mij", design, np.atleast_2d(thetas))
-        found = [r.log_rates_and_slopes(x[:, i]) for i, r in enumerate(rows)]
+        found = [r.log_rates_and_slopes(x[:, i], strict) for i, r in enumerate(rows)]
         return (np.stack([f[0] for f in found], axis=1),
                 np.stack([f[1] for f in found], axis=1))
 
@@ -152,9 +152,6 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         return bool((design @ theta <= 0).all())
 
     theta = _start(rows, size, groups, start, evaluate)
-    if not feasible(theta):
-        raise UsageError("the calibration cannot start: the efficiencies it starts from "
-                         "are above 1")
     sigma = start.sigma if start is not None else 0.3
     log_rates, slopes = (v[0] for v in evaluate(theta))
     previous = np.inf
@@ -180,9 +177,12 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         trials = np.array([theta + s for s in steps if feasible(theta + s)])
         if not len(trials):
             break
-        trial_rates, trial_slopes = evaluate(trials)
+        trial_rates, trial_slopes = evaluate(trials, strict=False)
         r = y - trial_rates
         objectives = (r ** 2).sum(axis=1) / sigma ** 2 + (trials ** 2) @ precision
+        # a step where chalk refuses some row (or its slopes) is not taken
+        objectives[~np.isfinite(objectives) | ~np.isfinite(trial_slopes).all(axis=(1, 2))] \
+            = np.inf
         best = int(np.argmin(objectives))
         if objectives[best] > objective:  # no step lowers it: the mode
             break
@@ -223,7 +223,8 @@ def _start(rows, size, groups, start, evaluate) -> np.ndarray:
                        -1e-3)
     candidates = np.zeros((len(pairs), size))
     candidates[:, :2] = pairs
-    errors = ((y - evaluate(candidates)[0]) ** 2).sum(axis=1)
+    errors = ((y - evaluate(candidates, False)[0]) ** 2).sum(axis=1)
+    errors[~np.isfinite(errors)] = np.inf  # a start where chalk refuses some row
     return candidates[int(np.argmin(errors))]
 
 

@@ -88,17 +88,27 @@ class Row:
     chips: float = 1.0
     batch: float | None = None  # as published; None: the HBM-filling batch chalk solves
 
-    def rates(self, log_efficiencies: np.ndarray) -> np.ndarray:
+    def rates(self, log_efficiencies: np.ndarray, strict: bool = True) -> np.ndarray:
         """The row's rate (token/s in its metric) at each row of ``log_efficiencies``
         (n × 2: log flops_efficiency, log hbm_bandwidth_efficiency).
+
+        Parameters
+        ----------
+        strict : bool
+            Raise where chalk refuses the question at some point; False gives NaN there
+            (a fit's trial steps, which it then does not take).
 
         Raises
         ------
         UsageError
-            Where chalk refuses the row's question at some point.
+            Where chalk refuses the row's question at some point (``strict``).
         """
         points = np.exp(np.atleast_2d(log_efficiencies))
         evaluation = self.question.evaluate(dict(zip(EFFICIENCIES, points.T, strict=True)))
+        if not strict:
+            missing = evaluation.unsettled.copy()
+            missing[list(evaluation.refusals)] = True
+            return np.where(missing, np.nan, self._in_metric(evaluation))
         if evaluation.refusals or evaluation.unsettled.any():
             index = (min(evaluation.refusals) if evaluation.refusals
                      else int(np.argmax(evaluation.unsettled)))
@@ -106,6 +116,10 @@ class Row:
                       else "not settled")
             raise UsageError(f"measurement {self.id!r}: chalk has no answer at "
                              f"efficiencies {points[index].round(4).tolist()}: {reason}")
+        return self._in_metric(evaluation)
+
+    def _in_metric(self, evaluation) -> np.ndarray:
+        """The evaluated replica rate in the row's metric."""
         total = evaluation.values[self.question.targets[0]]
         if self.metric == "total":
             return total
@@ -114,14 +128,15 @@ class Row:
         batch = self.batch if self.batch is not None else evaluation.values["batch_size"]
         return total / batch
 
-    def log_rates_and_slopes(self, log_efficiencies: np.ndarray) -> tuple[np.ndarray,
-                                                                          np.ndarray]:
+    def log_rates_and_slopes(self, log_efficiencies: np.ndarray, strict: bool = True
+                             ) -> tuple[np.ndarray, np.ndarray]:
         """The row's log rate at each of m points (m × 2 log efficiencies) and its slopes
         d log rate / d log efficiency there (m × 2), in one evaluation: one-sided
-        differences below each point, so no efficiency passes 1."""
+        differences below each point, so no efficiency passes 1 (``strict`` as for
+        :meth:`rates`)."""
         x = np.atleast_2d(np.asarray(log_efficiencies, dtype=float))
         points = np.concatenate([x, x - [STEP, 0.0], x - [0.0, STEP]])
-        logs = np.log(self.rates(points)).reshape(3, len(x))
+        logs = np.log(self.rates(points, strict)).reshape(3, len(x))
         return logs[0], np.stack([logs[0] - logs[1], logs[0] - logs[2]], axis=1) / STEP
 
 
