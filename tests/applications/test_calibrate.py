@@ -194,6 +194,26 @@ def test_the_calibration_benchmark_runs():
     benchmark = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(benchmark)
     figures = benchmark.run(rows=18)  # TensorRT-LLM's first 14 rows and Oracle's 4
+    sources = {r.fields["source"] for r in shipped_records()[:18]}
     assert figures["rows"] == 18
-    assert (figures["row"]["folds"], figures["source"]["folds"]) == (18, 2)
+    assert (figures["row"]["folds"], figures["source"]["folds"]) == (18, len(sources))
     assert set(figures["seconds"]) == {"compile", "fit", "row", "source"}
+
+
+@pytest.mark.slow
+def test_the_command_calibrates_the_shipped_rows_and_predicts(run_cli):
+    import json
+
+    status, out, err = run_cli(
+        "calibrate", "--json", "-q", "--predict", "tokens_per_second",
+        "-g", "n_chips=1 chip", "-g", "context_length=1500 token", "-g", "memory_fill=1",
+        "-p", "h200_fp8", "-p", "llama_3_1_70b", "-p", "fp8", "--group", "h200/tensorrt_llm")
+    assert (status, err) == (0, "")
+    found = json.loads(out)
+    calibration, prediction = found["calibration"], found["prediction"]
+    assert calibration["rows"] == 71 and calibration["prior_width"]["kind"] == "stated"
+    assert len(calibration["efficiencies"]) == 2 * len(calibration["groups"])
+    assert prediction["group"] == "h200/tensorrt_llm" and prediction["level"] == 0.9
+    # a prediction below its bound (every efficiency under 1), inside its own interval
+    assert prediction["low"] < prediction["value"] < prediction["high"]
+    assert prediction["value"] < prediction["bound"]
