@@ -5,6 +5,7 @@ cross-validation, and recovery of known efficiencies from simulated measurements
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -217,3 +218,62 @@ def test_the_command_calibrates_the_shipped_rows_and_predicts(run_cli):
     # a prediction below its bound (every efficiency under 1), inside its own interval
     assert prediction["low"] < prediction["value"] < prediction["high"]
     assert prediction["value"] < prediction["bound"]
+
+
+@pytest.fixture(scope="module")
+def simulated_calibration(rows):
+    rng = np.random.default_rng(11)
+    truth = {"h200/tensorrt_llm": (0.15, 0.3), "mi300x/vllm": (0.1, 0.2),
+             "h100/nim": (0.15, 0.35)}
+    return calibrate(rows=_simulated(rows, truth, 0.2, rng, copies=2))
+
+
+def test_a_stored_calibration_predicts_as_the_fit_does(simulated_calibration, tmp_path,
+                                                       run_cli):
+    from chalk.applications.calibrate.rows import measurement_question
+    from chalk.applications.calibrate.stored import dumps, read
+
+    path = tmp_path / "cal.yaml"
+    path.write_bytes(dumps(simulated_calibration))
+    stored = read(path)
+    _, given, presets = measurement_question(shipped_records([IDS[0]])[0])
+    for group in ("h200/tensorrt_llm", None):
+        fresh = simulated_calibration.predict("tokens_per_second", given, presets, group)
+        again = stored.predict("tokens_per_second", given, presets, group)
+        assert (again.value, again.low, again.high) == pytest.approx(
+            (fresh.value, fresh.low, fresh.high), rel=1e-12)
+    status, out, err = run_cli(
+        "calibrate", "--calibration", str(path), "--predict", "tokens_per_second",
+        "-g", "n_chips=1 chip", "-g", "context_length=1500 token", "-g", "batch_size=64 sequence",
+        "-p", "h200_fp8", "-p", "llama_3_1_70b", "-p", "fp8", "--group", "h200/tensorrt_llm")
+    assert (status, err) == (0, "")
+    assert "90% prediction interval" in out and "fitted to 12 measurements" in out
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.pop("theta"), "field 'theta': missing"),
+    (lambda d: d.update(format=2), "field 'format': this chalk reads format 1"),
+    (lambda d: d.update(scatter_log_sd=0), "field 'scatter_log_sd': expected a number more "
+                                           "than 0"),
+    (lambda d: d.update(theta=d["theta"][:-1]), "field 'theta': expected 8 finite numbers"),
+    (lambda d: d["covariance"][0].__setitem__(1, 5.0), "field 'covariance': not symmetric"),
+    (lambda d: d.update(covariance=[[-abs(v) if i == j else 0.0 for j, v in enumerate(r)]
+                                    for i, r in enumerate(d["covariance"])]),
+     "field 'covariance': not positive definite"),
+    (lambda d: d["theta"].__setitem__(0, 0.5), "field 'theta': the shared value has an "
+                                               "efficiency above 1"),
+    (lambda d: d.update(groups=["H200"] + d["groups"][1:]), "field 'groups': expected"),
+    (lambda d: d.update(extra=1), "field 'extra': unknown key"),
+])
+def test_a_bad_calibration_file_is_refused_by_field(simulated_calibration, tmp_path, change,
+                                                    message):
+    import yaml
+
+    from chalk.applications.calibrate.stored import dumps, read
+
+    data = yaml.safe_load(dumps(simulated_calibration))
+    change(data)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(ChalkError, match=f"^bad.yaml, {re.escape(message)}"):
+        read(path)

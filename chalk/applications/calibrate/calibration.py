@@ -121,15 +121,7 @@ class Calibration:
         UsageError
             A target that is not a rate, a pinned efficiency or an unknown group.
         """
-        from chalk.compiled import compile_question
-
-        name = checked_prediction(target, given, group, self.groups, presets)
-        pins = list(given.items()) if isinstance(given, Mapping) else list(given)
-        pins += [(efficiency, "1") for efficiency in EFFICIENCIES]
-        question = compile_question([name], pins, presets)
-        row = Row(id="question", group=group or "(not calibrated)", source="",
-                  measured=math.nan, metric="total", question=question)
-        return predict_row(self.fitted, row)
+        return predict_question(self.fitted, self.groups, target, given, presets, group)
 
     def to_dict(self) -> dict:
         f = self.fitted
@@ -164,6 +156,21 @@ class Calibration:
 
     def __str__(self) -> str:
         return self.text()
+
+
+def predict_question(fitted: Fitted, groups: Sequence[str], target: str, given=(),
+                     presets=(), group: str | None = None) -> Prediction:
+    """:meth:`Calibration.predict` from a fit and the groups it calibrated (a stored
+    calibration has no rows to compile)."""
+    from chalk.compiled import compile_question
+
+    name = checked_prediction(target, given, group, groups, presets)
+    pins = list(given.items()) if isinstance(given, Mapping) else list(given)
+    pins += [(efficiency, "1") for efficiency in EFFICIENCIES]
+    question = compile_question([name], pins, presets)
+    row = Row(id="question", group=group or "(not calibrated)", source="",
+              measured=math.nan, metric="total", question=question)
+    return predict_row(fitted, row)
 
 
 def checked_prediction(target: str, given, group: str | None, groups: Sequence[str],
