@@ -110,7 +110,8 @@ def _from_file(args) -> str:
 
 def _prediction_text(target: str, group: str | None, p) -> str:
     who = group or "a group not calibrated (shared efficiencies and their spread)"
+    cut = " (cut at the bound)" if p.capped else ""
     return (f"{target} with {who}: {p.value:,.4g} token/s, 90% prediction interval "
-            f"{p.low:,.4g} to {p.high:,.4g} (measurement scatter {p.scatter:.3f} and "
+            f"{p.low:,.4g} to {p.high:,.4g}{cut} (measurement scatter {p.scatter:.3f} and "
             f"efficiencies {p.parameter_sd:.3f} in log); bound at peak efficiencies "
             f"{p.bound:,.4g} token/s")

@@ -250,6 +250,18 @@ def test_a_stored_calibration_predicts_as_the_fit_does(simulated_calibration, tm
     assert "90% prediction interval" in out and "fitted to 12 measurements" in out
 
 
+def test_no_interval_reaches_past_the_bound(simulated_calibration):
+    # a rate at efficiencies at most 1 is at most the rate at 1: a batch-1 row predicted at
+    # a bandwidth efficiency near 0.35 with a scatter of about 0.2 could reach past it only
+    # if the interval were not cut; widen the scatter tenfold to make sure it would
+    fitted = simulated_calibration.fitted
+    wide = replace(fitted, sigma=fitted.sigma * 10)
+    row = next(r for r in simulated_calibration.rows if r.id.endswith("_c1_0"))
+    prediction = predict_row(wide, row)
+    assert prediction.capped and prediction.high == prediction.bound
+    assert not predict_row(fitted, row).capped
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("theta"), "field 'theta': missing"),
     (lambda d: d.update(format=2), "field 'format': this chalk reads format 1"),

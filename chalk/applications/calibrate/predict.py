@@ -11,7 +11,9 @@ Its interval, in log space, has two parts added in variance:
   measurement of a calibrated group still lands that far from the fitted curve.
 
 The quantile is Student's t on the degrees of freedom ``sigma`` rests on, so a thin
-calibration gives wider intervals. The bound (every efficiency 1) stays beside it.
+calibration gives wider intervals. The bound (every efficiency 1) stays beside it, and
+an interval reaching past it is cut there: no efficiency exceeds 1, so no rate exceeds
+the bound (``capped`` says so).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Prediction:
     group: str | None
     scatter: float
     parameter_sd: float
+    capped: bool = False
 
     def covers(self, measured: float) -> bool:
         return self.low <= measured <= self.high
@@ -57,7 +60,7 @@ class Prediction:
     def to_dict(self) -> dict:
         return {"value": self.value, "low": self.low, "high": self.high, "bound": self.bound,
                 "level": LEVEL, "group": self.group, "scatter_log_sd": self.scatter,
-                "efficiency_log_sd": self.parameter_sd}
+                "efficiency_log_sd": self.parameter_sd, "capped_at_bound": self.capped}
 
 
 def quantile(fitted: Fitted) -> float:
@@ -74,6 +77,8 @@ def predict_row(fitted: Fitted, row: Row) -> Prediction:
     logs, slopes = row.log_rates_and_slopes(both)
     parameter = fitted.parameter_variance(row.group, slopes[0])
     spread = math.sqrt(parameter + fitted.sigma ** 2) * quantile(fitted)
+    bound = float(np.exp(logs[1]))
+    high = float(np.exp(logs[0] + spread))
     return Prediction(float(np.exp(logs[0])), float(np.exp(logs[0] - spread)),
-                      float(np.exp(logs[0] + spread)), float(np.exp(logs[1])),
-                      known, fitted.sigma, math.sqrt(parameter))
+                      min(high, bound), bound, known, fitted.sigma, math.sqrt(parameter),
+                      high > bound)
