@@ -202,15 +202,19 @@ def test_the_calibration_benchmark_runs():
 
 
 @pytest.mark.slow
-def test_the_command_calibrates_the_shipped_rows_and_predicts(run_cli):
+def test_the_command_calibrates_predicts_and_scores_the_shipped_rows(run_cli):
     import json
 
     status, out, err = run_cli(
         "calibrate", "--json", "-q", "--predict", "tokens_per_second",
         "-g", "n_chips=1 chip", "-g", "context_length=1500 token", "-g", "memory_fill=1",
-        "-p", "h200_fp8", "-p", "llama_3_1_70b", "-p", "fp8", "--group", "h200/tensorrt_llm")
+        "-p", "h200_fp8", "-p", "llama_3_1_70b", "-p", "fp8", "--group", "h200/tensorrt_llm",
+        "--cross-validate", "source")
     assert (status, err) == (0, "")
     found = json.loads(out)
+    (score,) = found["cross_validation"]
+    assert (score["scheme"], score["rows"], score["unscored"]) == ("source", 71, [])
+    assert 0 < score["coverage_90"]["calibrated"] <= 1
     calibration, prediction = found["calibration"], found["prediction"]
     assert calibration["rows"] == 71 and calibration["prior_width"]["kind"] == "stated"
     assert len(calibration["efficiencies"]) == 2 * len(calibration["groups"])

@@ -119,7 +119,8 @@ class Calibration:
         Raises
         ------
         UsageError
-            A target that is not a rate, a pinned efficiency or an unknown group.
+            A target that is not a rate, a pinned efficiency, an unknown group, or a
+            group whose chip no preset names.
         """
         return predict_question(self.fitted, self.groups, target, given, presets, group)
 
