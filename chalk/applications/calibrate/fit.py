@@ -119,7 +119,9 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     Raises
     ------
     UsageError
-        Too few rows, an efficiency no row depends on, or a fit above the bound.
+        Too few rows, an efficiency no row depends on at the estimate, a row chalk
+        has no answer for where the fit starts, or no convergence in
+        :data:`MAX_ITERATIONS` steps.
     """
     if prior_width < 0 or not np.isfinite(prior_width):
         raise UsageError(f"the prior width must be a finite number, 0 or more, not "
@@ -190,6 +192,9 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         theta, log_rates, slopes = trials[best], trial_rates[best], trial_slopes[best]
         if np.abs(step).max() < SMALL_STEP:
             break
+    else:
+        raise UsageError(f"the calibration of these {n} measurements did not settle in "
+                         f"{MAX_ITERATIONS} steps; try another prior width")
     a = np.einsum("ij,ijp->ip", slopes, design)
     _check_informed(a, rows)
     covariance = np.linalg.inv(a.T @ a / sigma ** 2 + np.diag(precision))
