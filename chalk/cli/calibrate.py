@@ -63,10 +63,6 @@ def run(args) -> str:
         groups = sorted({group_of(r) for r in shipped_records()})
         checked_prediction(args.predict, args.given, args.group, groups, args.preset)
     calibration = calibrate(prior_width=width)
-    if args.save is not None:
-        from chalk.applications.calibrate.stored import dumps
-
-        outputs.write({args.save: dumps(calibration)})
     out = {"calibration": calibration}
     if args.predict is not None:
         out["prediction"] = calibration.predict(args.predict, args.given, args.preset,
@@ -77,6 +73,10 @@ def run(args) -> str:
         out["cross_validation"] = [cross_validate(calibration.rows, width, s,
                                                   calibration.fitted, pooled)
                                    for s in schemes]
+    if args.save is not None:  # last: a refused prediction leaves no file behind
+        from chalk.applications.calibrate.stored import dumps
+
+        outputs.write({args.save: dumps(calibration)})
     if args.json:
         return json.dumps({k: ([s.to_dict() for s in v] if isinstance(v, list)
                                else v.to_dict()) for k, v in out.items()}, indent=2)

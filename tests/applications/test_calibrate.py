@@ -119,6 +119,9 @@ def test_a_prediction_of_a_calibrated_row_is_its_fitted_rate(rows):
     assert unseen.high / unseen.low > prediction.high / prediction.low
     with pytest.raises(ChalkError, match="^group 'mi300x/vllm' was calibrated on mi300x"):
         calibration.predict("tokens_per_second", given, presets, group="mi300x/vllm")
+    with pytest.raises(ChalkError, match="^the question: chalk has no answer at efficiencies "
+                                         r"\[.*\]: not enough pins to determine"):
+        calibration.predict("tokens_per_second", {}, ["fp8"])  # no chip, no model
     with pytest.raises(ChalkError, match="is of a rate in token/s"):
         calibration.predict("t_memory", given, presets)
     with pytest.raises(ChalkError, match="sets flops_efficiency from the calibration"):

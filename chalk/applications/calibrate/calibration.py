@@ -169,7 +169,7 @@ def predict_question(fitted: Fitted, groups: Sequence[str], target: str, given=(
     pins = list(given.items()) if isinstance(given, Mapping) else list(given)
     pins += [(efficiency, "1") for efficiency in EFFICIENCIES]
     question = compile_question([name], pins, presets)
-    row = Row(id="question", group=group or "(not calibrated)", source="",
+    row = Row(id="", group=group or "(not calibrated)", source="",
               measured=math.nan, metric="total", question=question)
     return predict_row(fitted, row)
 

@@ -69,7 +69,8 @@ class Row:
     Attributes
     ----------
     id, group, source : str
-        The record's id, ``chip/engine`` and the source it was published in.
+        The record's id (empty for a question asked of a calibration), ``chip/engine``
+        and the source it was published in.
     measured : float
         The published output rate (token/s, in the row's metric).
     metric : str
@@ -114,8 +115,9 @@ class Row:
                      else int(np.argmax(evaluation.unsettled)))
             reason = (evaluation.refusals[index].message if evaluation.refusals
                       else "not settled")
-            raise UsageError(f"measurement {self.id!r}: chalk has no answer at "
-                             f"efficiencies {points[index].round(4).tolist()}: {reason}")
+            what = f"measurement {self.id!r}" if self.id else "the question"
+            raise UsageError(f"{what}: chalk has no answer at efficiencies "
+                             f"{points[index].round(4).tolist()}: {reason}")
         return self._in_metric(evaluation)
 
     def _in_metric(self, evaluation) -> np.ndarray:
