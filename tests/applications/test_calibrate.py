@@ -296,3 +296,21 @@ def test_a_bad_calibration_file_is_refused_by_field(simulated_calibration, tmp_p
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     with pytest.raises(ChalkError, match=f"^bad.yaml, {re.escape(message)}"):
         read(path)
+
+
+def test_a_fold_that_cannot_be_calibrated_is_reported_not_dropped(rows):
+    # leaving out Oracle's page leaves only NIM's one-request rows, all memory-bound: no
+    # row depends on flops_efficiency, so that fold is refused and said to be
+    rng = np.random.default_rng(13)
+    truth = {"mi300x/vllm": (0.1, 0.3), "h100/nim": (0.15, 0.35)}
+    chosen = [_by_id(rows, i) for i in ("nim_llama70b_h100_fp8_5000_500_c1",
+                                        "oracle_llama405b_mi300x_fp8_batch1",
+                                        "oracle_llama405b_mi300x_fp8_batch256")]
+    simulated = _simulated(chosen[:1], truth, 0.2, rng, copies=3) + _simulated(
+        chosen[1:], truth, 0.2, rng, copies=2)
+    score = cross_validate(simulated, 0.5, "source")
+    assert score.folds == 2 and len(score.scored) == 3  # NIM's three rows, predicted
+    ((left_out, reason),) = score.unscored
+    assert left_out == chosen[1].source
+    assert reason.startswith("flops_efficiency cannot be calibrated from these 3")
+    assert "1 fold(s) not scored" in score.text()

@@ -88,7 +88,7 @@ class Score:
                 f"{self.pooled_error:.1%} one global pair, {self.bound_error:.1%} the bound; "
                 f"90% intervals cover {self.coverage:.1%} (one global pair: "
                 f"{self.pooled_coverage:.1%})" + (
-                    f"; {len(self.unscored)} fold(s) not scored, the rest could not be "
+                    f"; {len(self.unscored)} fold(s) not scored: the rows left could not be "
                     f"calibrated (first: {self.unscored[0][1]})" if self.unscored else ""))
 
 
