@@ -55,7 +55,9 @@ def run(prior_width: float | None = None, rows: int | None = None) -> dict:
         score = timed(scheme, lambda s=scheme: cross_validate(compiled, width, s,
                                                               calibration.fitted, pooled))
         figures[scheme] = score.to_dict()
-        print(score.text())
+        logs = figures[scheme]["median_abs_log_error"]
+        print(score.text() + "; median |log error| " + ", ".join(
+            f"{v:.3f} {k}" for k, v in logs.items()))
     figures["seconds"], figures["cpu_seconds"] = seconds, cpu
     names = {"compile": "compile (each question once)", "fit": "calibrate",
              "row": "leave one row out", "source": "leave one source out"}

@@ -10,11 +10,13 @@ three predictions, each refitted without it:
 - the bound itself (every efficiency 1), which needs no fit.
 
 Figures: the median absolute error of the predicted rate, ``|predicted / measured -
-1|``, and the share of left-out rows inside their 90% prediction interval.
+1|`` (and of its log, in :meth:`Score.to_dict`), and the share of left-out rows inside
+their 90% prediction interval.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,6 +56,9 @@ class Score:
     def _error(self, predicted) -> float:
         return statistics.median(abs(predicted(s) / s.measured - 1) for s in self.scored)
 
+    def _log_error(self, predicted) -> float:
+        return statistics.median(abs(math.log(predicted(s) / s.measured)) for s in self.scored)
+
     @property
     def calibrated_error(self) -> float:
         return self._error(lambda s: s.calibrated.value)
@@ -79,6 +84,10 @@ class Score:
                 "unscored": [{"left_out": f, "reason": r} for f, r in self.unscored],
                 "median_abs_error": {"calibrated": self.calibrated_error,
                                      "global": self.pooled_error, "bound": self.bound_error},
+                "median_abs_log_error": {
+                    name: self._log_error(pick) for name, pick in (
+                        ("calibrated", lambda s: s.calibrated.value),
+                        ("global", lambda s: s.pooled.value), ("bound", lambda s: s.bound))},
                 "coverage_90": {"calibrated": self.coverage, "global": self.pooled_coverage}}
 
     def text(self) -> str:
