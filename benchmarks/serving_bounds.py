@@ -66,29 +66,18 @@ class Row:
         return self.ratio > 1 or (self.request_ratio or 0) > 1
 
 
-def _tokens(record, fact: str) -> float | None:
-    value = record.facts.get(fact)
-    return None if value is None else value.quantity().to("token").magnitude
-
-
 def question(record) -> tuple[list[str], dict[str, str], list]:
-    """The targets, pins and presets that ask chalk for a measurement's bound."""
-    from chalk.knowledge.presets import chip_preset
+    """The targets, pins and presets that ask chalk for a measurement's bound (the
+    calibration asks the same question, so both read it from one place)."""
+    from chalk.applications.calibrate.rows import measurement_question
 
-    input_tokens = _tokens(record, "input_tokens")
-    output_tokens = _tokens(record, "output_tokens") or 0.0
-    given = {"n_chips": record.facts["n_chips"].text,
-             "context_length": f"{input_tokens + output_tokens / 2:g} token"}
-    targets = ["tokens_per_second", "t_compute", "t_memory"]
-    if "batch_size" in record.facts:
-        given["batch_size"] = record.facts["batch_size"].text
-    else:
-        given["memory_fill"] = "1"
-        targets.append("batch_size")
-    fields = record.fields
-    presets = [chip_preset(fields["chip"], fields["precision"]), fields["model"],
-               fields["precision"]]
-    return targets, given, presets
+    return measurement_question(record)
+
+
+def _tokens(record, fact: str) -> float | None:
+    from chalk.applications.calibrate.rows import measured_tokens
+
+    return measured_tokens(record, fact)
 
 
 def request_question(record) -> tuple[list[str], dict[str, str], list] | None:

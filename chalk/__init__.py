@@ -14,8 +14,9 @@ Beyond one solve, a few tools answer the questions the lecture asks of whole cur
 ``cheapest_batch`` (where two costs balance, the best batch under a latency budget),
 ``compute_optimal`` and ``lifetime_optimum`` (model size against data under a scaling
 law), ``tier_table`` and ``tier_costs`` (memory tiers for a KV cache), ``imply``
-(what a provider's price sheet implies) and ``fit`` (the unknowns most consistent with
-many noisy observations, with intervals, outliers and what they cannot fix).
+(what a provider's price sheet implies), ``fit`` (the unknowns most consistent with
+many noisy observations, with intervals, outliers and what they cannot fix) and
+``calibrate`` (serving efficiencies fitted to published measurements, with predictions).
 
 The package is laid out in layers: :mod:`chalk.symbolic` (units, parsing, relations,
 printing), :mod:`chalk.solvers` (the generic engine: structure, rank, plans, blocks,
@@ -59,17 +60,20 @@ _EXPORTS = {
     # joint inference from many noisy observations
     "fit": ("chalk.applications.fit", "fit"),
     "atlas": ("chalk.applications.atlas", "atlas"),
+    # efficiencies calibrated to published serving measurements
+    "calibrate": ("chalk.applications.calibrate", "calibrate"),
 }
 
 __all__ = [
-    "ChalkError", "Explanation", "Q_", "Question", "Solution", "atlas", "cheapest_batch",
-    "compare", "compute_optimal", "crossover", "explain", "fit", "imply", "lifetime_optimum",
-    "model", "plot", "solve", "sweep", "tier_costs", "tier_table", "ureg",
+    "ChalkError", "Explanation", "Q_", "Question", "Solution", "atlas", "calibrate",
+    "cheapest_batch", "compare", "compute_optimal", "crossover", "explain", "fit", "imply",
+    "lifetime_optimum", "model", "plot", "solve", "sweep", "tier_costs", "tier_table", "ureg",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from chalk.api import Explanation, Solution, explain, solve
     from chalk.applications.atlas import atlas
+    from chalk.applications.calibrate import calibrate
     from chalk.applications.chinchilla import compute_optimal, lifetime_optimum
     from chalk.applications.comparison import compare
     from chalk.applications.fit import fit

@@ -11,9 +11,10 @@ import pytest
 import chalk
 
 # the curve and optimum tools grown for the notebooks (item 7 of issue 13), the price-sheet
-# tools and joint inference (issue 12)
+# tools and joint inference (issue 12), calibration (issue 24)
 TOOLS = ["sweep", "plot", "crossover", "cheapest_batch", "compute_optimal",
-         "lifetime_optimum", "tier_table", "tier_costs", "imply", "compare", "fit", "atlas"]
+         "lifetime_optimum", "tier_table", "tier_costs", "imply", "compare", "fit", "atlas",
+         "calibrate"]
 
 
 def test_import_chalk_loads_no_heavy_library():

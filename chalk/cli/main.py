@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     from chalk.cli.optimize import add_parser as add_optimize
 
     add_optimize(commands, Parser)
+    from chalk.cli.calibrate import add_parser as add_calibrate
+
+    add_calibrate(commands, Parser)
 
     listing = commands.add_parser("list", help="list variables, relations or presets",
                                   description="List what chalk knows.")
@@ -235,6 +238,10 @@ def _run(args) -> str:
         from chalk.cli.optimize import run as run_optimize
 
         return run_optimize(args)
+    if args.command == "calibrate":
+        from chalk.cli.calibrate import run as run_calibrate
+
+        return run_calibrate(args)
     if args.command == "imply":
         return _imply(args)
     if args.command == "atlas":

@@ -124,9 +124,8 @@ BAD_INPUTS = [
      "chalk: error: --seed must be a whole number, 0 or more, not -1"),
     (["frobnicate"],
      "chalk: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'solve', "
-     "'explain', 'imply', 'atlas', 'sweep', 'plot', 'fit', 'report', 'optimize', 'list'); "
-     "see "
-     "'chalk --help'"),
+     "'explain', 'imply', 'atlas', 'sweep', 'plot', 'fit', 'report', 'optimize', "
+     "'calibrate', 'list'); see 'chalk --help'"),
 ]
 
 

@@ -1,0 +1,74 @@
+"""Cross-validated calibration of serving efficiencies (issue 24's acceptance figures).
+
+Compiles each shipped measurement's question once, calibrates flops_efficiency and
+hbm_bandwidth_efficiency per chip/engine (``chalk.calibrate``), then scores predictions
+of rows each refit never saw: leave one row out and leave one source out. Printed
+beside each other, measured in the same run: the calibrated predictions, one global
+pair of efficiencies, and the uncalibrated bound (median |predicted/measured - 1|),
+the coverage of the 90% prediction intervals, and the time of each stage.
+
+Usage::
+
+    python benchmarks/calibration.py [--prior-width W] [--rows N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def run(prior_width: float | None = None, rows: int | None = None) -> dict:
+    """Calibrate and cross-validate (on the first ``rows`` measurements, default all);
+    print and return the figures and the seconds each stage took."""
+    from chalk.applications.calibrate import (
+        PRIOR_WIDTH,
+        calibrate,
+        compile_rows,
+        cross_validate,
+        shipped_records,
+    )
+    from chalk.applications.calibrate.fit import fit_rows
+
+    width = PRIOR_WIDTH if prior_width is None else prior_width
+    records = shipped_records()[:rows]
+    seconds, cpu = {}, {}  # wall and this process's CPU (the cores are shared)
+
+    def timed(stage, work):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        out = work()
+        seconds[stage] = time.perf_counter() - start
+        cpu[stage] = time.process_time() - start_cpu
+        return out
+
+    compiled = timed("compile", lambda: compile_rows(records))
+    calibration, pooled = timed("fit", lambda: (calibrate(rows=compiled, prior_width=width),
+                                                fit_rows(compiled, 0.0)))
+    print(calibration.text(), "\n")
+    figures = {"rows": len(compiled), "prior_width": width}
+    for scheme in ("row", "source"):
+        score = timed(scheme, lambda s=scheme: cross_validate(compiled, width, s,
+                                                              calibration.fitted, pooled))
+        figures[scheme] = score.to_dict()
+        logs = figures[scheme]["median_abs_log_error"]
+        print(score.text() + "; median |log error| " + ", ".join(
+            f"{v:.3f} {k}" for k, v in logs.items()))
+    figures["seconds"], figures["cpu_seconds"] = seconds, cpu
+    names = {"compile": "compile (each question once)", "fit": "calibrate",
+             "row": "leave one row out", "source": "leave one source out"}
+    print("\nseconds, wall (CPU): " + ", ".join(
+        f"{names[k]} {seconds[k]:.1f} ({cpu[k]:.1f})" for k in names))
+    return figures
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prior-width", type=float, default=None)
+    parser.add_argument("--rows", type=int, default=None)
+    args = parser.parse_args()
+    run(args.prior_width, args.rows)

@@ -1,0 +1,52 @@
+"""Calibrate serving efficiencies to published measurements, predict with intervals,
+score on measurements the fit never saw (docs/CALIBRATE.md).
+
+The modules: :mod:`.rows` turns each measurement into a compiled question answered at
+any efficiencies, :mod:`.fit` fits the partial-pooling model, :mod:`.predict` gives
+predictions with 90% prediction intervals, :mod:`.calibration` reports, and
+:mod:`.score` cross-validates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from chalk.applications.calibrate.calibration import Calibration, Efficiency
+from chalk.applications.calibrate.fit import PRIOR_WIDTH, fit_rows
+from chalk.applications.calibrate.predict import Prediction
+from chalk.applications.calibrate.rows import compile_rows, shipped_records
+from chalk.applications.calibrate.score import Score, cross_validate
+
+__all__ = ["Calibration", "Efficiency", "PRIOR_WIDTH", "Prediction", "Score", "calibrate",
+           "cross_validate"]
+
+
+def calibrate(records: Iterable | None = None, *, prior_width: float = PRIOR_WIDTH,
+              rows=None) -> Calibration:
+    """Fit flops_efficiency and hbm_bandwidth_efficiency per chip × engine group.
+
+    Parameters
+    ----------
+    records : iterable of Record, optional
+        Measurements as :func:`chalk.knowledge.data.serving_measurements` reads them
+        (default: every shipped one).
+    prior_width : float
+        The stated standard deviation of a group's log efficiency about the shared
+        value (default :data:`PRIOR_WIDTH`; 0 fits one pair for every group).
+    rows : list of Row, optional
+        Measurements already compiled (:func:`compile_rows`), to calibrate again
+        without compiling.
+
+    Returns
+    -------
+    Calibration
+
+    Raises
+    ------
+    UsageError
+        Fewer than 3 measurements, an efficiency no measurement depends on, or a
+        measurement chalk has no answer for.
+    """
+    if rows is None:
+        rows = compile_rows(shipped_records() if records is None else records)
+    return Calibration(rows, fit_rows(rows, prior_width))

@@ -1,0 +1,243 @@
+"""Partial pooling of serving efficiencies in log space, fitted to measured rates.
+
+The model, for a row ``i`` of group ``k`` (its chip and engine) and each efficiency
+``j`` (flops, HBM bandwidth)::
+
+    log measured_i = log rate_i(exp(x_k)) + e_i,      e_i ~ N(0, sigma^2)
+    x_kj = mu_j + u_kj,                                u_kj ~ N(0, tau^2)
+
+``rate_i`` is chalk's answer for the row's question at those efficiencies
+(:meth:`~chalk.applications.calibrate.rows.Row.rates`); ``mu`` is the shared log
+efficiency (flat prior), ``u`` a group's deviation under a normal prior whose width
+``tau`` is *stated* (:data:`PRIOR_WIDTH` unless the caller gives another), and
+``sigma`` the scatter between measurements, estimated from the residuals with the
+degrees of freedom the fit used (``n - edf``, edf the trace of the hat matrix). The
+estimate is the posterior mode (penalised least squares, Levenberg-Marquardt on
+one-sided finite-difference slopes) and the covariance its Laplace approximation,
+``(A'A / sigma^2 + P)^-1`` with ``P`` the prior precision. ``tau = 0`` is complete
+pooling: one pair of efficiencies for every group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from chalk.applications.calibrate.rows import EFFICIENCIES, Row
+from chalk.symbolic.errors import UsageError
+
+# Stated prior width of a group's log-efficiency deviation from the shared value: a
+# group's efficiency within a factor exp(1.645 * 0.5) = 2.3 of the shared one at 90%.
+# Measured/bound over the shipped rows runs from about 0.05 to 0.9 (benchmarks/
+# serving_bounds.py), a spread of this order between chips and engines.
+PRIOR_WIDTH = 0.5
+INFORMS = 1e-6  # sum of squared slopes below this: the rows do not inform an efficiency
+MAX_ITERATIONS = 100
+# Change of the objective (chi-square units) at which the fit has converged: 1/270 of
+# the 2.71 that moves a 90% interval's end, so smaller changes move no stated figure.
+TOLERANCE = 0.01
+DAMPINGS = (0.0, 1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0)  # Marquardt's, relative to the diagonal
+START_FACTORS = (1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0)  # the grid a fit starts from, x median
+SMALL_STEP = 1e-4  # or a step under this in every log efficiency (0.01% of the value)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The posterior mode and its Laplace covariance.
+
+    Attributes
+    ----------
+    groups : tuple of str
+        The groups with a deviation, in the parameter order.
+    theta : ndarray
+        ``[mu_flops, mu_hbm, u_flops per group..., u_hbm per group...]`` (only the
+        two ``mu`` under complete pooling).
+    covariance : ndarray
+    sigma : float
+        Residual scatter in log rate.
+    dof : float
+        ``n - edf``, the degrees of freedom ``sigma`` rests on.
+    prior_width : float
+    log_rates, slopes : ndarray
+        Each row's fitted log rate and d log rate / d log efficiency (n × 2).
+    informed : ndarray of bool
+        Per group and efficiency (G × 2): whether any of the group's rows depends on it.
+    """
+
+    groups: tuple[str, ...]
+    theta: np.ndarray
+    covariance: np.ndarray
+    sigma: float
+    dof: float
+    prior_width: float
+    log_rates: np.ndarray
+    slopes: np.ndarray
+    informed: np.ndarray
+
+    @property
+    def pooled(self) -> bool:
+        return self.prior_width == 0
+
+    def log_efficiency(self, group: str | None) -> np.ndarray:
+        """A group's log efficiencies (a group not fitted: the shared values)."""
+        return self.gradient(group) @ self.theta
+
+    def gradient(self, group: str | None) -> np.ndarray:
+        """d (log efficiencies of ``group``) / d theta, 2 × P."""
+        out = np.zeros((2, len(self.theta)))
+        out[:, :2] = np.eye(2)
+        if not self.pooled and group in self.groups:
+            k = self.groups.index(group)
+            size = len(self.groups)
+            out[0, 2 + k] = out[1, 2 + size + k] = 1.0
+        return out
+
+    def parameter_variance(self, group: str | None, slopes: np.ndarray) -> float:
+        """Variance of a log rate with these slopes, from the efficiencies' uncertainty
+        (a group not fitted adds its deviation's prior, ``tau^2`` per efficiency)."""
+        a = slopes @ self.gradient(group)
+        variance = float(a @ self.covariance @ a)
+        if not self.pooled and group not in self.groups:
+            variance += self.prior_width ** 2 * float(slopes @ slopes)
+        return variance
+
+
+def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
+             start: Fitted | None = None) -> Fitted:
+    """Fit the shared efficiencies and each group's deviation to ``rows``.
+
+    Parameters
+    ----------
+    rows : sequence of Row
+    prior_width : float
+        ``tau``, the stated width of a group's deviation (0: complete pooling).
+    start : Fitted, optional
+        A previous fit to start from (cross-validation refits from the full fit).
+
+    Raises
+    ------
+    UsageError
+        Too few rows, an efficiency no row depends on at the estimate, a row chalk
+        has no answer for where the fit starts, or no convergence in
+        :data:`MAX_ITERATIONS` steps.
+    """
+    if prior_width < 0 or not np.isfinite(prior_width):
+        raise UsageError(f"the prior width must be a finite number, 0 or more, not "
+                         f"{prior_width}")
+    n = len(rows)
+    if n < 3:
+        raise UsageError(f"{n} measurement(s) cannot calibrate two efficiencies and a "
+                         "scatter; give at least 3")
+    groups = () if prior_width == 0 else tuple(sorted({r.group for r in rows}))
+    member = np.array([groups.index(r.group) if groups else 0 for r in rows])
+    size = 2 + 2 * len(groups)
+    design = np.zeros((n, 2, size))  # d x_i / d theta
+    design[:, :, :2] = np.eye(2)
+    if groups:
+        design[np.arange(n), 0, 2 + member] = 1.0
+        design[np.arange(n), 1, 2 + len(groups) + member] = 1.0
+    precision = np.zeros(size)
+    precision[2:] = 1 / prior_width ** 2 if groups else 0.0
+    y = np.log([r.measured for r in rows])
+
+    def evaluate(thetas, strict=True):
+        """Log rates (m × n) and slopes (m × n × 2) at m parameter vectors, one
+        evaluation per row (NaN where chalk refuses a point, unless ``strict``)."""
+        x = np.einsum("ijp,mp->mij", design, np.atleast_2d(thetas))
+        found = [r.log_rates_and_slopes(x[:, i], strict) for i, r in enumerate(rows)]
+        return (np.stack([f[0] for f in found], axis=1),
+                np.stack([f[1] for f in found], axis=1))
+
+    def feasible(theta):  # every group's efficiencies at most 1
+        return bool((design @ theta <= 0).all())
+
+    theta = _start(rows, size, groups, start, evaluate)
+    sigma = start.sigma if start is not None else 0.3
+    log_rates, slopes = (v[0] for v in evaluate(theta))
+    previous = np.inf
+    for _ in range(MAX_ITERATIONS):
+        a = np.einsum("ij,ijp->ip", slopes, design)  # d log rate_i / d theta
+        residual = y - log_rates
+        # pinv: on the way, no row may yet depend on an efficiency
+        covariance = np.linalg.pinv(a.T @ a / sigma ** 2 + np.diag(precision))
+        edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
+        # sigma from the residuals and the degrees of freedom the fit spent on them
+        sigma = max(float(np.sqrt(residual @ residual / max(n - edf, 1.0))), 1e-6)
+        hessian = a.T @ a / sigma ** 2 + np.diag(precision)
+        gradient = a.T @ residual / sigma ** 2 - precision * theta
+        objective = residual @ residual / sigma ** 2 + precision @ theta ** 2
+        if abs(previous - objective) <= TOLERANCE:
+            break
+        previous = objective
+        # Levenberg-Marquardt with every damping tried at once (one evaluation per row):
+        # the max() of the regimes makes the objective piecewise smooth, so the
+        # undamped step often overshoots a kink
+        steps = [np.linalg.lstsq(hessian + d * np.diag(np.diag(hessian)), gradient,
+                                 rcond=None)[0] for d in DAMPINGS]
+        trials = np.array([theta + s for s in steps if feasible(theta + s)])
+        if not len(trials):
+            break
+        trial_rates, trial_slopes = evaluate(trials, strict=False)
+        r = y - trial_rates
+        objectives = (r ** 2).sum(axis=1) / sigma ** 2 + (trials ** 2) @ precision
+        # a step where chalk refuses some row (or its slopes) is not taken
+        objectives[~np.isfinite(objectives) | ~np.isfinite(trial_slopes).all(axis=(1, 2))] \
+            = np.inf
+        best = int(np.argmin(objectives))
+        if objectives[best] > objective:  # no step lowers it: the mode
+            break
+        step = trials[best] - theta
+        theta, log_rates, slopes = trials[best], trial_rates[best], trial_slopes[best]
+        if np.abs(step).max() < SMALL_STEP:
+            break
+    else:
+        raise UsageError(f"the calibration of these {n} measurements did not settle in "
+                         f"{MAX_ITERATIONS} steps; try another prior width")
+    a = np.einsum("ij,ijp->ip", slopes, design)
+    _check_informed(a, rows)
+    covariance = np.linalg.inv(a.T @ a / sigma ** 2 + np.diag(precision))
+    edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
+    informed = np.zeros((max(len(groups), 1), 2), dtype=bool)
+    for k in range(informed.shape[0]):
+        inside = member == k
+        informed[k] = (slopes[inside] ** 2).sum(axis=0) > INFORMS
+    return Fitted(groups, theta, covariance, sigma, n - edf, prior_width, log_rates,
+                  slopes, informed)
+
+
+def _start(rows, size, groups, start, evaluate) -> np.ndarray:
+    """The previous fit's values where it has them; else the best, by squared log
+    error, of a grid of shared efficiencies about the median measured/bound (a fit
+    started with both efficiencies equal can sit where every row is memory-bound and
+    the flops have no slope to follow)."""
+    theta = np.zeros(size)
+    if start is not None:
+        theta[:2] = start.theta[:2]
+        for k, group in enumerate(groups):
+            if not start.pooled and group in start.groups:
+                j = start.groups.index(group)
+                theta[2 + k] = start.theta[2 + j]
+                theta[2 + len(groups) + k] = start.theta[2 + len(start.groups) + j]
+        return theta
+    y = np.log([r.measured for r in rows])
+    centre = float(np.median(y - evaluate(theta)[0][0]))
+    shifts = np.log(START_FACTORS)
+    pairs = np.minimum(centre + np.stack(np.meshgrid(shifts, shifts), -1).reshape(-1, 2),
+                       -1e-3)
+    candidates = np.zeros((len(pairs), size))
+    candidates[:, :2] = pairs
+    errors = ((y - evaluate(candidates, False)[0]) ** 2).sum(axis=1)
+    errors[~np.isfinite(errors)] = np.inf  # a start where chalk refuses some row
+    return candidates[int(np.argmin(errors))]
+
+
+def _check_informed(a: np.ndarray, rows) -> None:
+    """Refuse a shared efficiency that no row depends on (nothing could fix it)."""
+    for j, name in enumerate(EFFICIENCIES):
+        if (a[:, j] ** 2).sum() <= INFORMS:
+            bound = "memory" if j == 0 else "compute"
+            raise UsageError(f"{name} cannot be calibrated from these {len(rows)} "
+                             f"measurements: every one is {bound}-bound at the estimate, "
+                             "so none depends on it; add measurements bound by it")

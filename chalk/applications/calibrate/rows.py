@@ -1,0 +1,176 @@
+"""Published serving measurements as questions chalk answers at any efficiencies.
+
+Each measurement (a record of ``knowledge/data/serving_measurements.yaml``, read by
+:func:`chalk.knowledge.data.serving_measurements`) becomes one compiled question: the
+row's chip at the precision it ran, its model and precision presets, its conditions
+pinned (see :func:`measurement_question`) and the two efficiencies pinned so that they
+can be moved. :meth:`Row.log_rates` is chalk's own answer for the row at the
+efficiencies asked, in the row's metric (total, per chip or per user), never a formula
+written beside the relations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from chalk.symbolic.errors import UsageError
+
+# The efficiencies a calibration fits: the step's achieved FLOP/s and HBM bandwidth over
+# the peaks (the relations of knowledge/batch.py take them).
+EFFICIENCIES = ("flops_efficiency", "hbm_bandwidth_efficiency")
+_ANSWERED = ("tokens_per_second", "batch_size")  # what a row's rate is made of
+STEP = 1e-4  # log step of the finite differences (downward: an efficiency is at most 1)
+
+
+def measured_tokens(record, fact: str) -> float | None:
+    """A measurement's token count (``input_tokens``, ``output_tokens``), None if not
+    published."""
+    value = record.facts.get(fact)
+    return None if value is None else value.quantity().to("token").magnitude
+
+
+def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
+    """The targets, pins and presets that ask chalk for a measurement's decode bound.
+
+    ``context_length`` is input + output / 2, the mean context over a request's decode
+    (the input alone where no output length is published); ``batch_size`` as published,
+    else ``memory_fill = 1``, the largest batch whose KV cache fits beside the weights.
+    """
+    from chalk.knowledge.presets import chip_preset
+
+    input_tokens = measured_tokens(record, "input_tokens")
+    output_tokens = measured_tokens(record, "output_tokens") or 0.0
+    given = {"n_chips": record.facts["n_chips"].text,
+             "context_length": f"{input_tokens + output_tokens / 2:g} token"}
+    targets = ["tokens_per_second", "t_compute", "t_memory"]
+    if "batch_size" in record.facts:
+        given["batch_size"] = record.facts["batch_size"].text
+    else:
+        given["memory_fill"] = "1"
+        targets.append("batch_size")
+    fields = record.fields
+    presets = [chip_preset(fields["chip"], fields["precision"]), fields["model"],
+               fields["precision"]]
+    return targets, given, presets
+
+
+def group_of(record) -> str:
+    """The calibration group of a measurement: its chip and engine, ``chip/engine``."""
+    return f"{record.fields['chip']}/{record.fields['engine']}"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measurement with its question compiled once.
+
+    Attributes
+    ----------
+    id, group, source : str
+        The record's id (empty for a question asked of a calibration), ``chip/engine``
+        and the source it was published in.
+    measured : float
+        The published output rate (token/s, in the row's metric).
+    metric : str
+        ``total``, ``per_chip`` or ``per_user``.
+    question : CompiledQuestion
+        The row's question with both efficiencies pinned (at 1); its first target is
+        the rate (token/s over the replica).
+    """
+
+    id: str
+    group: str
+    source: str
+    measured: float
+    metric: str
+    question: object = field(repr=False, compare=False)
+    chips: float = 1.0
+    batch: float | None = None  # as published; None: the HBM-filling batch chalk solves
+
+    def rates(self, log_efficiencies: np.ndarray, strict: bool = True) -> np.ndarray:
+        """The row's rate (token/s in its metric) at each row of ``log_efficiencies``
+        (n × 2: log flops_efficiency, log hbm_bandwidth_efficiency).
+
+        Parameters
+        ----------
+        strict : bool
+            Raise where chalk refuses the question at some point; False gives NaN there
+            (a fit's trial steps, which it then does not take).
+
+        Raises
+        ------
+        UsageError
+            Where chalk refuses the row's question at some point (``strict``).
+        """
+        points = np.exp(np.atleast_2d(log_efficiencies))
+        evaluation = self.question.evaluate(dict(zip(EFFICIENCIES, points.T, strict=True)))
+        if not strict:
+            missing = evaluation.unsettled.copy()
+            missing[list(evaluation.refusals)] = True
+            return np.where(missing, np.nan, self._in_metric(evaluation))
+        if evaluation.refusals or evaluation.unsettled.any():
+            index = (min(evaluation.refusals) if evaluation.refusals
+                     else int(np.argmax(evaluation.unsettled)))
+            reason = (evaluation.refusals[index].message if evaluation.refusals
+                      else "not settled")
+            what = f"measurement {self.id!r}" if self.id else "the question"
+            raise UsageError(f"{what}: chalk has no answer at efficiencies "
+                             f"{points[index].round(4).tolist()}: {reason}")
+        return self._in_metric(evaluation)
+
+    def _in_metric(self, evaluation) -> np.ndarray:
+        """The evaluated replica rate in the row's metric."""
+        total = evaluation.values[self.question.targets[0]]
+        if self.metric == "total":
+            return total
+        if self.metric == "per_chip":
+            return total / self.chips
+        batch = self.batch if self.batch is not None else evaluation.values["batch_size"]
+        return total / batch
+
+    def log_rates_and_slopes(self, log_efficiencies: np.ndarray, strict: bool = True
+                             ) -> tuple[np.ndarray, np.ndarray]:
+        """The row's log rate at each of m points (m × 2 log efficiencies) and its slopes
+        d log rate / d log efficiency there (m × 2), in one evaluation: one-sided
+        differences below each point, so no efficiency passes 1 (``strict`` as for
+        :meth:`rates`)."""
+        x = np.atleast_2d(np.asarray(log_efficiencies, dtype=float))
+        points = np.concatenate([x, x - [STEP, 0.0], x - [0.0, STEP]])
+        logs = np.log(self.rates(points, strict)).reshape(3, len(x))
+        return logs[0], np.stack([logs[0] - logs[1], logs[0] - logs[2]], axis=1) / STEP
+
+
+def compile_rows(records: Iterable) -> list[Row]:
+    """Each record's question compiled once (efficiencies pinned at 1, to be moved)."""
+    from chalk.compiled import compile_question
+
+    rows = []
+    for record in records:
+        targets, given, presets = measurement_question(record)
+        given.update(dict.fromkeys(EFFICIENCIES, "1"))
+        batch = record.facts.get("batch_size")
+        rows.append(Row(
+            id=record.id, group=group_of(record), source=str(record.fields["source"]),
+            measured=record.facts["measured"].quantity().to("token/s").magnitude,
+            metric=record.fields["metric"],
+            question=compile_question([t for t in targets if t in _ANSWERED], given, presets),
+            chips=record.facts["n_chips"].quantity().to("chip").magnitude,
+            batch=None if batch is None else batch.quantity().to("sequence").magnitude))
+    return rows
+
+
+def shipped_records(ids: Iterable[str] | None = None) -> list:
+    """The shipped measurements (all, or those with the given ids, in file order)."""
+    from chalk.knowledge import data
+
+    records: Mapping = data.serving_measurements()
+    if ids is None:
+        return list(records.values())
+    wanted = list(ids)
+    unknown = [i for i in wanted if i not in records]
+    if unknown:
+        raise UsageError(f"no shipped measurement {unknown[0]!r}; see "
+                         "knowledge/data/serving_measurements.yaml")
+    return [records[i] for i in wanted]

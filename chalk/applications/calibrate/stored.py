@@ -1,0 +1,146 @@
+"""A calibration written to a file and read back, so predictions need no refit.
+
+The file (YAML) holds what a prediction uses: the groups, the posterior mode ``theta``
+and its covariance, the scatter and its degrees of freedom, the stated prior width, and
+which efficiencies each group's rows informed. It is read strictly
+(:func:`chalk.knowledge.files.load_yaml`), every field checked: a covariance that is not
+symmetric positive definite, an efficiency above 1 or a length that does not match the
+groups is refused with the file and the field named.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from chalk.applications.calibrate.fit import Fitted
+from chalk.applications.calibrate.predict import LEVEL, Prediction
+from chalk.symbolic.errors import DataError
+
+FORMAT = 1
+KEYS = ("format", "level", "rows", "groups", "prior_width", "scatter_log_sd",
+        "degrees_of_freedom", "theta", "covariance", "informed")
+GROUP = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*$")
+MAX_GROUPS = 1000
+SYMMETRY = 1e-9  # relative asymmetry of a covariance written by chalk (it writes it exact)
+
+
+@dataclass(frozen=True)
+class StoredCalibration:
+    """A calibration read from a file: enough to predict (see :meth:`predict`)."""
+
+    fitted: Fitted
+    groups: tuple[str, ...]
+    rows: int
+
+    def predict(self, target: str, given=(), presets=(), group: str | None = None
+                ) -> Prediction:
+        """As :meth:`chalk.applications.calibrate.Calibration.predict`."""
+        from chalk.applications.calibrate.calibration import predict_question
+
+        return predict_question(self.fitted, self.groups, target, given, presets, group)
+
+
+def dumps(calibration) -> bytes:
+    """The file's text for ``calibration`` (a Calibration), UTF-8."""
+    import yaml
+
+    f = calibration.fitted
+    data = {"format": FORMAT, "level": LEVEL, "rows": len(calibration.rows),
+            "groups": list(calibration.groups), "prior_width": float(f.prior_width),
+            "scatter_log_sd": float(f.sigma), "degrees_of_freedom": float(f.dof),
+            "theta": [float(v) for v in f.theta],
+            "covariance": [[float(v) for v in row] for row in f.covariance],
+            "informed": [[bool(v) for v in row] for row in f.informed]}
+    header = ("# A chalk calibration (chalk calibrate --save): efficiencies per chip/engine in "
+              "log space,\n# read by chalk calibrate --calibration FILE; docs/CALIBRATE.md\n")
+    return (header + yaml.safe_dump(data, sort_keys=False)).encode("utf-8")
+
+
+def read(path: str | Path) -> StoredCalibration:
+    """A calibration file, checked (see the module docstring).
+
+    Raises
+    ------
+    DataError
+        Naming the file and the field at fault.
+    """
+    from chalk.knowledge import fields, files
+
+    shown = files.shown_name(path)
+    raw = files.load_yaml(path)
+    if not isinstance(raw, Mapping):
+        raise DataError(shown, "-", "-", "expected a calibration written by chalk calibrate "
+                                         "--save")
+    fields.known_keys(raw, KEYS, shown, "-", None)
+    for key in KEYS:
+        if key not in raw:
+            raise DataError(shown, "-", key, "missing; write the file with chalk calibrate "
+                                             "--save")
+    if raw["format"] != FORMAT:
+        raise DataError(shown, "-", "format", f"this chalk reads format {FORMAT}, not "
+                                              f"{fields.describe(raw['format'])}")
+    if raw["level"] != LEVEL:
+        raise DataError(shown, "-", "level", f"expected {LEVEL}, the level chalk predicts at")
+    groups = fields.listing(raw["groups"], shown, "-", "groups", "chip/engine names")
+    if len(groups) > MAX_GROUPS or not all(isinstance(g, str) and GROUP.match(g)
+                                           for g in groups):
+        raise DataError(shown, "-", "groups", f"expected at most {MAX_GROUPS} names such as "
+                                              "'h200/tensorrt_llm'")
+    if len(set(groups)) != len(groups):
+        raise DataError(shown, "-", "groups", "a group is named twice")
+    rows = _number(raw, "rows", shown, low=3)
+    width = _number(raw, "prior_width", shown, low=0)
+    sigma = _number(raw, "scatter_log_sd", shown, low=0, strict=True)
+    dof = _number(raw, "degrees_of_freedom", shown, low=1)
+    fitted_groups = tuple(groups) if width > 0 else ()
+    size = 2 + 2 * len(fitted_groups)
+    theta = _vector(raw["theta"], size, shown, "theta")
+    covariance = np.array([_vector(r, size, shown, "covariance")
+                           for r in fields.listing(raw["covariance"], shown, "-", "covariance",
+                                                   "rows of numbers")])
+    if covariance.shape != (size, size):
+        raise DataError(shown, "-", "covariance", f"expected {size} rows of {size} numbers")
+    if not np.allclose(covariance, covariance.T, rtol=SYMMETRY, atol=0):
+        raise DataError(shown, "-", "covariance", "not symmetric")
+    try:
+        np.linalg.cholesky(covariance)
+    except np.linalg.LinAlgError:
+        raise DataError(shown, "-", "covariance", "not positive definite") from None
+    informed = fields.listing(raw["informed"], shown, "-", "informed", "pairs of true/false")
+    if len(informed) != max(len(fitted_groups), 1) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(v, bool) for v in p)
+            for p in informed):
+        raise DataError(shown, "-", "informed", f"expected {max(len(fitted_groups), 1)} pairs "
+                                                "of true/false, one per group")
+    fitted = Fitted(fitted_groups, theta, covariance, sigma, dof, width, np.zeros(0),
+                    np.zeros((0, 2)), np.array(informed, dtype=bool))
+    for group in (None, *fitted_groups):
+        if (fitted.log_efficiency(group) > 0).any():
+            raise DataError(shown, "-", "theta", f"{group or 'the shared value'} has an "
+                                                 "efficiency above 1")
+    return StoredCalibration(fitted, tuple(groups), int(rows))
+
+
+def _number(raw: Mapping, key: str, shown: str, low: float, strict: bool = False) -> float:
+    value = raw[key]
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value) and (value > low if strict else value >= low))
+    if not ok:
+        limit = f"more than {low:g}" if strict else f"at least {low:g}"
+        raise DataError(shown, "-", key, f"expected a number {limit}")
+    return float(value)
+
+
+def _vector(value, size: int, shown: str, key: str) -> np.ndarray:
+    ok = (isinstance(value, Sequence) and not isinstance(value, str) and len(value) == size
+          and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                  for v in value))
+    if not ok:
+        raise DataError(shown, "-", key, f"expected {size} finite numbers")
+    return np.array(value, dtype=float)

@@ -1,0 +1,117 @@
+"""``chalk calibrate``: serving efficiencies fitted to the shipped measurements, their
+cross-validated scores, and calibrated predictions (docs/CALIBRATE.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from chalk.cli.options import UsageProblem, add_pin_options, add_quiet
+from chalk.cli.output import Outputs
+
+SAVE_FORMATS = {".yaml": "yaml", ".yml": "yaml"}
+MAX_PRIOR_WIDTH = 5.0  # a log-space width past this says nothing a flat prior does not
+
+
+def add_parser(commands, parser_class) -> None:
+    c = commands.add_parser(
+        "calibrate", help="fit serving efficiencies to published measurements",
+        description="Fit flops_efficiency and hbm_bandwidth_efficiency per chip/engine to "
+                    "the shipped serving measurements (partial pooling in log space, 90% "
+                    "intervals), score them on measurements each fit never saw, or predict "
+                    "a rate with a 90% prediction interval.")
+    c.add_argument("--prior-width", type=float, default=None, metavar="W",
+                   help="stated standard deviation of a group's log efficiency about the "
+                        "shared one (default 0.5; 0 fits one pair for every group)")
+    c.add_argument("--cross-validate", choices=["row", "source", "both"],
+                   help="leave out one row, one source or both in turn and score the "
+                        "predictions of what was left out")
+    c.add_argument("--predict", metavar="TARGET",
+                   help="a rate (token/s) to predict from -g/-p at the fitted efficiencies")
+    c.add_argument("--group", metavar="CHIP/ENGINE",
+                   help="the calibrated group to predict with, e.g. h200/tensorrt_llm "
+                        "(default: a group not calibrated)")
+    c.add_argument("--save", metavar="FILE",
+                   help="also write the calibration (YAML) for later predictions")
+    c.add_argument("--calibration", metavar="FILE",
+                   help="predict from a calibration written by --save instead of fitting")
+    add_pin_options(c)
+    add_quiet(c)
+
+
+def run(args) -> str:
+    """The output of ``chalk calibrate`` for parsed ``args``."""
+    from chalk.applications.calibrate import PRIOR_WIDTH, calibrate, cross_validate
+    from chalk.applications.calibrate.fit import fit_rows
+
+    if args.predict is None and args.calibration is None and (args.group or args.given
+                                                              or args.preset):
+        raise UsageProblem("--group, --given and --preset describe a prediction; add "
+                           "--predict TARGET")
+    if args.calibration is not None:
+        return _from_file(args)
+    width = PRIOR_WIDTH if args.prior_width is None else args.prior_width
+    if not (math.isfinite(width) and 0 <= width <= MAX_PRIOR_WIDTH):
+        raise UsageProblem(f"--prior-width must be between 0 and {MAX_PRIOR_WIDTH:g}")
+    outputs = Outputs()
+    if args.save is not None:  # checked before the measurements are compiled
+        outputs.declare("--save", args.save, SAVE_FORMATS)
+    if args.predict is not None:
+        from chalk.applications.calibrate.calibration import checked_prediction
+        from chalk.applications.calibrate.rows import group_of, shipped_records
+
+        groups = sorted({group_of(r) for r in shipped_records()})
+        checked_prediction(args.predict, args.given, args.group, groups, args.preset)
+    calibration = calibrate(prior_width=width)
+    out = {"calibration": calibration}
+    if args.predict is not None:
+        out["prediction"] = calibration.predict(args.predict, args.given, args.preset,
+                                                args.group)
+    if args.cross_validate:
+        schemes = ["row", "source"] if args.cross_validate == "both" else [args.cross_validate]
+        pooled = fit_rows(calibration.rows, 0.0)
+        out["cross_validation"] = [cross_validate(calibration.rows, width, s,
+                                                  calibration.fitted, pooled)
+                                   for s in schemes]
+    if args.save is not None:  # last: a refused prediction leaves no file behind
+        from chalk.applications.calibrate.stored import dumps
+
+        outputs.write({args.save: dumps(calibration)})
+    if args.json:
+        return json.dumps({k: ([s.to_dict() for s in v] if isinstance(v, list)
+                               else v.to_dict()) for k, v in out.items()}, indent=2)
+    parts = [calibration.text()]
+    if "prediction" in out:
+        parts.append(_prediction_text(args.predict, args.group, out["prediction"]))
+    parts += [s.text() for s in out.get("cross_validation", [])]
+    return "\n\n".join(parts)
+
+
+def _from_file(args) -> str:
+    """A prediction from a calibration file: no measurement is compiled or fitted."""
+    from chalk.applications.calibrate.stored import read
+
+    clashing = [o for o, v in (("--cross-validate", args.cross_validate),
+                               ("--prior-width", args.prior_width), ("--save", args.save))
+                if v is not None]
+    if clashing:
+        raise UsageProblem(f"{clashing[0]} needs the measurements; --calibration only "
+                           "predicts from a stored fit")
+    if args.predict is None:
+        raise UsageProblem("--calibration predicts; add --predict TARGET")
+    stored = read(args.calibration)
+    prediction = stored.predict(args.predict, args.given, args.preset, args.group)
+    if args.json:
+        return json.dumps({"prediction": prediction.to_dict(), "calibration": {
+            "file": args.calibration, "rows": stored.rows}}, indent=2)
+    return (_prediction_text(args.predict, args.group, prediction)
+            + f"\n(from {args.calibration}, fitted to {stored.rows} measurements)")
+
+
+def _prediction_text(target: str, group: str | None, p) -> str:
+    who = group or "a group not calibrated (shared efficiencies and their spread)"
+    cut = " (cut at the bound)" if p.capped else ""
+    return (f"{target} with {who}: {p.value:,.4g} token/s, 90% prediction interval "
+            f"{p.low:,.4g} to {p.high:,.4g}{cut} (measurement scatter {p.scatter:.3f} and "
+            f"efficiencies {p.parameter_sd:.3f} in log); bound at peak efficiencies "
+            f"{p.bound:,.4g} token/s")
