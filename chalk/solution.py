@@ -18,7 +18,6 @@ from chalk.solvers.records.derivation import Derivation
 from chalk.solvers.records.notes import Note, texts
 from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model
-from chalk.symbolic.printing.expressions import monomial_text
 from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.printing.readable import Readable
 from chalk.symbolic.units import Q_
@@ -267,9 +266,8 @@ class Explanation(Readable):
         lines.append(f"pinned: {', '.join(sorted(plan.pinned)) or '(none)'}")
         if plan.undetermined:
             lines.append(f"not determined: {', '.join(plan.undetermined)}")
-            for _, combo in plan.fixed:
-                if len(combo) > 1:
-                    lines.append(f"  the pins fix only {monomial_text(dict(combo))}")
+            for text in plan.fixed_texts().values():
+                lines.append(f"  the pins fix only {text}")
             if plan.completions:
                 lines.append("smallest sets of extra pins that would determine them:")
                 lines.extend(f"  {{{', '.join(c)}}}" for c in plan.completions)
@@ -310,7 +308,7 @@ class Explanation(Readable):
             "determined": plan.determined,
             "undetermined": list(plan.undetermined),
             "completions": [list(c) for c in plan.completions],
-            "fixed": {t: monomial_text(dict(c)) for t, c in plan.fixed if len(c) > 1},
+            "fixed": plan.fixed_texts(),
             "cancels": list(plan.placeholders),
             "from_inputs": list(plan.from_inputs),
             "steps": [{"relations": list(s.relations), "solved_for": list(s.variables),

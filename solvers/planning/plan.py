@@ -89,11 +89,27 @@ class Plan:
         """Whether the pins fix ``name`` (a pin counts)."""
         return self.analysis.is_determined(name)
 
+    def fixed_texts(self) -> dict[str, str]:
+        """For each undetermined target, the combination of it and others that the pins
+        fix, in words: a product of powers where exact rows make it one, else only the
+        quantities it mixes. A linearised row is a tangent at one point, and its
+        exponents (``output_tokens^(601/600)``) move with the point: no fixed product."""
+        out = {}
+        for target, combo in self.fixed:
+            if not combo or len(combo) < 2:
+                continue
+            if all(isinstance(e, (int, Fraction)) for _, e in combo):
+                out[target] = monomial_text(dict(combo))
+            else:
+                names = sorted(n for n, _ in combo)
+                out[target] = ("a combination of " + ", ".join(names[:-1]) + " and "
+                               + names[-1])
+        return out
+
     def underdetermined_error(self) -> UnderdeterminedError:
         """The error to raise when the targets are not determined: degenerate when the
         structure says the pins suffice but they fix only a combination."""
-        fixed = {t: monomial_text(dict(combo)) for t, combo in self.fixed
-                 if combo and len(combo) > 1}
+        fixed = self.fixed_texts()
         if self.undetermined and all(t in self.structurally_determined
                                      for t in self.undetermined) and fixed:
             return DegenerateError(list(self.undetermined), list(self.completions),

@@ -32,13 +32,14 @@ def test_brief_prints_the_answer_and_one_line_per_assumption(run_cli):
     assert status == 0 and err == ""
     lines = out.splitlines()
     # the lecture's 300 FLOP/byte x sparsity 8 x 1 byte/param / (1 FLOP/param/token x
-    # 1 token/sequence) = 2,400 sequences
+    # 1 token/sequence, no drafted tokens accepted) = 2,400 sequences
     assert lines[0] == "critical_batch_size = 2,400 sequence"
     assumed = lines[lines.index("assumed") + 1:]
     conventions = [line.strip() for line in assumed if "(convention lecture" in line]
     assert [line.split(" (")[0] for line in conventions] == [
         "flops_per_param = 1 FLOP/(param·token)", "bytes_per_param = 1 byte/param",
-        "hardware_intensity = 300 FLOP/byte", "decode_tokens_per_step = 1 token/sequence"]
+        "hardware_intensity = 300 FLOP/byte",
+        "accepted_tokens_per_step = 0 token/sequence"]  # no speculation: one token a step
     assert "derivation" not in lines and "pins" not in lines
     assert lines[-1] == "(the pins' sources and every step: the same command without --brief)"
 
