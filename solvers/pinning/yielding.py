@@ -19,7 +19,13 @@ from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.zeros import following_pins, put_zeros, zero_pins
-from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
+from chalk.solvers.planning.plan import (
+    Plan,
+    analyse_pins,
+    computed_from,
+    downstream,
+    make_plan,
+)
 from chalk.solvers.records.notes import Kind, Note
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import ChalkError
@@ -46,9 +52,11 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     and bandwidth; a preset value yields to what the user gave. A number yields only to
     pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
     the disagreement stays and is reported as a conflict; a zero stands for absence and
-    always yields. Conflicts among equals remain errors. Published headlines are left to
-    :func:`yield_headlines`. ``plan``, if given, is the question's plan of exactly these
-    pins (it spares planning them again).
+    yields whatever the values, but only to pins that compute its quantity forwards,
+    never to a measurement downstream of it (a measured rate does not invent
+    sliding-window KV for a dense model). Conflicts among equals remain errors.
+    Published headlines are left to :func:`yield_headlines`. ``plan``, if given, is the
+    question's plan of exactly these pins (it spares planning them again).
     """
     pins = dict(pins)
     notes = []
@@ -110,9 +118,27 @@ def yield_candidates(model: Model, pins: Mapping[str, Pin],
 
 
 def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:
-    """The pins behind ``name`` if, without it, pins of higher layers determine it."""
+    """The pins behind ``name`` if, without it, pins of higher layers determine it.
+
+    A zero stands for absence, and gives way only where the relations that define its
+    quantity compute it (:func:`~chalk.solvers.planning.plan.computed_from`) from the
+    other pins and the targets upstream of it, taken as known: the touched experts of
+    a batch asked for backwards from a step time are that batch's. A measured rate
+    downstream of an absent term never brings the term into being by inverting the
+    relations through it (no sliding-window KV is invented for a dense model): the
+    disagreement stays and is reported.
+    """
     without = {n: p for n, p in pins.items() if n != name}
-    higher = tuple(analyse_pins(model, frozenset(without), (name,)).pins_behind(model, name))
+    if pins[name].value == 0:
+        later = downstream(model, name)
+        known = frozenset(without) | {t for t in targets if t not in later}
+        inputs = computed_from(model, name, known)
+        if inputs is None:
+            return None
+        higher = tuple(sorted(i for i in inputs if i in without))
+    else:
+        higher = tuple(analyse_pins(model, frozenset(without), (name,))
+                       .pins_behind(model, name))
     # ranks are compared first: most candidates are of the layer of what lies behind
     # them, and that spares planning the question once per candidate
     if not outranked(pins[name], [without[h] for h in higher], model):
@@ -122,14 +148,30 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
     return higher
 
 
+def _grounds(model: Model, others: Mapping[str, Pin], pin: Pin) -> Mapping[str, Pin]:
+    """The pins among ``others`` that may ground a value in place of ``pin``'s.
+
+    A zero (absence) or a published headline gives way only to what computes its
+    quantity forwards: the pins downstream of it (a measured step time or rate that it
+    feeds into) are left out, so that no measurement is explained by inventing a term
+    the model does not have (sliding-window KV for a dense model) or by resizing it.
+    A default number keeps them: it gives way only to values that roughly agree.
+    """
+    if pin.value != 0 and not pin.headline:
+        return others
+    later = downstream(model, pin.name)
+    return {n: p for n, p in others.items() if n not in later}
+
+
 def outranked(pin: Pin, behind: Sequence[Pin], model: Model) -> bool:
     """Whether pins of higher layers (``behind``: those a derivation of ``pin``'s quantity
     rests on) take precedence over ``pin``.
 
     A number gives way only when every pin behind the derivation is of a higher layer.
     A zero stands for absence (no sliding-window KV, attention left out): it gives way as
-    soon as a higher layer brings what determines the quantity, even if lower-layer pins
-    such as another zero also feed in. A published headline figure ("235B") gives way to
+    soon as a higher layer brings what computes the quantity, even if lower-layer pins
+    such as another zero also feed in (``behind`` holds only pins upstream of it: see
+    :func:`yield_defaults`). A published headline figure ("235B") gives way to
     pins of its own layer or higher that determine it (a model's architecture). A count
     a model preset states of its config (``structural`` in its declaration: layers,
     heads) gives way only to a derivation from such counts alone: 160 kB of KV per token
@@ -184,23 +226,31 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
 def _determined_by(model: Model, without: Mapping[str, Pin], pin: Pin):
     """The pins behind ``pin``'s quantity if ``without`` determine it (with the zeros put
     in, if it takes them), pins that outrank it, and give it a value; otherwise None."""
-    used = model
+    without = _grounds(model, without, pin)
     plan = make_plan(model, frozenset(without), (pin.name,), explain=False)
-    if not plan.determined:
-        # a dense model's size needs its zero experts put in; that narrowed model is
-        # planned only then, as finding its reference point is costly
-        absent = put_zeros(model, zero_pins(without))
-        if absent.model is model:
-            return None
-        used = absent.model
-        without = {**without, **following_pins(absent, model, without)}
-        plan = make_plan(used, frozenset(without), (pin.name,), explain=False)
-        if not plan.determined:
-            return None
-    behind = plan.analysis.pins_behind(used, pin.name)
-    if not outranked(pin, [without[b] for b in behind], model):
+    behind = _outranking(model, model, without, pin, plan)
+    if behind is not None:
+        return behind
+    # a dense model's size needs its zero experts put in (as absences, not numbers
+    # to solve through); that narrowed model is planned only then, as finding its
+    # reference point is costly
+    absent = put_zeros(model, zero_pins(without))
+    if absent.model is model:
         return None
-    if implied_value(used, without, pin.name) is None:
+    without = {**without, **following_pins(absent, model, without)}
+    plan = make_plan(absent.model, frozenset(without), (pin.name,), explain=False)
+    return _outranking(absent.model, model, without, pin, plan)
+
+
+def _outranking(used: Model, model: Model, pins: Mapping[str, Pin], pin: Pin, plan):
+    """The pins behind ``pin``'s quantity in ``plan`` (of ``used``) if they determine
+    it, outrank ``pin`` and give it a value; otherwise None."""
+    if not plan.determined:
+        return None
+    behind = plan.analysis.pins_behind(used, pin.name)
+    if not outranked(pin, [pins[b] for b in behind], model):
+        return None
+    if implied_value(used, pins, pin.name) is None:
         return None
     return behind
 

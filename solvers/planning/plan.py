@@ -400,6 +400,77 @@ def _defining_relation(model: Model, name: str) -> str | None:
     return None
 
 
+def downstream(model: Model, name: str) -> frozenset[str]:
+    """The quantities ``name`` feeds forward into: those whose defining relation it
+    enters, those whose defining relation they enter, and so on. A pin among them is a
+    measurement of something ``name`` helps compute, not a ground for its value."""
+    feeds = _feeds(model)
+    found, stack = set(), [name]
+    while stack:
+        for later in feeds.get(stack.pop(), ()):
+            if later not in found:
+                found.add(later)
+                stack.append(later)
+    found.discard(name)
+    return frozenset(found)
+
+
+def computed_from(model: Model, name: str, known) -> frozenset[str] | None:
+    """The ``known`` quantities from which ``name`` is computed forwards; None if it is
+    fixed, if at all, only by inverting a relation (from something it feeds into).
+
+    ``name`` is unfolded through the relations that define it (named after it, or with
+    it alone on their left side) and those of their inputs, down to known quantities;
+    a part of a known whole (``n_layers = n_kv_layers + n_local_layers``) follows from
+    the whole and the other parts.
+    """
+    memo: dict[str, frozenset[str] | None] = {}
+
+    def leaves(current: str, path: frozenset[str]) -> frozenset[str] | None:
+        if current in known:
+            return frozenset({current})
+        if current in memo:
+            return memo[current]
+        if current in path:
+            return None  # a loop computes nothing
+        path = path | {current}
+        out = None
+        for inputs in _ways_to_compute(model, current, known):
+            found = [leaves(i, path) for i in sorted(inputs)]
+            if all(f is not None for f in found):
+                out = frozenset().union(*found)
+                break
+        memo[current] = out
+        return out
+
+    return None if name in known else leaves(name, frozenset())
+
+
+def _ways_to_compute(model: Model, name: str, known):
+    """Each set of quantities from which one relation computes ``name`` forwards: the
+    inputs of a relation that defines it, or a known whole and its other parts."""
+    symbol = model.variables[name].symbol
+    for r in model.relations_of(name):
+        relation = model.relations[r]
+        others = model.variables_in(r) - {name}
+        if relation.lhs == symbol or (r == name and symbol not in relation.rhs.free_symbols):
+            yield others
+        elif (relation.lhs.is_Symbol and relation.lhs.name in known
+              and relation.rhs.is_Add and symbol in relation.rhs.args):
+            yield others
+
+
+@lru_cache(maxsize=16)
+def _feeds(model: Model) -> dict[str, frozenset[str]]:
+    """For each quantity, the derived quantities whose defining relation it enters."""
+    feeds: dict[str, set[str]] = {}
+    for name, variable in model.variables.items():
+        relation = _defining_relation(model, name) if variable.derived else None
+        for source in model.variables_in(relation) - {name} if relation else ():
+            feeds.setdefault(source, set()).add(name)
+    return {k: frozenset(v) for k, v in feeds.items()}
+
+
 def _input_completion(model, analysis, pinned, undetermined):
     """Unfold each undetermined target through the relations that define it, down to input
     quantities: the 'from first principles' pins."""
