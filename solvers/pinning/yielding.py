@@ -63,9 +63,10 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     weighed = False
     over = _over_determined(model, pins, targets, plan)
     for layer in (Layer.CONVENTIONS, Layer.PRESET):
-        # headlines are yield_headlines' (whatever is asked), after these have given way
+        # headlines are yield_headlines' (whatever is asked), after these have given way;
+        # a zero marked so is an absence all the same, judged with the targets
         for name in sorted(n for n, p in pins.items()
-                           if p.layer is layer and n in over and not p.headline):
+                           if p.layer is layer and n in over and not _sized(p)):
             higher = _determined_from_above(model, pins, targets, name)
             if higher is None:
                 continue
@@ -81,8 +82,14 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     return Yielded(pins, tuple(notes), frozenset(over) if weighed else frozenset())
 
 
+def _sized(pin: Pin) -> bool:
+    """Whether ``pin`` is a published headline figure (not a zero: an absence marked as
+    a headline, such as attention at the matmuls' peak, yields as any zero does)."""
+    return pin.headline and pin.value != 0
+
+
 def _yield_note(pin: Pin, higher) -> Note:
-    kind = Kind.HEADLINE if pin.headline and pin.value != 0 else Kind.YIELDED
+    kind = Kind.HEADLINE if _sized(pin) else Kind.YIELDED
     return Note(kind, {"origin": pin.origin, "shown": pin.text, "name": pin.name,
                        "behind": tuple(sorted(higher)), "zero": pin.value == 0})
 
@@ -120,10 +127,10 @@ def yield_candidates(model: Model, pins: Mapping[str, Pin],
 def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:
     """The pins behind ``name`` if, without it, pins of higher layers determine it.
 
-    A zero stands for absence, and gives way only where the relations that define its
-    quantity compute it (:func:`~chalk.solvers.planning.plan.computed_from`) from the
-    other pins and the targets upstream of it, taken as known: the touched experts of
-    a batch asked for backwards from a step time are that batch's. A measured rate
+    A zero stands for absence, and gives way only where the relations compute its
+    quantity (:func:`~chalk.solvers.planning.plan.computed_from`) from the other pins
+    and the targets that are not downstream of it, taken as known: the touched experts
+    of a batch asked for backwards from a step time are that batch's. A measured rate
     downstream of an absent term never brings the term into being by inverting the
     relations through it (no sliding-window KV is invented for a dense model): the
     disagreement stays and is reported.
@@ -131,8 +138,9 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
     without = {n: p for n, p in pins.items() if n != name}
     if pins[name].value == 0:
         later = downstream(model, name)
-        known = frozenset(without) | {t for t in targets if t not in later}
-        inputs = computed_from(model, name, known)
+        known = (frozenset(n for n in without if n not in later)
+                 | {t for t in targets if t not in later})
+        inputs = computed_from(model, name, known, zero_pins(without) & known)
         if inputs is None:
             return None
         higher = tuple(sorted(i for i in inputs if i in without))
@@ -149,16 +157,9 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
 
 
 def _grounds(model: Model, others: Mapping[str, Pin], pin: Pin) -> Mapping[str, Pin]:
-    """The pins among ``others`` that may ground a value in place of ``pin``'s.
-
-    A zero (absence) or a published headline gives way only to what computes its
-    quantity forwards: the pins downstream of it (a measured step time or rate that it
-    feeds into) are left out, so that no measurement is explained by inventing a term
-    the model does not have (sliding-window KV for a dense model) or by resizing it.
-    A default number keeps them: it gives way only to values that roughly agree.
-    """
-    if pin.value != 0 and not pin.headline:
-        return others
+    """The pins among ``others`` that may ground a published headline ``pin``: not those
+    downstream of its quantity (a measured step time or rate that it feeds into), so
+    that no measurement resizes a model or a chip by inverting the relations."""
     later = downstream(model, pin.name)
     return {n: p for n, p in others.items() if n not in later}
 
@@ -184,7 +185,7 @@ def outranked(pin: Pin, behind: Sequence[Pin], model: Model) -> bool:
     if (pin.layer is Layer.PRESET and _structural(model, pin.name)
             and not all(_structural(model, b.name) for b in behind)):
         return False
-    if pin.headline:
+    if _sized(pin):
         return all(b.layer >= pin.layer for b in behind)
     if pin.value == 0:
         return (any(b.layer > pin.layer for b in behind)
@@ -209,7 +210,7 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
     """
     pins = dict(pins)
     notes = []
-    headlines = sorted(n for n, p in pins.items() if p.headline)
+    headlines = sorted(n for n, p in pins.items() if _sized(p))
     for name in headlines:
         # the architecture alone first, so that one headline is not named as the
         # ground of another; then with the other headlines still in force

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+import sympy
 from chalk.solvers.analysis.jacobian import regime_rows
 from chalk.solvers.analysis.rank import RankAnalysis, analyse
 from chalk.solvers.analysis.structure import dulmage_mendelsohn, incidence_graph, solve_order
@@ -415,49 +416,59 @@ def downstream(model: Model, name: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def computed_from(model: Model, name: str, known) -> frozenset[str] | None:
-    """The ``known`` quantities from which ``name`` is computed forwards; None if it is
-    fixed, if at all, only by inverting a relation (from something it feeds into).
+def computed_from(model: Model, name: str, known, zeros=frozenset()) -> frozenset[str] | None:
+    """The ``known`` quantities from which ``name`` is computed, one relation at a time;
+    None if they do not compute it.
 
-    ``name`` is unfolded through the relations that define it (named after it, or with
-    it alone on their left side) and those of their inputs, down to known quantities;
-    a part of a known whole (``n_layers = n_kv_layers + n_local_layers``) follows from
-    the whole and the other parts.
+    Each step solves one relation for its one unknown quantity. A relation is solved
+    for a quantity it does not define only if no known zero (``zeros``: absences) takes
+    that quantity out of it: ``t_alltoall = 0`` says nothing of the bytes a token
+    sends, but ``n_local_layers = 0`` leaves ``n_kv_layers = n_layers``. ``known``
+    should hold no measurement downstream of ``name`` (:func:`downstream`): from those
+    the relations would explain it backwards.
     """
-    memo: dict[str, frozenset[str] | None] = {}
-
-    def leaves(current: str, path: frozenset[str]) -> frozenset[str] | None:
-        if current in known:
-            return frozenset({current})
-        if current in memo:
-            return memo[current]
-        if current in path:
-            return None  # a loop computes nothing
-        path = path | {current}
-        out = None
-        for inputs in _ways_to_compute(model, current, known):
-            found = [leaves(i, path) for i in sorted(inputs)]
-            if all(f is not None for f in found):
-                out = frozenset().union(*found)
-                break
-        memo[current] = out
-        return out
-
-    return None if name in known else leaves(name, frozenset())
+    if name in known:
+        return None
+    behind = {k: frozenset({k}) for k in known}
+    changed = True
+    while changed and name not in behind:
+        changed = False
+        for r in model.relations:
+            variables = model.variables_in(r)
+            unknown = [v for v in variables if v not in behind]
+            if len(unknown) != 1:
+                continue
+            target = unknown[0]
+            if not (_defines(model, r, target)
+                    or _solvable_past_zeros(model, r, target, frozenset(zeros & variables))):
+                continue
+            behind[target] = frozenset().union(*(behind[v] for v in variables if v != target))
+            changed = True
+    return behind.get(name)
 
 
-def _ways_to_compute(model: Model, name: str, known):
-    """Each set of quantities from which one relation computes ``name`` forwards: the
-    inputs of a relation that defines it, or a known whole and its other parts."""
+def _defines(model: Model, relation: str, name: str) -> bool:
+    """Whether ``relation`` defines ``name``: it has ``name`` alone on its left side, or is
+    named after it with ``name`` on its left side only."""
+    r = model.relations[relation]
     symbol = model.variables[name].symbol
-    for r in model.relations_of(name):
-        relation = model.relations[r]
-        others = model.variables_in(r) - {name}
-        if relation.lhs == symbol or (r == name and symbol not in relation.rhs.free_symbols):
-            yield others
-        elif (relation.lhs.is_Symbol and relation.lhs.name in known
-              and relation.rhs.is_Add and symbol in relation.rhs.args):
-            yield others
+    return r.lhs == symbol or (relation == name and symbol not in r.rhs.free_symbols)
+
+
+@lru_cache(maxsize=1024)
+def _solvable_past_zeros(model: Model, relation: str, name: str,
+                         zeros: frozenset[str]) -> bool:
+    """Whether ``relation`` with the ``zeros`` put in still relates ``name`` to the
+    rest, neither side emptied nor infinite: solving it for ``name`` then uses no
+    absence as a number."""
+    if not zeros:
+        return True
+    r = model.relations[relation]
+    put_in = {model.variables[z].symbol: 0 for z in zeros}
+    sides = (r.lhs.subs(put_in), r.rhs.subs(put_in))
+    # a side the zeros empty (0 = bytes x tokens) fixes nothing but that a factor is 0
+    return (all(side != 0 and not side.has(sympy.zoo, sympy.nan, sympy.oo) for side in sides)
+            and model.variables[name].symbol in (sides[0] - sides[1]).free_symbols)
 
 
 @lru_cache(maxsize=16)
