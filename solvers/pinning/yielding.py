@@ -19,13 +19,8 @@ from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.zeros import following_pins, put_zeros, zero_pins
-from chalk.solvers.planning.plan import (
-    Plan,
-    analyse_pins,
-    computed_from,
-    downstream,
-    make_plan,
-)
+from chalk.solvers.planning.forward import computed_from, downstream
+from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
 from chalk.solvers.records.notes import Kind, Note
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import ChalkError
@@ -66,7 +61,7 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
         # headlines are yield_headlines' (whatever is asked), after these have given way;
         # a zero marked so is an absence all the same, judged with the targets
         for name in sorted(n for n, p in pins.items()
-                           if p.layer is layer and n in over and not _sized(p)):
+                           if p.layer is layer and n in over and not _headline_figure(p)):
             higher = _determined_from_above(model, pins, targets, name)
             if higher is None:
                 continue
@@ -82,14 +77,14 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     return Yielded(pins, tuple(notes), frozenset(over) if weighed else frozenset())
 
 
-def _sized(pin: Pin) -> bool:
+def _headline_figure(pin: Pin) -> bool:
     """Whether ``pin`` is a published headline figure (not a zero: an absence marked as
     a headline, such as attention at the matmuls' peak, yields as any zero does)."""
     return pin.headline and pin.value != 0
 
 
 def _yield_note(pin: Pin, higher) -> Note:
-    kind = Kind.HEADLINE if _sized(pin) else Kind.YIELDED
+    kind = Kind.HEADLINE if _headline_figure(pin) else Kind.YIELDED
     return Note(kind, {"origin": pin.origin, "shown": pin.text, "name": pin.name,
                        "behind": tuple(sorted(higher)), "zero": pin.value == 0})
 
@@ -128,7 +123,7 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
     """The pins behind ``name`` if, without it, pins of higher layers determine it.
 
     A zero stands for absence, and gives way only where the relations compute its
-    quantity (:func:`~chalk.solvers.planning.plan.computed_from`) from the other pins
+    quantity (:func:`~chalk.solvers.planning.forward.computed_from`) from the other pins
     and the targets that are not downstream of it, taken as known: the touched experts
     of a batch asked for backwards from a step time are that batch's. A measured rate
     downstream of an absent term never brings the term into being by inverting the
@@ -185,7 +180,7 @@ def outranked(pin: Pin, behind: Sequence[Pin], model: Model) -> bool:
     if (pin.layer is Layer.PRESET and _structural(model, pin.name)
             and not all(_structural(model, b.name) for b in behind)):
         return False
-    if _sized(pin):
+    if _headline_figure(pin):
         return all(b.layer >= pin.layer for b in behind)
     if pin.value == 0:
         return (any(b.layer > pin.layer for b in behind)
@@ -210,7 +205,7 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
     """
     pins = dict(pins)
     notes = []
-    headlines = sorted(n for n, p in pins.items() if _sized(p))
+    headlines = sorted(n for n, p in pins.items() if _headline_figure(p))
     for name in headlines:
         # the architecture alone first, so that one headline is not named as the
         # ground of another; then with the other headlines still in force

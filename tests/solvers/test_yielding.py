@@ -15,7 +15,7 @@ import pytest
 from chalk.knowledge import load_model
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.yielding import outranked
-from chalk.solvers.planning.plan import computed_from, downstream
+from chalk.solvers.planning.forward import computed_from, downstream
 from chalk.symbolic.errors import InconsistentPins
 
 from chalk import solve
