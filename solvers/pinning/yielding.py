@@ -1,8 +1,9 @@
 """Which pins give way: lower layers to higher ones that determine the same quantity.
 
 A conventions default yields to a chip's or a model's own figures, a preset's value to
-the user's; a zero (absence) yields to anything that determines its quantity, and a
-published headline ("235B") to the architecture it rounds. A count of a model's config
+the user's; a zero (absence) yields to what computes its quantity, never to a
+measurement it feeds into, and a published headline ("235B") to the architecture it
+rounds. A count of a model's config
 (layers, heads) gives way only to other such counts, never to a serving figure.
 :func:`outranked` is the one rule; :func:`yield_defaults` applies it to a question's pins,
 :func:`yield_headlines` to a model's headline sizes whatever is asked, and
