@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
 from chalk.solvers.bulk.ranged_pins import set_aside_ranges
-from chalk.solvers.pinning.pinned import Pin
+from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.pins import ResolvedPins, read_value, resolve_pins
 from chalk.solvers.pinning.variants import for_pins
 from chalk.solvers.pinning.yielding import (
@@ -422,9 +422,21 @@ def derivable_statements(q: Prepared) -> set[str]:
 
 
 def statement_outranked(q: Prepared, target: str) -> bool:
-    """Whether what derives a stated target comes from higher layers than the statement."""
-    behind = q.plan.analysis.pins_behind(q.model, target)
-    return outranked(q.stated[target], [q.pins[b] for b in behind], q.model)
+    """Whether what derives a stated target outranks the statement.
+
+    As pins yield (:func:`~chalk.solvers.pinning.yielding.outranked`), and one more
+    way: a conventions default of an asked target (``hbm_bandwidth_efficiency = 1``, a
+    bound at peak) gives way to a derivation that rests on at least one of the user's
+    pins (a measured rate), the other conventions defaults beside them. Asking for a
+    quantity the conventions only default, with evidence that fixes it, asks for that
+    derivation; the default stays as its cross-check. A preset's statement (a model's
+    stated counts) gives way only as a pin would.
+    """
+    stated = q.stated[target]
+    behind = [q.pins[b] for b in q.plan.analysis.pins_behind(q.model, target)]
+    if stated.layer is Layer.CONVENTIONS and any(b.layer is Layer.GIVEN for b in behind):
+        return True
+    return outranked(stated, behind, q.model)
 
 
 

@@ -1,8 +1,9 @@
 """Which pins give way: lower layers to higher ones that determine the same quantity.
 
 A conventions default yields to a chip's or a model's own figures, a preset's value to
-the user's; a zero (absence) yields to anything that determines its quantity, and a
-published headline ("235B") to the architecture it rounds. A count of a model's config
+the user's; a zero (absence) yields to what computes its quantity, never to a
+measurement it feeds into, and a published headline ("235B") to the architecture it
+rounds. A count of a model's config
 (layers, heads) gives way only to other such counts, never to a serving figure.
 :func:`outranked` is the one rule; :func:`yield_defaults` applies it to a question's pins,
 :func:`yield_headlines` to a model's headline sizes whatever is asked, and
@@ -19,6 +20,7 @@ from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.zeros import following_pins, put_zeros, zero_pins
+from chalk.solvers.planning.forward import computed_from, downstream
 from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
 from chalk.solvers.records.notes import Kind, Note
 from chalk.solvers.tolerances import PINS
@@ -46,19 +48,22 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     and bandwidth; a preset value yields to what the user gave. A number yields only to
     pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
     the disagreement stays and is reported as a conflict; a zero stands for absence and
-    always yields, a zero stated for an input (no speculation) after those standing in for
-    computed quantities. Conflicts among equals remain errors. Published headlines are left
-    to :func:`yield_headlines`. ``plan``, if given, is the question's plan of exactly these
-    pins (it spares planning them again).
+    yields whatever the values, but only to pins that compute its quantity forwards,
+    never to a measurement downstream of it (a measured rate does not invent
+    sliding-window KV for a dense model); a zero stated for an input (no speculation) is
+    weighed after those standing in for computed quantities. Conflicts among equals
+    remain errors. Published headlines are left to :func:`yield_headlines`. ``plan``, if
+    given, is the question's plan of exactly these pins (it spares planning them again).
     """
     pins = dict(pins)
     notes = []
     weighed = False
     over = _over_determined(model, pins, targets, plan)
     for layer in (Layer.CONVENTIONS, Layer.PRESET):
-        # headlines are yield_headlines' (whatever is asked), after these have given way
+        # headlines are yield_headlines' (whatever is asked), after these have given way;
+        # a zero marked so is an absence all the same, judged with the targets
         ordered = sorted(n for n, p in pins.items()
-                         if p.layer is layer and n in over and not p.headline)
+                         if p.layer is layer and n in over and not _headline_figure(p))
         # A zero stated for an input (no speculation) is weighed after the zeros that
         # stand in for computed quantities (every expert read, no all-to-all): where two
         # absences determine each other, the stand-in gives way, whatever their names.
@@ -79,8 +84,14 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     return Yielded(pins, tuple(notes), frozenset(over) if weighed else frozenset())
 
 
+def _headline_figure(pin: Pin) -> bool:
+    """Whether ``pin`` is a published headline figure (not a zero: an absence marked as
+    a headline, such as attention at the matmuls' peak, yields as any zero does)."""
+    return pin.headline and pin.value != 0
+
+
 def _yield_note(pin: Pin, higher) -> Note:
-    kind = Kind.HEADLINE if pin.headline and pin.value != 0 else Kind.YIELDED
+    kind = Kind.HEADLINE if _headline_figure(pin) else Kind.YIELDED
     return Note(kind, {"origin": pin.origin, "shown": pin.text, "name": pin.name,
                        "behind": tuple(sorted(higher)), "zero": pin.value == 0})
 
@@ -116,9 +127,28 @@ def yield_candidates(model: Model, pins: Mapping[str, Pin],
 
 
 def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:
-    """The pins behind ``name`` if, without it, pins of higher layers determine it."""
+    """The pins behind ``name`` if, without it, pins of higher layers determine it.
+
+    A zero stands for absence, and gives way only where the relations compute its
+    quantity (:func:`~chalk.solvers.planning.forward.computed_from`) from the other pins
+    and the targets that are not downstream of it, taken as known: the touched experts
+    of a batch asked for backwards from a step time are that batch's. A measured rate
+    downstream of an absent term never brings the term into being by inverting the
+    relations through it (no sliding-window KV is invented for a dense model): the
+    disagreement stays and is reported.
+    """
     without = {n: p for n, p in pins.items() if n != name}
-    higher = tuple(analyse_pins(model, frozenset(without), (name,)).pins_behind(model, name))
+    if pins[name].value == 0:
+        later = downstream(model, name)
+        known = (frozenset(n for n in without if n not in later)
+                 | {t for t in targets if t not in later})
+        inputs = computed_from(model, name, known, zero_pins(without) & known)
+        if inputs is None:
+            return None
+        higher = tuple(sorted(i for i in inputs if i in without))
+    else:
+        higher = tuple(analyse_pins(model, frozenset(without), (name,))
+                       .pins_behind(model, name))
     # ranks are compared first: most candidates are of the layer of what lies behind
     # them, and that spares planning the question once per candidate
     if not outranked(pins[name], [without[h] for h in higher], model):
@@ -128,14 +158,23 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
     return higher
 
 
+def _grounds(model: Model, others: Mapping[str, Pin], pin: Pin) -> Mapping[str, Pin]:
+    """The pins among ``others`` that may ground a published headline ``pin``: not those
+    downstream of its quantity (a measured step time or rate that it feeds into), so
+    that no measurement resizes a model or a chip by inverting the relations."""
+    later = downstream(model, pin.name)
+    return {n: p for n, p in others.items() if n not in later}
+
+
 def outranked(pin: Pin, behind: Sequence[Pin], model: Model) -> bool:
     """Whether pins of higher layers (``behind``: those a derivation of ``pin``'s quantity
     rests on) take precedence over ``pin``.
 
     A number gives way only when every pin behind the derivation is of a higher layer.
     A zero stands for absence (no sliding-window KV, attention left out): it gives way as
-    soon as a higher layer brings what determines the quantity, even if lower-layer pins
-    such as another zero also feed in. A published headline figure ("235B") gives way to
+    soon as a higher layer brings what computes the quantity, even if lower-layer pins
+    such as another zero also feed in (``behind`` holds only pins upstream of it: see
+    :func:`yield_defaults`). A published headline figure ("235B") gives way to
     pins of its own layer or higher that determine it (a model's architecture). A count
     a model preset states of its config (``structural`` in its declaration: layers,
     heads) gives way only to a derivation from such counts alone: 160 kB of KV per token
@@ -148,7 +187,7 @@ def outranked(pin: Pin, behind: Sequence[Pin], model: Model) -> bool:
     if (pin.layer is Layer.PRESET and _structural(model, pin.name)
             and not all(_structural(model, b.name) for b in behind)):
         return False
-    if pin.headline:
+    if _headline_figure(pin):
         return all(b.layer >= pin.layer for b in behind)
     if pin.value == 0:
         return (any(b.layer > pin.layer for b in behind)
@@ -173,7 +212,7 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
     """
     pins = dict(pins)
     notes = []
-    headlines = sorted(n for n, p in pins.items() if p.headline)
+    headlines = sorted(n for n, p in pins.items() if _headline_figure(p))
     for name in headlines:
         # the architecture alone first, so that one headline is not named as the
         # ground of another; then with the other headlines still in force
@@ -190,23 +229,31 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
 def _determined_by(model: Model, without: Mapping[str, Pin], pin: Pin):
     """The pins behind ``pin``'s quantity if ``without`` determine it (with the zeros put
     in, if it takes them), pins that outrank it, and give it a value; otherwise None."""
-    used = model
+    without = _grounds(model, without, pin)
     plan = make_plan(model, frozenset(without), (pin.name,), explain=False)
-    if not plan.determined:
-        # a dense model's size needs its zero experts put in; that narrowed model is
-        # planned only then, as finding its reference point is costly
-        absent = put_zeros(model, zero_pins(without))
-        if absent.model is model:
-            return None
-        used = absent.model
-        without = {**without, **following_pins(absent, model, without)}
-        plan = make_plan(used, frozenset(without), (pin.name,), explain=False)
-        if not plan.determined:
-            return None
-    behind = plan.analysis.pins_behind(used, pin.name)
-    if not outranked(pin, [without[b] for b in behind], model):
+    behind = _outranking(model, model, without, pin, plan)
+    if behind is not None:
+        return behind
+    # a dense model's size needs its zero experts put in (as absences, not numbers
+    # to solve through); that narrowed model is planned only then, as finding its
+    # reference point is costly
+    absent = put_zeros(model, zero_pins(without))
+    if absent.model is model:
         return None
-    if implied_value(used, without, pin.name) is None:
+    without = {**without, **following_pins(absent, model, without)}
+    plan = make_plan(absent.model, frozenset(without), (pin.name,), explain=False)
+    return _outranking(absent.model, model, without, pin, plan)
+
+
+def _outranking(used: Model, model: Model, pins: Mapping[str, Pin], pin: Pin, plan):
+    """The pins behind ``pin``'s quantity in ``plan`` (of ``used``) if they determine
+    it, outrank ``pin`` and give it a value; otherwise None."""
+    if not plan.determined:
+        return None
+    behind = plan.analysis.pins_behind(used, pin.name)
+    if not outranked(pin, [pins[b] for b in behind], model):
+        return None
+    if implied_value(used, pins, pin.name) is None:
         return None
     return behind
 

@@ -24,6 +24,7 @@ from chalk.solvers.analysis.jacobian import regime_rows
 from chalk.solvers.analysis.rank import RankAnalysis, analyse
 from chalk.solvers.analysis.structure import dulmage_mendelsohn, incidence_graph, solve_order
 from chalk.solvers.planning.completions import combination, completions, spans
+from chalk.solvers.planning.forward import defining_relation
 from chalk.solvers.planning.regimes import free_in_every_regime, regimes_reach
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
 from chalk.symbolic.model import Model
@@ -404,18 +405,6 @@ def _pins_near(model: Model, analysis: RankAnalysis, name: str) -> set[str]:
     return near
 
 
-def _defining_relation(model: Model, name: str) -> str | None:
-    """The relation that defines a derived quantity: named after it, or with it alone on
-    its left side."""
-    if name in model.relations and name in model.variables_in(name):
-        return name
-    for r in model.relations_of(name):
-        lhs = model.relations[r].lhs
-        if lhs.is_Symbol and lhs.name == name:
-            return r
-    return None
-
-
 def _input_completion(model, analysis, pinned, undetermined):
     """Unfold each undetermined target through the relations that define it, down to input
     quantities: the 'from first principles' pins."""
@@ -427,7 +416,7 @@ def _input_completion(model, analysis, pinned, undetermined):
         if name in seen or name in pinned:
             continue
         seen.add(name)
-        relation = _defining_relation(model, name) if model.variables[name].derived else None
+        relation = defining_relation(model, name) if model.variables[name].derived else None
         if relation is None:
             leaves.add(name)
         else:

@@ -9,7 +9,7 @@ number below is worked by hand in the comments.
 import math
 
 import pytest
-from chalk.symbolic.errors import ChalkError, InconsistentPins
+from chalk.symbolic.errors import InconsistentPins
 
 from chalk import explain, solve
 
@@ -284,10 +284,6 @@ def test_tensor_parallel_experts_send_no_all_to_all():
     assert s.value("t_ep_comm", "s") == 0
 
 
-@pytest.mark.xfail(strict=True, raises=ChalkError, reason=(
-    "engine (solvers/, not this module's): backwards from a step time the batch is unknown, "
-    "so the conventions' zero unread_expert_fraction is not set aside and every expert is "
-    "read; the step 10 sequences take forwards has no batch backwards"))
 def test_a_small_batch_step_backwards_reads_the_touched_experts():
     # forwards, 10 sequences on 8 H200s read the dense part and 1 - (248/256)^10 = 27.2% of
     # the routed experts; the same step time asked backwards should give 10 sequences

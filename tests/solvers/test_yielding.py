@@ -15,6 +15,8 @@ import pytest
 from chalk.knowledge import load_model
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.yielding import outranked
+from chalk.solvers.planning.forward import computed_from, downstream
+from chalk.symbolic.errors import InconsistentPins
 
 from chalk import solve
 from chalk.applications.imply import imply
@@ -198,3 +200,95 @@ def test_the_cost_plots_floor_line_uses_the_architecture_count():
     # 989e12 FLOP/s (datasheet, knowledge/data/accelerators.yaml); per million tokens
     assert line.get_ydata()[0] == pytest.approx(1e-3 * 2 * LLAMA_ACTIVE / 989e12 * 1e6,
                                                 rel=1e-9)
+
+
+# A measured rate beside the H100/bf16/Llama 3.1 70B roofline: one sequence at 2,000
+# tokens of context on 8 chips, measured at 100 token/s, so a step of 1/100 s = 10 ms.
+MEASURED = {"n_chips": "8 chip", "batch_size": "1 sequence", "context_length": "2k token",
+            "tokens_per_second_per_user": "100 token/s"}
+# The bound at peak: a step reads every weight but the input table, 2 x LLAMA_ACTIVE =
+# 139,003,428,864 byte, and the KV of 2,000 tokens, 2,000 x 327,680 = 655,360,000 byte,
+# over 8 x 3.35 TB/s: 139,658,788,864 / 26.8e12 = 5.2111 ms (192 token/s). Its matmuls,
+# (2 x 69.5e9 + 8 FLOP/byte x 655.36e6) / (8 x 989e12) = 18 us, hide under the reads.
+BOUND_STEP = (2 * LLAMA_ACTIVE + 2000 * LLAMA_KV) / (8 * 3.35e12)
+
+
+def _set_aside(solution) -> set[str]:
+    """The quantities whose conventions' zero (absence) a solution's notes set aside."""
+    return {n.split(" of ", 1)[1].split(" set aside", 1)[0]
+            for n in solution.derivation.notes if "(a zero: absence) of " in n}
+
+
+# Regression (issue 22): the zero rule of outranked let the conventions' zero window KV
+# and zero attention surplus give way to the measured rate by inversion, so a dense
+# model was given sliding-window KV (or slow attention) to explain a slower step
+def test_a_measured_rate_never_invents_a_window():
+    s = solve("step_time", MEASURED, SERVING_PRESETS)
+    assert s.value("step_time", "s") == pytest.approx(0.01, rel=1e-12)  # 1 / 100 token/s
+    assert not _set_aside(s) & {"kv_window_bytes_per_sequence",
+                                "attention_surplus_time_per_flop"}
+    # the architecture still computes the attention FLOP forwards: that zero gives way
+    assert "attention_flops_per_token" in _set_aside(s)
+
+
+def test_a_measured_rate_below_the_bound_is_a_named_disagreement():
+    # asked beside the memory time, the roofline at peak (efficiency 1, the conventions'
+    # bound) and the measurement disagree: 5.2111 ms against 10 ms, 47.9% apart, where the
+    # old rule answered 10 ms and t_memory = 5.2111 ms side by side (the gap absorbed by
+    # an invented window)
+    with pytest.raises(InconsistentPins) as caught:
+        solve(["step_time", "t_memory"], MEASURED, SERVING_PRESETS)
+    assert caught.value.relation == "tokens_per_second_per_user"
+    assert caught.value.difference == pytest.approx(1 - BOUND_STEP / 0.01, rel=1e-6)
+    assert {"hbm_bandwidth_efficiency", "tokens_per_second_per_user"} <= set(
+        caught.value.pins)
+
+
+# Regression (issue 22): the conventions' statement of an asked target answered it (1)
+# though the user's measured rate determines it
+def test_a_measured_rate_answers_the_bandwidth_efficiency_asked_for():
+    s = solve("hbm_bandwidth_efficiency", MEASURED, SERVING_PRESETS)
+    # the share of peak bandwidth a 10 ms step uses: 5.2111 ms / 10 ms = 0.5211
+    assert s.value("hbm_bandwidth_efficiency") == pytest.approx(BOUND_STEP / 0.01, rel=1e-9)
+    assert BOUND_STEP / 0.01 == pytest.approx(0.5211, abs=1e-4)
+    # the conventions' bound at peak stays beside it as the cross-check
+    assert s.stated["hbm_bandwidth_efficiency"]["answer"] == "derived"
+    assert s.stated["hbm_bandwidth_efficiency"]["stated"] == 1
+    assert any(n.startswith("hbm_bandwidth_efficiency: the pins give 0.5211; conventions "
+                            "careful states 1") for n in s.derivation.notes)
+
+
+def test_a_presets_statement_of_an_asked_target_stays():
+    # the H100 datasheet's 3.35 TB/s is a preset's statement, not a default: the measured
+    # rate (with the conventions' efficiency 1) would give 0.5211 x 3.35 = 1.746 TB/s per
+    # chip, shown as its cross-check, not answered
+    s = solve("hbm_bandwidth", MEASURED, SERVING_PRESETS)
+    assert s.value("hbm_bandwidth", "TB/s") == pytest.approx(3.35, rel=1e-12)
+    assert s.stated["hbm_bandwidth"]["answer"] == "stated"
+    assert s.stated["hbm_bandwidth"]["derived"] == pytest.approx(  # byte/s, as declared
+        3.35e12 * BOUND_STEP / 0.01, rel=1e-9)
+
+
+def test_what_a_zero_feeds_is_no_ground_for_it():
+    model = load_model()
+    # the window KV feeds the KV a sequence reads, the memory time, the step, the rate
+    later = downstream(model, "kv_window_bytes_per_sequence")
+    assert {"kv_bytes_per_sequence", "t_memory", "step_time",
+            "tokens_per_second_per_user"} <= later
+    assert "context_length" not in later
+    # the window KV is computed from the window and the local layers; with no window
+    # known it is not computed forwards, whatever else is pinned
+    known = {"kv_bytes_per_element", "n_kv_heads", "d_head", "n_local_layers",
+             "tokens_per_second_per_user", "step_time"}
+    assert computed_from(model, "kv_window_bytes_per_sequence", known) is None
+    assert computed_from(model, "kv_window_bytes_per_sequence", known | {"sliding_window"}) \
+        == {"kv_bytes_per_element", "n_kv_heads", "d_head", "n_local_layers", "sliding_window"}
+    # a part of a known whole follows from it, a zero part included: n_kv_layers =
+    # n_layers - 0
+    assert computed_from(model, "n_kv_layers", {"n_layers", "n_local_layers"},
+                         {"n_local_layers"}) == {"n_layers", "n_local_layers"}
+    # but no absence is solved through as a number: t_alltoall = 0 (no all-to-all) says
+    # nothing of the bytes a token would send (0 x ... = bytes x tokens)
+    sends = {"t_alltoall", "expert_parallelism", "scale_up_bandwidth", "tokens_per_step"}
+    assert computed_from(model, "alltoall_bytes_per_token", sends) is not None
+    assert computed_from(model, "alltoall_bytes_per_token", sends, {"t_alltoall"}) is None
