@@ -45,9 +45,10 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
     """Set aside lower-layer pins that higher layers already determine.
 
     A conventions value (the lecture's 300 FLOP/byte, say) yields to a chip's own FLOP/s
-    and bandwidth; a preset value yields to what the user gave. A number yields only to
-    pins that roughly agree with it (:data:`~chalk.solvers.tolerances.PINS`), otherwise
-    the disagreement stays and is reported as a conflict; a zero stands for absence and
+    and bandwidth, whatever they imply; a preset value yields to what the user gave. A
+    number yields to the user's pins only where they roughly agree with it
+    (:data:`~chalk.solvers.tolerances.PINS`), otherwise the disagreement stays and is
+    reported as a conflict; a zero stands for absence and
     yields whatever the values, but only to pins that compute its quantity forwards,
     never to a measurement downstream of it (a measured rate does not invent
     sliding-window KV for a dense model); a zero stated for an input (no speculation) is
@@ -75,9 +76,14 @@ def yield_defaults(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ..
             without = {n: p for n, p in pins.items() if n != name}
             default = pins[name].value
             weighed |= bool(default) and not pins[name].headline
-            implied = implied_value(model, without, name) if default else None
-            if default and (implied is None
-                            or abs(implied - default) > PINS.yield_rtol * abs(default)):
+            # a convention is a stand-in for what a preset states: it gives way to presets'
+            # figures whatever they imply (the lecture's 300 FLOP/byte to an H100 at its
+            # FP8 peak); a number gives way to the user's pins only where they agree
+            stand_in = (pins[name].layer is Layer.CONVENTIONS
+                        and all(without[h].layer is Layer.PRESET for h in higher))
+            implied = implied_value(model, without, name) if default and not stand_in else None
+            if default and not stand_in and (
+                    implied is None or abs(implied - default) > PINS.yield_rtol * abs(default)):
                 continue
             notes.append(_yield_note(pins[name], higher))
             pins = without

@@ -416,10 +416,15 @@ def test_what_could_follow_from_a_typed_number_still_keeps_the_question_out(run_
                    "--preset", "deepseek_v3", "--given", "batch_size=64 sequence",
                    "--given", "n_chips=8 chip", "--given", "context_length=4k token")[0] == 0
     assert list(folder.iterdir()) == []
-    # with a number typed, a note with a number in it (memory fill not reported: the KV
-    # bytes come out 0) keeps the question out until notes say what they depend on
+
+
+def test_a_typed_number_with_no_note_quoting_one_is_stored(run_cli, folder):
+    # The critical batch with a typed bandwidth once carried "memory_fill not reported:
+    # the KV bytes come out 0", a note quoting a number, and was kept out. Without
+    # n_chips the pins fix no memory fill, so nothing is reported, no note quotes a
+    # number, and every step the typed number reaches goes one way: the entry is stored
     assert run_cli(*DEEPSEEK_CRITICAL, "--given", "hbm_bandwidth=4 TB/s")[0] == 0
-    assert list(folder.iterdir()) == []
+    assert len(list(folder.iterdir())) == 1
 
 
 def test_an_entry_holds_the_trees_that_ran_to_the_bit(run_cli, folder):
