@@ -519,9 +519,11 @@ def bench_round_trips(examples: int = 10_000) -> dict:
     return {"counts": dict(counts), "failures": failures, "seconds": elapsed}
 
 
-def bench_probe(probes: int = 1000) -> dict:
+def bench_probe(probes: int = 1000, budget: int | None = None) -> dict:
     """Issue 10's acceptance probe at scale: minimal pin sets that determine a random
-    target in every max() regime (decided by rank at the drawn state), asked of chalk."""
+    target in every max() regime (decided by rank at the drawn state), asked of chalk.
+    ``budget``: the most seeds drawn (the harness draws a consistent state of the whole
+    model from few seeds since the serving relations of 2026-12-01)."""
     import collections
     import warnings
 
@@ -533,7 +535,7 @@ def bench_probe(probes: int = 1000) -> dict:
     counts, examples = collections.Counter(), collections.defaultdict(list)
     start = time.perf_counter()
     seed = 0
-    while sum(counts.values()) < probes:
+    while sum(counts.values()) < probes and (budget is None or seed < budget):
         seed += 1
         try:
             state = consistent_state(seed, model, PROBE_CONDITIONING)
@@ -557,7 +559,7 @@ def bench_probe(probes: int = 1000) -> dict:
         print(f"answered {counts['answered']:,} of the {determined:,} that determine their "
               f"target: {100 * counts['answered'] / determined:.1f}% (target >= 95%); "
               f"of all draws {100 * counts['answered'] / total:.1f}%")
-    return {"counts": dict(counts), "seconds": elapsed}
+    return {"counts": dict(counts), "seconds": elapsed, "seeds": seed}
 
 
 def _fit_spec(subjects: int = 19, seed: int = 0, each: int = 1, extra: int = 5) -> dict:
