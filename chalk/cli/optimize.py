@@ -59,7 +59,7 @@ def add_parser(commands, parser_class) -> None:
     ch.add_argument("--inference-tokens", metavar="VALUE token")
     ch.add_argument("--decode-inefficiency", default="1", metavar="X")
     ch.add_argument("--json", action="store_true", help="print one JSON object")
-    for kind in (c, b, lb, f, t, ch):
+    for kind in (c, b, lb, sl, f, t, ch):
         add_quiet(kind)
 
 

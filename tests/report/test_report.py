@@ -91,7 +91,8 @@ def test_html_is_self_contained(lecture_report):
 def test_lecture_report_leads_with_a_summary(lecture_report):
     _, html, md = lecture_report
     lines = md.splitlines()
-    assert lines[lines.index("## Summary") + 2].startswith("| § | question | answer | lecture |")
+    assert lines[lines.index("## Summary") + 2].startswith(
+        "| § | question | answer | the lecture |")
     # 288 GB / 20 TB/s = 14.4 ms against the lecture's 15 ms (24:34): 0.6 / 15 = 4%
     assert "| hbm_drain_time = 14.4 ms | 15 ms (24:34) | within 4% |" in md
     # 1ms..10ms log-uniform: median sqrt(1 x 10) = 3.162 ms, times 4 stages = 12.65 ms
