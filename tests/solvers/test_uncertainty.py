@@ -105,7 +105,9 @@ def test_a_range_through_a_step_with_no_closed_form_lowers_the_sample_count(monk
         Relation("sum_xy", p, x ** 2 + y ** 2, "synthetic", definition()),
         Relation("sum_yz", q, y ** 2 + z ** 2, "synthetic", definition()),
         Relation("sum_zx", r, z ** 2 + x ** 2, "synthetic", definition())])
-    monkeypatch.setattr(uncertainty, "UNCERTAINTY_BUDGET", 0.2)
+    # a budget no machine meets (the block is fast since its Newton steps are batched:
+    # 0.2 s was met on a quiet machine, so the test turned on the load)
+    monkeypatch.setattr(uncertainty, "UNCERTAINTY_BUDGET", 1e-6)
     monkeypatch.setattr(uncertainty, "MIN_SAMPLES", 100)
     s = solve("x", {"p": "4.5..5.5", "q": 13, "r": 10}, ["none"], model=model)
     assert s.uncertainty.samples < 100_000
