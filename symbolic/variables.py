@@ -148,10 +148,12 @@ class Variable:
         """Words for the allowed range, used in error messages."""
         low = "zero or more" if self.allow_zero else "positive"
         parts = [low]
+        # a pure number's unit is "1": "at most 1 1" would read as a typo
+        unit = "" if self.unit in ("1", "dimensionless", "") else f" {self.unit}"
         if self.lower is not None:
-            parts.append(f"at least {self.lower:g} {self.unit}")
+            parts.append(f"at least {self.lower:g}{unit}")
         if self.upper is not None:
-            parts.append(f"at most {self.upper:g} {self.unit}")
+            parts.append(f"at most {self.upper:g}{unit}")
         return ", ".join(parts)
 
     def admits(self, base_value: float, rtol: float = BOUND_RTOL) -> bool:
