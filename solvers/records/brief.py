@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from chalk.solvers.pinning.pinned import Layer
 from chalk.solvers.records.derivation import Derivation
-from chalk.solvers.records.notes import Kind, Note
+from chalk.solvers.records.notes import Note
 
 SHOWN_PER_PRESET = 4  # a model preset supplies a dozen architecture values: name a few
 
@@ -49,26 +49,11 @@ def _some(names, shown: int = 3) -> str:
 
 
 def for_a_reader(note: Note) -> str:
-    """A note as a reader needs it: what was assumed or not, in one short line.
+    """A note in one short line: its wording, with each list cut to a few names.
 
-    The full output keeps each note's complete wording (:meth:`Note.text`); here the
-    kinds a reader meets on every question say what they mean for the answer.
+    The full output prints every name (:meth:`Note.text`); the words are the same.
     """
-    d = note.data
-    if note.kind is Kind.VARIANT:
-        return (f"the model is read as {' and '.join(d['chosen'])} (the pins name its "
-                "parts), so the other attention relations are not used")
-    if note.kind is Kind.HEADLINE:
-        return (f"{d['name']} is computed from the architecture ({_some(d['behind'])}), "
-                f"not the published {d['shown']} of {d['origin']}")
-    if note.kind is Kind.YIELDED:
-        instead = "left out as zero" if d["zero"] else f"taken as {d['shown']}"
-        return (f"{d['name']} is computed from {_some(d['behind'])}, not {instead} "
-                f"({d['origin']})")
-    if note.kind is Kind.ABSENT:
-        return (f"left out, because a quantity in them is zero: {_some(d['set_aside'], 4)} "
-                "(relations)")
-    return note.text()
+    return note.text(names=_some)
 
 
 def brief_text(summary: Sequence[str], derivation: Derivation) -> str:

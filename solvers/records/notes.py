@@ -10,7 +10,7 @@ data is plain JSON-ready values, so a note round-trips through the cache
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -91,9 +91,13 @@ class Note:
         object.__setattr__(self, "data", {k: tuple(v) if isinstance(v, list) else v
                                           for k, v in dict(self.data).items()})
 
-    def text(self) -> str:
-        """The note in words."""
-        return _RENDER[self.kind](self.data)
+    def text(self, names: Callable[[Sequence[str]], str] | None = None) -> str:
+        """The note in words, for a reader of the answer.
+
+        ``names`` shows each list of names the note carries (all of them, comma-separated,
+        unless given: a brief output passes one that names a few and counts the rest).
+        """
+        return _RENDER[self.kind](self.data, names or _joined)
 
     def to_json(self) -> dict:
         """``{"kind": ..., "data": ...}``, JSON-ready."""
@@ -122,23 +126,25 @@ def _joined(names) -> str:
 
 def _verdict(data, differ: str) -> str:
     gap = format_gap(data["gap"])
-    return f"they agree within {gap}" if data["agree"] else f"{differ}{gap}"
+    return f"they agree ({gap})" if data["agree"] else f"{differ}{gap}"
 
 
-def _variant(d) -> str:
-    return (f"variant {_joined(d['chosen'])} (its markers are pinned): "
-            f"{_joined(d['set_aside'])} set aside")
+def _variant(d, names) -> str:
+    return (f"the model is read as {' and '.join(d['chosen'])} (the pins name its parts), "
+            f"so the other kinds' relations are not used: {names(d['set_aside'])}")
 
 
-def _gave_way(kind: str) -> Callable[[Mapping], str]:
-    def render(d) -> str:
-        shown = kind or (" (a zero: absence)" if d["zero"] else "")
-        return (f"{d['origin']} value {d['shown']}{shown} of {d['name']} set aside: "
-                f"{_joined(d['behind'])} determine it")
-    return render
+def _yielded(d, names) -> str:
+    instead = "left out as zero" if d["zero"] else f"taken as {d['shown']}"
+    return f"{d['name']} is computed from {names(d['behind'])}, not {instead} ({d['origin']})"
 
 
-def _overridden(d) -> str:
+def _headline(d, names) -> str:
+    return (f"{d['name']} is computed from the architecture ({names(d['behind'])}), "
+            f"not the published {d['shown']} of {d['origin']}")
+
+
+def _overridden(d, names) -> str:
     presets = d["presets"]
     origin = (f"preset {presets[0]} gives" if len(presets) == 1
               else f"presets {' and '.join(presets)} give" if presets
@@ -147,13 +153,12 @@ def _overridden(d) -> str:
             f"{_verdict(d, '')} (relation {d['relation']} set aside: your value stands)")
 
 
-def _absent(d) -> str:
-    return ("zeros put in (absent terms): " + _joined(d["set_aside"])
-            + " hold whatever else is pinned, or only define an absent quantity, and are "
-              "set aside")
+def _absent(d, names) -> str:
+    return ("relations left out because a quantity in them is zero (a part the model or "
+            f"deployment does not have): {names(d['set_aside'])}")
 
 
-def _stated(d) -> str:
+def _stated(d, names) -> str:
     head = f"{d['target']}: {d['origin']} states {d['stated']}; "
     if d["derived"] is not None:
         return head + f"the other pins give {d['derived']}; {_verdict(d, 'they differ: ')}"
@@ -162,26 +167,27 @@ def _stated(d) -> str:
     return head + "the other pins do not determine it, so there is nothing to check it against"
 
 
-def _derived(d) -> str:
-    why = f", set aside: {_joined(d['behind'])} determine it" if d["behind"] else ""
+def _derived(d, names) -> str:
+    why = f", set aside: {names(d['behind'])} determine it" if d["behind"] else ""
     return (f"{d['target']}: the pins give {d['derived']}; {d['origin']} states "
             f"{d['stated']}{why}; {_verdict(d, 'they differ: ')}")
 
 
-_RENDER: dict[Kind, Callable[[Mapping], str]] = {
+_RENDER: dict[Kind, Callable[[Mapping, Callable], str]] = {
     Kind.VARIANT: _variant,
-    Kind.YIELDED: _gave_way(""),
-    Kind.HEADLINE: _gave_way(" (a published headline)"),
+    Kind.YIELDED: _yielded,
+    Kind.HEADLINE: _headline,
     Kind.OVERRIDDEN: _overridden,
     Kind.ABSENT: _absent,
-    Kind.UNREPORTED: lambda d: f"{_joined(d['names'])} not reported: {d['reason']}",
-    Kind.SET_ASIDE: lambda d: d["text"],
-    Kind.SETTLED: lambda d: d["text"],
-    Kind.COUNT: lambda d: (f"{d['name']} is a count of the model's config, here derived "
-                           f"from {_joined(d['others'])}: one that is not whole is flagged"),
+    Kind.UNREPORTED: lambda d, names: f"{names(d['names'])} not reported: {d['reason']}",
+    Kind.SET_ASIDE: lambda d, names: d["text"],
+    Kind.SETTLED: lambda d, names: d["text"],
+    Kind.COUNT: lambda d, names: (f"{d['name']} is a count of the model's config, here "
+                                  f"derived from {names(d['others'])}: one that is not "
+                                  "whole is flagged"),
     Kind.STATED: _stated,
     Kind.DERIVED: _derived,
-    Kind.HELD: lambda d: (f"{d['target']}: {d['origin']} states {d['stated']}; a count of "
-                          "the model's config, kept: the other pins would derive it from "
-                          "serving figures"),
+    Kind.HELD: lambda d, names: (f"{d['target']}: {d['origin']} states {d['stated']}; a "
+                                 "count of the model's config, kept: the other pins would "
+                                 "derive it from serving figures"),
 }

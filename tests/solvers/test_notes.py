@@ -10,15 +10,16 @@ from chalk.preparation import prepare
 # One note of each kind, with data as the modules that write them give it.
 EXAMPLES = {
     Kind.VARIANT: ({"chosen": ("mla",), "set_aside": ("kv_width_gqa",)},
-                   "variant mla (its markers are pinned): kv_width_gqa set aside"),
+                   "the model is read as mla (the pins name its parts), so the other kinds' "
+                   "relations are not used: kv_width_gqa"),
     Kind.YIELDED: ({"origin": "conventions careful", "shown": "0 param", "zero": True,
                     "name": "input_embedding_params", "behind": ("d_model", "vocab_size")},
-                   "conventions careful value 0 param (a zero: absence) of "
-                   "input_embedding_params set aside: d_model, vocab_size determine it"),
+                   "input_embedding_params is computed from d_model, vocab_size, not left "
+                   "out as zero (conventions careful)"),
     Kind.HEADLINE: ({"origin": "preset x", "shown": "70e9 param", "zero": False,
                      "name": "active_params", "behind": ("n_layers",)},
-                    "preset x value 70e9 param (a published headline) of active_params set "
-                    "aside: n_layers determine it"),
+                    "active_params is computed from the architecture (n_layers), not the "
+                    "published 70e9 param of preset x"),
     # 160,000 against 327,680: 1 - 160,000 / 327,680 = 0.5117, "a factor 2.05 apart"
     Kind.OVERRIDDEN: ({"name": "kv_bytes_per_token", "given": "160,000 byte/token",
                        "implied": "327,680 byte/token", "presets": ("bf16", "llama"),
@@ -28,8 +29,8 @@ EXAMPLES = {
                       "llama give 327,680 byte/token: a factor 2.05 apart (relation "
                       "kv_bytes_per_token set aside: your value stands)"),
     Kind.ABSENT: ({"set_aside": ("t_alltoall",)},
-                  "zeros put in (absent terms): t_alltoall hold whatever else is pinned, or "
-                  "only define an absent quantity, and are set aside"),
+                  "relations left out because a quantity in them is zero (a part the model "
+                  "or deployment does not have): t_alltoall"),
     Kind.UNREPORTED: ({"names": ("memory_fill",), "reason": "no physical value"},
                       "memory_fill not reported: no physical value"),
     Kind.COUNT: ({"name": "n_local_layers", "others": ("kv_bytes_per_token",)},
@@ -42,7 +43,7 @@ EXAMPLES = {
     Kind.STATED: ({"target": "chip_flops", "origin": "preset h100", "stated": "989 TFLOP/s",
                    "derived": "979 TFLOP/s", "gap": 0.01, "agree": True, "unsolved": None},
                   "chip_flops: preset h100 states 989 TFLOP/s; the other pins give 979 "
-                  "TFLOP/s; they agree within 1% apart"),
+                  "TFLOP/s; they agree (1% apart)"),
     Kind.DERIVED: ({"target": "chip_flops", "origin": "preset h100", "stated": "989 TFLOP/s",
                     "derived": "500 TFLOP/s", "gap": 0.4944, "agree": False,
                     "behind": ("hbm_bandwidth",)},

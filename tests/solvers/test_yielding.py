@@ -16,6 +16,7 @@ from chalk.knowledge import load_model
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.yielding import outranked
 from chalk.solvers.planning.forward import computed_from, downstream
+from chalk.solvers.records.notes import Kind
 from chalk.symbolic.errors import InconsistentPins
 
 from chalk import solve
@@ -148,8 +149,8 @@ def test_one_size_per_model_whatever_is_asked():
     serving = solve("step_time", SERVING, SERVING_PRESETS)
     for s in (floor, training, serving):
         assert s.derivation.values["active_params"] == pytest.approx(LLAMA_ACTIVE, rel=1e-12)
-        assert any("70.55e9 param (a published headline) of active_params set aside" in n
-                   for n in s.derivation.notes)
+        assert any(n.kind is Kind.HEADLINE and n.data["name"] == "active_params"
+                   and n.data["shown"] == "70.55e9 param" for n in s.derivation.remarks)
 
 
 def test_an_imply_sheet_uses_one_size():
@@ -215,8 +216,8 @@ BOUND_STEP = (2 * LLAMA_ACTIVE + 2000 * LLAMA_KV) / (8 * 3.35e12)
 
 def _set_aside(solution) -> set[str]:
     """The quantities whose conventions' zero (absence) a solution's notes set aside."""
-    return {n.split(" of ", 1)[1].split(" set aside", 1)[0]
-            for n in solution.derivation.notes if "(a zero: absence) of " in n}
+    return {n.data["name"] for n in solution.derivation.remarks
+            if n.kind is Kind.YIELDED and n.data["zero"]}
 
 
 # Regression (issue 22): the zero rule of outranked let the conventions' zero window KV
