@@ -11,7 +11,8 @@ State that may add typed notes (:class:`~chalk.solvers.records.notes.Note`):
 5. :func:`yield_lower_layers`: lower layers give way where higher ones determine them;
 6. :func:`one_size_per_model`: published headline sizes give way to the architecture;
 7. :func:`user_pins_stand`: a user's pin stands over what presets alone derive;
-8. :func:`put_in_zeros`: pinned zeros take absent terms out;
+8. :func:`put_in_zeros`: pinned zeros take absent terms out (what they leave
+   determined gives way again, as in 5 and 7);
 9. :func:`settle`: ranged pins set aside, reported conditions planned with the targets.
 
 A pass plans only through :func:`planned`, which makes a plan only for a model and pin
@@ -295,8 +296,15 @@ def user_pins_stand(state: State) -> State:
 
 def put_in_zeros(state: State) -> State:
     """Pinned zeros take their absent terms out of the relations the answer rests on,
-    and what they leave determined may then give way; from here plans say what would
-    complete an under-determined question."""
+    and what they leave determined may then give way, lower layers to higher ones and
+    presets' values to the user's pins; from here plans say what would complete an
+    under-determined question.
+
+    Only with the zeros in does a relation show that presets alone determine a
+    quantity the user pinned: before, a term a zero removes still holds an unknown
+    (H800's FP4 peak beside bf16's zero FP4 share), so the user's ``chip_flops`` looked
+    like what determines that unknown rather than a second value of its own quantity.
+    """
     zeros = zero_pins(state.pins)
     if zeros:
         state = planned(state)
@@ -313,7 +321,7 @@ def put_in_zeros(state: State) -> State:
     state = _repinned(state, {**state.pins, **following_pins(absent, state.model, state.pins)},
                       (note,) if note else (), model=absent.model, original=state.model,
                       explain=True)
-    return yield_lower_layers(state)
+    return user_pins_stand(yield_lower_layers(state))
 
 
 def settle(state: State) -> State:

@@ -60,3 +60,29 @@ def test_a_chip_headline_gives_way_once_the_lectures_intensity_has():
                             "batch_size": "64 sequence"},
               ["lecture", "deepseek_v3", "h100", "fp8"])
     assert s.value("replica_flops", "FLOP/s") == pytest.approx(32 * 1979e12, rel=1e-12)
+
+
+def test_a_users_chip_flops_stands_over_the_precision_presets_format_peak():
+    # Regression (issue 22, precision per part): the bf16 preset's shares (1 bf16, 0 fp8,
+    # 0 fp4) times the H800's per-format peaks determine chip_flops only once the zero
+    # shares are put in: before, the FP4 term held the H800's unknown FP4 peak, so the
+    # user's chip_flops was not seen as a second value of a preset-derived quantity, and
+    # once the zeros went in the pins were refused as a conflict in matmul_peak_by_format.
+    from chalk import solve
+
+    s = solve("t_compute", {"n_chips": "8 chip", "chip_flops": "500 TFLOP/s",
+                            "batch_size": "32 sequence", "active_params": "70e9 param",
+                            "attention_flops_per_token": "0 FLOP/token"},
+              ["h800", "bf16"])
+    # the user's 500 TFLOP/s is used: 32 sequences x 1 token x 2 FLOP/param x 70e9 param
+    # = 4.48e12 FLOP over 8 chips x 500e12 FLOP/s = 4e15 FLOP/s -> 1.12e-3 s
+    # (at the presets' 989 TFLOP/s it would be 4.48e12 / 7.912e15 = 0.566 ms)
+    assert s.value("t_compute", "s") == pytest.approx(1.12e-3, rel=1e-12)
+    # the presets' value is the cross-check: H800 dense BF16 989 TFLOP/s
+    # (knowledge/data/accelerators.yaml, getdeploying.com and DeepSeek-V3 sec. 3.2.2), all
+    # of the matmuls in bf16: 1 / (1 / 989e12) = 989 TFLOP/s; the gap
+    # (989 - 500) / 989 = 0.4944 -> "49.4% apart"
+    note = next(n for n in s.derivation.notes if n.startswith("chip_flops:"))
+    assert note == ("chip_flops: you gave 500 TFLOP/s; presets bf16 and h800 give "
+                    "989 TFLOP/s: 49.4% apart (relation matmul_peak_by_format set aside: "
+                    "your value stands)")

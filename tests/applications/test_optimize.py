@@ -316,10 +316,6 @@ def test_largest_batch_beyond_the_largest_batch_searched():
 
 
 @pytest.mark.slow  # seconds of searching: the slow tier
-@pytest.mark.xfail(strict=True, reason=(
-    "known bug (2026-12-01 merges): a user's chip_flops does not stand over the bf16 "
-    "preset's per-format peak (relation matmul_peak_by_format); the pins are refused as a "
-    "conflict inside the search instead of the user's value standing (issue 22)"))
 def test_cheapest_batch_still_falling_at_the_largest_batch_searched():
     from chalk.symbolic.errors import BeyondSearch
 
@@ -346,10 +342,6 @@ def test_crossover_refuses_a_quantity_against_itself_and_different_dimensions():
 
 
 @pytest.mark.slow  # seconds of searching: the slow tier
-@pytest.mark.xfail(strict=True, reason=(
-    "known bug (2026-12-01 merges): a user's chip_flops does not stand over the bf16 "
-    "preset's per-format peak (relation matmul_peak_by_format); the pins are refused as a "
-    "conflict inside the search instead of the user's value standing (issue 22)"))
 def test_fast_mode_speedup_still_growing_at_the_largest_batch_searched():
     from chalk.symbolic.errors import BeyondSearch
 
