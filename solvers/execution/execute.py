@@ -263,9 +263,8 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     # or transcendental functions can amplify rounding.
     if len(survivors) == 1 and not unbounded and not survivors[0][1].monomial:
         value, chosen = survivors[0]
-        inputs = [v for v in model.variables_in(relation.name) if v != name]
-        conditioning = conditioning_check(name, relation.name, chosen.value, env, inputs,
-                                          value)
+        conditioning = conditioning_check(name, relation.name, chosen.value, env,
+                                          conditioning_inputs(model, cstep), value)
     survivors = [(value, cc.candidate) for value, cc in survivors]
     if unbounded:
         options = [f"{c.regime or 'a branch'}: {show(model, name, v)}" for v, c in survivors]
@@ -328,6 +327,13 @@ def _sides(model: Model, cstep: CompiledStep) -> tuple:
         cstep.equation = (compile_expr(relation.lhs, constants),
                           compile_expr(relation.rhs, constants))
     return cstep.equation
+
+
+def conditioning_inputs(model: Model, cstep: CompiledStep) -> list[str]:
+    """The quantities an explicit step's answer is measured against for conditioning
+    (solvers.analysis.conditioning): every other quantity of its relation."""
+    name = cstep.step.variables[0]
+    return [v for v in model.variables_in(cstep.relations[0].name) if v != name]
 
 
 def _monomial(expr) -> bool:
