@@ -99,7 +99,7 @@ def _explicit(model, cstep, env, regime, size, result):
             if not physical(model, name, value, name in cstep.provisional):
                 result.failed[name] = size
                 value = math.nan
-            elif not only.monomial and refused(only.value, env,
+            elif not only.bounded and refused(only.value, env,
                                                conditioning_inputs(model, cstep), value):
                 result.ill_conditioned[name] = size
                 value = math.nan
@@ -110,7 +110,7 @@ def _explicit(model, cstep, env, regime, size, result):
         ok = admits(model, name, value, name in cstep.provisional)
         if not ok.all():
             result.failed[name] = int(size - np.count_nonzero(ok)) if np.ndim(ok) else size
-        if not only.monomial:
+        if not only.bounded:
             ok = ok & ~_ill_conditioned(model, cstep, only, env, value, ok, size, result)
         if not ok.all():
             if np.ndim(value) == 0:
@@ -150,7 +150,7 @@ def _explicit(model, cstep, env, regime, size, result):
     ambiguous = (count > 1) | (free & (count >= 1)) | (free & (count == 0))
     ill = np.zeros(size, dtype=bool)
     for index, cc in enumerate(cstep.candidates):
-        if not cc.monomial:  # as the scalar step: only the one value an element kept
+        if not cc.bounded:  # as the scalar step: only the one value an element kept
             kept = (source == index) & (count == 1) & ~ambiguous
             ill |= _ill_conditioned(model, cstep, cc, env, chosen, kept, size, result)
     chosen = np.where(ambiguous | (count == 0) | ill, np.nan, chosen)

@@ -47,6 +47,7 @@ from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import plain
 from chalk.symbolic.printing.quantities import format_seconds
 from chalk.symbolic.relations import Relation
+from sympy import Max, Min
 
 
 @dataclass
@@ -55,6 +56,8 @@ class _CompiledCandidate:
     value: object
     guards: list
     monomial: bool = False  # a product of powers: no cancellation, elasticities bounded
+    # no subtraction and no transcendental function: no conditioning check needed
+    bounded: bool = False
 
 
 @dataclass
@@ -134,7 +137,8 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
                 candidate, value,
                 [(compile_expr(a, constants), compile_expr(b, constants))
                  for a, b in candidate.guards],
-                candidate.expr is not None and _monomial(candidate.expr)))
+                candidate.expr is not None and _monomial(candidate.expr),
+                candidate.expr is not None and _bounded(candidate.expr)))
         if relation.regimes and not relation.inside_regime_node(variable):
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
@@ -259,9 +263,10 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
         survivors.append((value, cc))
     survivors = _dedupe(survivors)
     conditioning = ""
-    # A product of powers has bounded elasticities (its exponents); only forms with sums
-    # or transcendental functions can amplify rounding.
-    if len(survivors) == 1 and not unbounded and not survivors[0][1].monomial:
+    # A product of powers has bounded elasticities (its exponents), and so do sums and
+    # extremes of them; only forms with differences or transcendental functions can
+    # amplify rounding.
+    if len(survivors) == 1 and not unbounded and not survivors[0][1].bounded:
         value, chosen = survivors[0]
         conditioning = conditioning_check(name, relation.name, chosen.value, env,
                                           conditioning_inputs(model, cstep), value)
@@ -344,6 +349,23 @@ def _monomial(expr) -> bool:
         if not (base.is_Symbol or base.is_Number):
             return False
     return True
+
+
+def _bounded(expr) -> bool:
+    """Built from quantities and positive numbers by products, numeric powers, sums and
+    max/min. Every quantity is positive, so a term's elasticity to an input is its
+    exponent, a sum's is its terms' averaged by their shares, and a max's or min's is
+    its chosen argument's: bounded by the exponents, whatever the values, so rounding
+    is never amplified past them (solvers.analysis.conditioning has nothing to find)."""
+    if expr.is_Symbol:
+        return True
+    if expr.is_Number:
+        return bool(expr > 0)
+    if expr.is_Pow:
+        return bool(expr.exp.is_Number) and _bounded(expr.base)
+    if expr.is_Mul or expr.is_Add or isinstance(expr, (Max, Min)):
+        return all(_bounded(arg) for arg in expr.args)
+    return False
 
 
 def _dedupe(survivors):

@@ -104,3 +104,22 @@ def test_the_vectorised_run_refuses_where_solve_does():
     assert isinstance(result.refusals[1], IllConditioned)
     with pytest.raises(IllConditioned):
         compiled.solve({"decode_tokens_per_step": 2 - 2.0 ** -40})
+
+
+def test_only_differences_and_transcendental_forms_are_measured():
+    # Which closed forms skip the measurement: with every quantity positive, a sum's
+    # elasticity to x is x's share of it (a / (a + b) here, at most 1) and a max's is its
+    # chosen argument's, so neither can reach 1e5; a difference (a - b at a = b (1 +
+    # 1e-12) moves 1e12 times its inputs' rounding), a power with a quantity in the
+    # exponent (the speculative relation's a^k) and a logarithm can.
+    from chalk.solvers.execution.execute import _bounded
+    from sympy import Max, Rational, log, symbols
+
+    a, b, c = symbols("a b c", positive=True)
+    assert _bounded(a * b ** 2 / c)
+    assert _bounded((a + b) / (c + Rational(1, 2)))
+    assert _bounded(Max(a, b ** 3) * c)
+    assert not _bounded(a - b)
+    assert not _bounded(a ** c)
+    assert not _bounded(log(a) / log(b))
+    assert not _bounded(a * (1 - b))
