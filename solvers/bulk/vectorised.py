@@ -2,7 +2,8 @@
 
 This is what Monte Carlo, sweeps and optimisation call: the closed forms are
 evaluated elementwise with numpy, each element keeps its own physical root and
-regime, and elements where no root (or more than one) qualifies become NaN and
+regime, and elements where no root (or more than one) qualifies, or where the root is
+one solve refuses as ill-conditioned (solvers.analysis.conditioning), become NaN and
 are counted. A block torn at several quantities is solved by Newton on every element
 at once (solvers.bulk.batched_newton), seeded by the block's own search on a few pilot
 elements; an element that Newton does not bring onto every relation of the block is
