@@ -144,3 +144,23 @@ def refused(evaluator, env: dict, inputs, value) -> np.ndarray:
     if not names:
         return np.zeros(np.shape(value), dtype=bool)
     return stacked.max(axis=0) >= CONDITIONING.refuse
+
+
+def cannot_amplify(expr) -> bool:
+    """Whether the sympy form ``expr`` is built from quantities and positive numbers by
+    products, numeric powers, sums and max/min only. Every quantity is positive, so a
+    term's elasticity to an input is its exponent, a sum's is its terms' averaged by
+    their shares, and a max's or min's is its chosen argument's: bounded by the
+    exponents whatever the values, so :func:`check` has nothing to find. A difference,
+    a quantity in an exponent or a transcendental function can amplify rounding."""
+    from sympy import Max, Min
+
+    if expr.is_Symbol:
+        return True
+    if expr.is_Number:
+        return bool(expr > 0)
+    if expr.is_Pow:
+        return bool(expr.exp.is_Number) and cannot_amplify(expr.base)
+    if expr.is_Mul or expr.is_Add or isinstance(expr, (Max, Min)):
+        return all(cannot_amplify(arg) for arg in expr.args)
+    return False

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+from chalk.solvers.analysis.conditioning import cannot_amplify
 from chalk.solvers.analysis.conditioning import check as conditioning_check
 from chalk.solvers.execution import numeric
 from chalk.solvers.execution.blocks import MULTI_START, run_block
@@ -47,7 +48,6 @@ from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import plain
 from chalk.symbolic.printing.quantities import format_seconds
 from chalk.symbolic.relations import Relation
-from sympy import Max, Min
 
 
 @dataclass
@@ -138,7 +138,7 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
                 [(compile_expr(a, constants), compile_expr(b, constants))
                  for a, b in candidate.guards],
                 candidate.expr is not None and _monomial(candidate.expr),
-                candidate.expr is not None and _bounded(candidate.expr)))
+                candidate.expr is not None and cannot_amplify(candidate.expr)))
         if relation.regimes and not relation.inside_regime_node(variable):
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
@@ -349,23 +349,6 @@ def _monomial(expr) -> bool:
         if not (base.is_Symbol or base.is_Number):
             return False
     return True
-
-
-def _bounded(expr) -> bool:
-    """Built from quantities and positive numbers by products, numeric powers, sums and
-    max/min. Every quantity is positive, so a term's elasticity to an input is its
-    exponent, a sum's is its terms' averaged by their shares, and a max's or min's is
-    its chosen argument's: bounded by the exponents, whatever the values, so rounding
-    is never amplified past them (solvers.analysis.conditioning has nothing to find)."""
-    if expr.is_Symbol:
-        return True
-    if expr.is_Number:
-        return bool(expr > 0)
-    if expr.is_Pow:
-        return bool(expr.exp.is_Number) and _bounded(expr.base)
-    if expr.is_Mul or expr.is_Add or isinstance(expr, (Max, Min)):
-        return all(_bounded(arg) for arg in expr.args)
-    return False
 
 
 def _dedupe(survivors):
