@@ -56,7 +56,7 @@ class _CompiledCandidate:
     value: object
     guards: list
     monomial: bool = False  # a product of powers: no cancellation, elasticities bounded
-    # no subtraction and no transcendental function: no conditioning check needed
+    # conditioning.cannot_amplify: elasticities bounded by its exponents, nothing to check
     bounded: bool = False
 
 
