@@ -36,8 +36,8 @@ def elasticities(evaluator, env: dict, inputs, value) -> dict[str, np.ndarray]:
     ``CONDITIONING.secant`` or out of the closed form's domain: a step that large
     measures a secant, not the slope, and near a saturation it crosses the edge (seed
     588 of tests/test_one_answer.py: 4e-9 below saturation, an elasticity of 2e6, was
-    read as infinite by a step of 1e-7 that crossed it, and solve refused an answer
-    with six digits to spare). Where even the smallest step leaves the domain, the
+    read as infinite by a step of 1e-7 that crossed it, and solve refused an answer of
+    which about ten digits survive). Where even the smallest step leaves the domain, the
     answer sits closer to an edge than that step, and the elasticity is infinite.
     """
     value = np.asarray(value, dtype=float)
