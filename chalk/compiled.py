@@ -10,8 +10,10 @@ of those pins, in two ways that cannot disagree:
 - :meth:`CompiledQuestion.evaluate` answers many points at once on arrays. A point is
   taken from the vectorised run only when nothing :meth:`solve` checks could decide it
   otherwise: the same preparation (no pin changed whose value decides which defaults
-  give way or which terms are absent), one physical value at every step, every
-  cross-check within tolerance, and no step that needs a search. Any other point is
+  give way or which terms are absent), one physical value at every step, no one-relation
+  closed form that :func:`chalk.solvers.analysis.conditioning.check` would refuse (a
+  simultaneous block's conditioning is not yet tested per point), every cross-check
+  within tolerance, and no step that needs a search. Any other point is
   answered by :meth:`solve` itself, so each point carries ``solve``'s answer or its
   refusal.
 
@@ -278,8 +280,9 @@ class CompiledQuestion:
     # the parts -------------------------------------------------------------------------
     def _run(self, arrays: Mapping[str, object], size: int):
         """The vectorised run and, per point, whether solve would take it as it is:
-        every computed quantity finite (one physical value) and every cross-check
-        within tolerance. ``run.values`` holds the targets and reported quantities."""
+        every computed quantity finite (one physical value, not ill-conditioned) and
+        every cross-check within tolerance. ``run.values`` holds the targets and
+        reported quantities."""
         pins = dict(self._base)
         pins.update(arrays)
         run = evaluate_plan(self.compiled, pins, self.options.regime, size, keep=())

@@ -243,12 +243,25 @@ class ConditioningOptions:
     refuse : an elasticity of the answer to an input above this leaves no digit of it:
         the step is refused.
     warn : above this the step is kept with a warning in the derivation.
-    step : relative step of the one-sided difference that measures the elasticity.
+    step : first relative step of the one-sided difference that measures the elasticity.
+    secant : the largest change in ln(answer) a step may make and still be read as the
+        slope. An elasticity E moves it by about E·step; near a saturation the answer's
+        logarithm bends, and a larger change is a secant that understates the slope (at
+        seed 588 of tests/test_one_answer.py a step of 1e-7 moved it by 0.097 and read
+        9.7e5 for a slope of 2.3e6), or the step has crossed the saturation.
+    shrink, smallest_step : where it moves more, the step is cut by ``shrink`` and taken
+        again, down to ``smallest_step``. At 1e-13 the rounding of the step itself costs
+        about 2.2e-16 / 1e-13 = 2e-3 of the measurement, and an answer that still moves
+        more than ``secant`` has an elasticity above 1e-3 / 1e-13 = 1e10, past
+        ``refuse``.
     """
 
     refuse: float = 1e9
     warn: float = 1e5
     step: float = 1e-7
+    secant: float = 1e-3
+    shrink: float = 1e-3
+    smallest_step: float = 1e-13
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ as the full solver, so the output is the same to the byte.
 
 Only questions whose answer cannot depend on the numbers in any other way are stored:
 where a step reads a number the user typed, a straight-line closed form (one root; sums,
-products and quotients without subtraction, so no conditioning note; a max() only
+products, quotients and numeric powers without subtraction, so no conditioning note:
+:func:`~chalk.solvers.analysis.conditioning.cannot_amplify`, as the solver decides; a max() only
 evaluated forwards, its regime chosen again from the numbers); no ranges, no stated
 targets, no placeholders, no pin that could give way to another. A step that reads only
 what the presets and conventions give computes the same value at every replay, so any
@@ -234,17 +235,6 @@ def _regime(step: dict, env: dict, seconds: UnitDisplay) -> tuple[str | None, st
     return regime_taken(args, step["low_wins"], lambda v: format_display(v, seconds))
 
 
-def _cancellation_free(expr) -> bool:
-    """No subtraction anywhere (every number but an exponent positive): a closed form of
-    positive quantities whose elasticities are bounded by its exponents, so the solver's
-    conditioning check has nothing to say about it at any values."""
-    if expr.is_Number:
-        return expr > 0
-    if expr.is_Pow:
-        return _cancellation_free(expr.base)
-    return all(_cancellation_free(arg) for arg in expr.args)
-
-
 def _number_free(note: Note) -> bool:
     """Whether a note holds whatever the pins' numbers are (it depends on which pins
     there are): a variant chosen by its markers, absent terms taken out, or a zero default
@@ -269,13 +259,14 @@ def _one_way(relation, name: str, expression) -> bool:
     """Whether solving ``relation`` for ``name`` can only go one way whatever the
     numbers: a single closed form, without guards, regimes or a note, and with nothing
     to cancel (so no conditioning note either)."""
+    from chalk.solvers.analysis.conditioning import cannot_amplify
     from chalk.solvers.execution.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
 
     solved = solve_relation(relation, name, DEFAULT_TIMEOUT)
     (candidate, *others) = solved.candidates or (None,)
     return not (others or candidate is None or solved.numeric or solved.note
                 or candidate.guards or candidate.regime
-                or not _cancellation_free(expression))
+                or not cannot_amplify(expression))
 
 
 def remember(args, solution) -> bool:
@@ -294,6 +285,7 @@ def remember(args, solution) -> bool:
 
 
 def _freeze(args, question: dict, solution) -> dict | None:
+    from chalk.solvers.analysis.conditioning import cannot_amplify
     from chalk.solvers.execution.steps import slot
     from chalk.solvers.pinning.yielding import yield_candidates
     from chalk.solvers.records.flags import bound_value
@@ -335,7 +327,7 @@ def _freeze(args, question: dict, solution) -> dict | None:
                 return None
             step["regimes"] = [[label, to_ir(e, constants)] for label, e in relation.regimes]
             step["low_wins"] = relation.is_min()
-            if name in varying and not all(_cancellation_free(e) for _, e in relation.regimes):
+            if name in varying and not all(cannot_amplify(e) for _, e in relation.regimes):
                 return None
         # what a replay would say here must be what the solver said
         if _regime(step, d.values, seconds) != (record.regime, record.note):

@@ -7,6 +7,12 @@ elasticity of the answer to each input (d ln out / d ln in) measures that: a
 value above 1e9 means no digit of the answer survives, and the step is refused
 with an explanation; above 1e5 it is kept with a warning in the derivation (both
 declared in solvers.tolerances.CONDITIONING).
+
+Every path measures the same way (:func:`elasticities`) and applies the same
+thresholds: a scalar solve step (:func:`check`) and a simultaneous block
+(solvers.execution.blocks) through :func:`verdict`; the vectorised run through
+:func:`refused`, per element, so that a sweep point or a Monte Carlo sample that
+``solve`` would refuse is not taken from the run (chalk.compiled then asks ``solve``).
 """
 
 from __future__ import annotations
@@ -18,40 +24,143 @@ from chalk.solvers.tolerances import CONDITIONING
 from chalk.symbolic.errors import IllConditioned
 
 
-def elasticities(evaluator, env: dict, inputs, value: float) -> dict[str, float]:
-    """d ln(answer) / d ln(input) for each positive input, by a one-sided difference."""
+def elasticities(evaluator, env: dict, inputs, value) -> dict[str, np.ndarray]:
+    """d ln(answer) / d ln(input) for each positive input, by a one-sided difference.
+
+    Works elementwise: ``env`` may hold arrays (one element per point) and ``value``
+    is then the answer per point. An input that is not positive (or not a float)
+    measures 0.
+
+    The step starts at ``CONDITIONING.step`` and shrinks (by ``CONDITIONING.shrink``,
+    down to ``CONDITIONING.smallest_step``) wherever it moves ln(answer) by more than
+    ``CONDITIONING.secant`` or out of the closed form's domain: a step that large
+    measures a secant, not the slope, and near a saturation it crosses the edge (seed
+    588 of tests/test_one_answer.py: 4e-9 below saturation, an elasticity of 2e6, was
+    read as infinite by a step of 1e-7 that crossed it, and solve refused an answer of
+    which about ten digits survive). Where even the smallest step leaves the domain, the
+    answer sits closer to an edge than that step, and the elasticity is infinite.
+    """
+    value = np.asarray(value, dtype=float)
+    # step, step * shrink, ... down to smallest_step (counted, not compared: 1e-10 * 1e-3
+    # need not round to 1e-13)
+    count = round(math.log(CONDITIONING.step / CONDITIONING.smallest_step)
+                  / -math.log(CONDITIONING.shrink))
+    steps = [CONDITIONING.step * CONDITIONING.shrink ** i for i in range(count + 1)]
     out = {}
     for name in inputs:
         x = env.get(name)
-        if not isinstance(x, float) or x <= 0:
+        if not isinstance(x, (float, np.ndarray)):
             continue
-        trial = dict(env)
-        trial[name] = x * (1 + CONDITIONING.step)
-        try:
-            with np.errstate(all="ignore"):
-                moved = float(evaluator(trial))
-        except (ArithmeticError, ValueError, TypeError):
+        x = np.asarray(x, dtype=float)
+        usable = np.isfinite(x) & (x > 0)
+        if not usable.any():
             continue
-        if moved > 0 and math.isfinite(moved):
-            out[name] = (math.log(moved) - math.log(value)) / math.log1p(CONDITIONING.step)
-        else:
-            out[name] = math.inf
+        found = np.full(np.broadcast(x, value).shape, np.inf)
+        pending = np.broadcast_to(usable, found.shape).copy()
+        evaluated = False
+        for i, step in enumerate(steps):
+            if not pending.any():
+                break
+            measured = _secant(evaluator, env, name, x, step, value)
+            if measured is not None:
+                evaluated = True
+                ratio, change = measured
+                last = i == len(steps) - 1
+                settled = pending & (last | (np.abs(change) <= CONDITIONING.secant))
+                found = np.where(settled, ratio, found)
+                pending &= ~settled
+        if evaluated:  # (an evaluator that fails at every step gives no measure)
+            out[name] = np.where(usable, found, 0.0)
     return out
+
+
+def _secant(evaluator, env, name, x, step, value):
+    """(elasticity, change in ln(answer)) from moving ``name`` up by ``step`` (relative),
+    inf where the moved answer is not a positive finite number; None if the evaluator
+    fails outright."""
+    trial = dict(env)
+    moved_x = x * (1 + step)
+    trial[name] = float(moved_x) if moved_x.ndim == 0 else moved_x
+    try:
+        with np.errstate(all="ignore"):
+            moved = np.asarray(evaluator(trial))
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+    if np.iscomplexobj(moved):
+        moved = np.where(moved.imag == 0, moved.real, np.nan)
+    moved = moved.astype(float)
+    with np.errstate(all="ignore"):
+        change = np.log(moved) - np.log(value)
+        # over the step actually taken (x * (1 + step) is rounded: 1e-3 of a 1e-13 step)
+        ratio = change / np.log(moved_x / x)
+    defined = np.isfinite(moved) & (moved > 0)
+    return np.where(defined, ratio, np.inf), np.where(defined, change, np.inf)
+
+
+def _measured(evaluator, env: dict, inputs, value) -> tuple[list[str], np.ndarray]:
+    """The inputs measured and their |elasticity|, stacked (one row per input); every
+    row 0 where the answer is not positive (nothing to lose digits of)."""
+    value = np.asarray(value, dtype=float)
+    found = elasticities(evaluator, env, inputs, value)
+    if not found:
+        return [], np.zeros((0, *value.shape))
+    stacked = np.abs(np.stack(np.broadcast_arrays(value, *found.values())[1:]))
+    positive = np.isfinite(value) & (value > 0)
+    return list(found), np.where(positive, stacked, 0.0)
+
+
+def verdict(name: str, elasticity: float, worst_input: str, relations) -> str:
+    """The conditioning rule for one answer, on every path: raises IllConditioned when
+    no digit of it survives (an elasticity at or above ``CONDITIONING.refuse``); a
+    warning note above ``CONDITIONING.warn``; else "". ``relations`` are the names of
+    what was solved (one relation, or a block of simultaneous ones)."""
+    if elasticity >= CONDITIONING.refuse:
+        what = (f"relation {relations[0]} barely depends" if len(relations) == 1 else
+                f"the simultaneous relations {', '.join(relations)} barely depend")
+        raise IllConditioned(name, f"{what} on it here, so rounding in {worst_input} swamps "
+                             f"it (elasticity {elasticity:.2g}); pin {name} or use values "
+                             "further from saturation")
+    if elasticity >= CONDITIONING.warn:
+        return (f"ill-conditioned: a relative change in {worst_input} moves {name} "
+                f"{elasticity:.2g} times as much, so trailing digits are not meaningful")
+    return ""
 
 
 def check(name: str, relation: str, evaluator, env: dict, inputs, value: float) -> str:
     """A warning note, or "" ; raises IllConditioned when no digit of the answer survives."""
-    if value <= 0:
+    if not value > 0:
         return ""
-    found = elasticities(evaluator, env, inputs, value)
-    if not found:
+    names, stacked = _measured(evaluator, env, inputs, value)
+    if not names:
         return ""
-    worst_input, worst = max(found.items(), key=lambda item: abs(item[1]))
-    if abs(worst) >= CONDITIONING.refuse:
-        raise IllConditioned(name, f"relation {relation} barely depends on it here, so rounding in "
-                         f"{worst_input} swamps it (elasticity {abs(worst):.2g}); pin {name} "
-                         "or use values further from saturation")
-    if abs(worst) >= CONDITIONING.warn:
-        return (f"ill-conditioned: a relative change in {worst_input} moves {name} "
-                f"{abs(worst):.2g} times as much, so trailing digits are not meaningful")
-    return ""
+    i = int(np.argmax(stacked))
+    return verdict(name, float(stacked[i]), names[i], (relation,))
+
+
+def refused(evaluator, env: dict, inputs, value) -> np.ndarray:
+    """Per element of ``value`` (the answers over arrays in ``env``), whether
+    :func:`check` would refuse it."""
+    names, stacked = _measured(evaluator, env, inputs, value)
+    if not names:
+        return np.zeros(np.shape(value), dtype=bool)
+    return stacked.max(axis=0) >= CONDITIONING.refuse
+
+
+def cannot_amplify(expr) -> bool:
+    """Whether the sympy form ``expr`` is built from quantities and positive numbers by
+    products, numeric powers, sums and max/min only. Every quantity is positive, so a
+    term's elasticity to an input is its exponent, a sum's is its terms' averaged by
+    their shares, and a max's or min's is its chosen argument's: bounded by the
+    exponents whatever the values, so :func:`check` has nothing to find. A difference,
+    a quantity in an exponent or a transcendental function can amplify rounding."""
+    from sympy import Max, Min
+
+    if expr.is_Symbol:
+        return True
+    if expr.is_Number:
+        return bool(expr > 0)
+    if expr.is_Pow:
+        return bool(expr.exp.is_Number) and cannot_amplify(expr.base)
+    if expr.is_Mul or expr.is_Add or isinstance(expr, (Max, Min)):
+        return all(cannot_amplify(arg) for arg in expr.args)
+    return False

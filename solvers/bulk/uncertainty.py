@@ -148,13 +148,17 @@ def propagate(compiled: CompiledPlan, pins: Mapping[str, Pin], targets: Sequence
         propagation.notes.append(f"{count:,} samples had no physical value of {name}")
     for name, count in result.ambiguous.items():
         propagation.notes.append(f"{count:,} samples had several values of {name}")
+    for name, count in result.ill_conditioned.items():
+        propagation.notes.append(f"{count:,} samples had no trustworthy digit of {name} "
+                                 "(ill-conditioned: solve refuses them)")
     if result.scalar_steps:
         propagation.notes.append("solved element by element (no closed form): "
                                  + ", ".join(result.scalar_steps))
     for names, count in result.one_at_a_time.items():
         propagation.notes.append(f"{count:,} samples of {names} were solved one at a time "
                                  "(the search over every sample at once did not settle them)")
-    smooth = not mixed and not result.failed and not result.ambiguous
+    smooth = (not mixed and not result.failed and not result.ambiguous
+              and not result.ill_conditioned)
     linear = _linear(compiled, nominal, uncertain, targets, regime, seeds) if smooth else {}
 
     for target in targets:
@@ -237,6 +241,7 @@ def _in_chunks(compiled, drawn, regime, size, keep, seeds, progress) -> VectorRe
             merged.regimes.setdefault(name, np.full(size, "", dtype=object))[start:stop] = labels
         for total, counts in ((merged.failed, result.failed),
                               (merged.ambiguous, result.ambiguous),
+                              (merged.ill_conditioned, result.ill_conditioned),
                               (merged.one_at_a_time, result.one_at_a_time)):
             for name, count in counts.items():
                 total[name] = total.get(name, 0) + count

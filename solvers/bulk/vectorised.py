@@ -2,7 +2,8 @@
 
 This is what Monte Carlo, sweeps and optimisation call: the closed forms are
 evaluated elementwise with numpy, each element keeps its own physical root and
-regime, and elements where no root (or more than one) qualifies become NaN and
+regime, and elements where no root (or more than one) qualifies, or where the root is
+one solve refuses as ill-conditioned (solvers.analysis.conditioning), become NaN and
 are counted. A block torn at several quantities is solved by Newton on every element
 at once (solvers.bulk.batched_newton), seeded by the block's own search on a few pilot
 elements; an element that Newton does not bring onto every relation of the block is
@@ -18,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from chalk.solvers.bulk.elementwise import admits, holds, one_by_one, sign_changes
+from chalk.solvers.analysis.conditioning import refused
+from chalk.solvers.bulk.elementwise import admits, holds, one_by_one, sign_changes, subset
 from chalk.solvers.bulk.vectorised_blocks import solve_block
-from chalk.solvers.execution.execute import CompiledPlan
+from chalk.solvers.execution.execute import CompiledPlan, conditioning_inputs
 from chalk.solvers.execution.placeholders import placeholder_values
 from chalk.solvers.execution.steps import physical, regime_for
 from chalk.solvers.execution.strategies import search_range
@@ -35,6 +37,8 @@ class VectorResult:
     regimes: dict[str, np.ndarray] = field(default_factory=dict)  # step variable -> labels
     failed: dict[str, int] = field(default_factory=dict)  # variable -> elements with no value
     ambiguous: dict[str, int] = field(default_factory=dict)
+    # variable -> elements whose answer no digit of survives (solve refuses them)
+    ill_conditioned: dict[str, int] = field(default_factory=dict)
     scalar_steps: list[str] = field(default_factory=list)
     # a block's quantities -> elements Newton did not solve, solved one at a time instead
     one_at_a_time: dict[str, int] = field(default_factory=dict)
@@ -96,16 +100,23 @@ def _explicit(model, cstep, env, regime, size, result):
             if not physical(model, name, value, name in cstep.provisional):
                 result.failed[name] = size
                 value = math.nan
+            elif not only.bounded and refused(only.value, env,
+                                               conditioning_inputs(model, cstep), value):
+                result.ill_conditioned[name] = size
+                value = math.nan
             env[name] = value
             _regime_labels(cstep, env, size, result, name)
             return
         value = np.asarray(value, dtype=float)
         ok = admits(model, name, value, name in cstep.provisional)
         if not ok.all():
+            result.failed[name] = int(size - np.count_nonzero(ok)) if np.ndim(ok) else size
+        if not only.bounded:
+            ok = ok & ~_ill_conditioned(model, cstep, only, env, value, ok, size, result)
+        if not ok.all():
             if np.ndim(value) == 0:
                 value = np.full(size, float(value))
             value = np.where(ok, value, np.nan)
-            result.failed[name] = int(size - np.count_nonzero(ok)) if np.ndim(ok) else size
         env[name] = value
         _regime_labels(cstep, env, size, result, name)
         return
@@ -113,7 +124,8 @@ def _explicit(model, cstep, env, regime, size, result):
     count = np.zeros(size, dtype=int)
     label_of = np.full(size, "", dtype=object)
     free = np.zeros(size, dtype=bool)
-    for cc in cstep.candidates:
+    source = np.full(size, -1)  # which candidate gave each element's first value
+    for index, cc in enumerate(cstep.candidates):
         candidate = cc.candidate
         wanted = regime_for(regime, cstep.relations[0].name)
         if wanted and candidate.regime and candidate.regime != wanted:
@@ -133,10 +145,16 @@ def _explicit(model, cstep, env, regime, size, result):
         new = ok & ~same
         count += new
         chosen = np.where(new & (count == 1), value, chosen)
+        source = np.where(new & (count == 1), index, source)
         if candidate.regime:
             label_of = np.where(new & (count == 1), candidate.regime, label_of)
     ambiguous = (count > 1) | (free & (count >= 1)) | (free & (count == 0))
-    chosen = np.where(ambiguous | (count == 0), np.nan, chosen)
+    ill = np.zeros(size, dtype=bool)
+    for index, cc in enumerate(cstep.candidates):
+        if not cc.bounded:  # as the scalar step: only the one value an element kept
+            kept = (source == index) & (count == 1) & ~ambiguous
+            ill |= _ill_conditioned(model, cstep, cc, env, chosen, kept, size, result)
+    chosen = np.where(ambiguous | (count == 0) | ill, np.nan, chosen)
     failed = int(np.sum((count == 0) & ~free))
     if failed:
         result.failed[name] = failed
@@ -146,6 +164,25 @@ def _explicit(model, cstep, env, regime, size, result):
     if any(cc.candidate.regime for cc in cstep.candidates):
         result.regimes[name] = label_of
     _regime_labels(cstep, env, size, result, name)
+
+
+def _ill_conditioned(model, cstep, cc, env, value, where, size, result) -> np.ndarray:
+    """Among the elements ``where``, those whose answer ``value`` (from candidate ``cc``)
+    the scalar step refuses as ill-conditioned (solvers.analysis.conditioning), counted
+    in ``result``. Only those elements are evaluated again."""
+    out = np.zeros(size, dtype=bool)
+    where = np.broadcast_to(where, (size,))
+    if not where.any():
+        return out
+    index = np.flatnonzero(where)
+    value = np.broadcast_to(value, (size,))[index]
+    local = subset({k: (np.broadcast_to(v, (size,)) if isinstance(v, np.ndarray) and v.ndim
+                        else v) for k, v in env.items()}, index, size)
+    out[index] = refused(cc.value, local, conditioning_inputs(model, cstep), value)
+    if out.any():
+        name = cstep.step.variables[0]
+        result.ill_conditioned[name] = result.ill_conditioned.get(name, 0) + int(out.sum())
+    return out
 
 
 def _regime_labels(cstep, env, size, result, name):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from chalk.solvers.analysis.at_solution import flat_at
+from chalk.solvers.analysis.conditioning import verdict
 from chalk.solvers.analysis.reference import reference_point
 from chalk.solvers.execution import numeric
 from chalk.solvers.execution.steps import StepRecord, guards_hold, inputs_of, physical, show
@@ -24,8 +25,8 @@ from chalk.solvers.execution.strategies import (
     register,
     search_range,
 )
-from chalk.solvers.tolerances import BLOCK, CONDITIONING, NEWTON
-from chalk.symbolic.errors import AmbiguousSolution, IllConditioned, NoSolution, SearchFailed
+from chalk.solvers.tolerances import BLOCK, NEWTON
+from chalk.symbolic.errors import AmbiguousSolution, NoSolution, SearchFailed
 from chalk.symbolic.model import Model
 
 MULTI_START = "numeric block (multi-start)"  # a block whose answer is not proven unique
@@ -180,16 +181,7 @@ def _conditioning(model: Model, cstep, env, names, branch) -> str:
     if not elasticity.size or not np.all(np.isfinite(elasticity)):
         return ""
     i, j = np.unravel_index(np.argmax(np.abs(elasticity)), elasticity.shape)
-    worst = float(abs(elasticity[i, j]))
-    if worst >= CONDITIONING.refuse:
-        raise IllConditioned(names[i], f"the simultaneous relations {', '.join(relations)} "
-                             f"barely depend on it here, so rounding in {inputs[j]} swamps it "
-                             f"(elasticity {worst:.2g}); pin {names[i]} or use values further "
-                             "from saturation")
-    if worst >= CONDITIONING.warn:
-        return (f"ill-conditioned: a relative change in {inputs[j]} moves {names[i]} "
-                f"{worst:.2g} times as much, so trailing digits are not meaningful")
-    return ""
+    return verdict(names[i], float(abs(elasticity[i, j])), inputs[j], relations)
 
 
 def _admissible(model: Model, branch, names, scope, provisional=frozenset()) -> bool:

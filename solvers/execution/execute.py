@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+from chalk.solvers.analysis.conditioning import cannot_amplify
 from chalk.solvers.analysis.conditioning import check as conditioning_check
 from chalk.solvers.execution import numeric
 from chalk.solvers.execution.blocks import MULTI_START, run_block
@@ -55,6 +56,8 @@ class _CompiledCandidate:
     value: object
     guards: list
     monomial: bool = False  # a product of powers: no cancellation, elasticities bounded
+    # conditioning.cannot_amplify: elasticities bounded by its exponents, nothing to check
+    bounded: bool = False
 
 
 @dataclass
@@ -134,7 +137,8 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
                 candidate, value,
                 [(compile_expr(a, constants), compile_expr(b, constants))
                  for a, b in candidate.guards],
-                candidate.expr is not None and _monomial(candidate.expr)))
+                candidate.expr is not None and _monomial(candidate.expr),
+                candidate.expr is not None and cannot_amplify(candidate.expr)))
         if relation.regimes and not relation.inside_regime_node(variable):
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
@@ -259,13 +263,13 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
         survivors.append((value, cc))
     survivors = _dedupe(survivors)
     conditioning = ""
-    # A product of powers has bounded elasticities (its exponents); only forms with sums
-    # or transcendental functions can amplify rounding.
-    if len(survivors) == 1 and not unbounded and not survivors[0][1].monomial:
+    # A product of powers has bounded elasticities (its exponents), and so do sums and
+    # extremes of them; only forms with differences or transcendental functions can
+    # amplify rounding.
+    if len(survivors) == 1 and not unbounded and not survivors[0][1].bounded:
         value, chosen = survivors[0]
-        inputs = [v for v in model.variables_in(relation.name) if v != name]
-        conditioning = conditioning_check(name, relation.name, chosen.value, env, inputs,
-                                          value)
+        conditioning = conditioning_check(name, relation.name, chosen.value, env,
+                                          conditioning_inputs(model, cstep), value)
     survivors = [(value, cc.candidate) for value, cc in survivors]
     if unbounded:
         options = [f"{c.regime or 'a branch'}: {show(model, name, v)}" for v, c in survivors]
@@ -328,6 +332,13 @@ def _sides(model: Model, cstep: CompiledStep) -> tuple:
         cstep.equation = (compile_expr(relation.lhs, constants),
                           compile_expr(relation.rhs, constants))
     return cstep.equation
+
+
+def conditioning_inputs(model: Model, cstep: CompiledStep) -> list[str]:
+    """The quantities an explicit step's answer is measured against for conditioning
+    (solvers.analysis.conditioning): every other quantity of its relation."""
+    name = cstep.step.variables[0]
+    return [v for v in model.variables_in(cstep.relations[0].name) if v != name]
 
 
 def _monomial(expr) -> bool:
