@@ -1,5 +1,6 @@
-"""``chalk calibrate``: serving efficiencies fitted to the shipped measurements, their
-cross-validated scores, and calibrated predictions (docs/CALIBRATE.md)."""
+"""``chalk calibrate``: serving efficiencies fitted to the shipped measurements (or a
+user's own file of them), their cross-validated scores, and calibrated predictions
+(docs/CALIBRATE.md)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ def add_parser(commands, parser_class) -> None:
     c = commands.add_parser(
         "calibrate", help="fit serving efficiencies to published measurements",
         description="Fit flops_efficiency and hbm_bandwidth_efficiency per chip/engine to "
-                    "the shipped serving measurements (partial pooling in log space, 90% "
-                    "intervals), score them on measurements each fit never saw, or predict "
+                    "the shipped serving measurements or your own (--data; partial pooling "
+                    "in log space, 90% intervals), score them on measurements each fit "
+                    "never saw, or predict "
                     "a rate with a 90% prediction interval.")
+    c.add_argument("--data", metavar="FILE",
+                   help="calibrate on your own measurements (YAML in the shipped format, "
+                        "docs/CALIBRATE.md) instead of the shipped ones")
     c.add_argument("--prior-width", type=float, default=None, metavar="W",
                    help="stated standard deviation of a group's log efficiency about the "
                         "shared one (default 0.5; 0 fits one pair for every group)")
@@ -53,16 +58,16 @@ def run(args) -> str:
     width = PRIOR_WIDTH if args.prior_width is None else args.prior_width
     if not (math.isfinite(width) and 0 <= width <= MAX_PRIOR_WIDTH):
         raise UsageProblem(f"--prior-width must be between 0 and {MAX_PRIOR_WIDTH:g}")
-    outputs = Outputs()
+    outputs = Outputs([args.data] if args.data else [])  # --save never overwrites --data
     if args.save is not None:  # checked before the measurements are compiled
         outputs.declare("--save", args.save, SAVE_FORMATS)
     if args.predict is not None:
         from chalk.applications.calibrate.calibration import checked_prediction
         from chalk.applications.calibrate.rows import group_of, shipped_records
 
-        groups = sorted({group_of(r) for r in shipped_records()})
+        groups = sorted({group_of(r) for r in shipped_records(data=args.data)})
         checked_prediction(args.predict, args.given, args.group, groups, args.preset)
-    calibration = calibrate(prior_width=width)
+    calibration = calibrate(prior_width=width, data=args.data)
     out = {"calibration": calibration}
     if args.predict is not None:
         out["prediction"] = calibration.predict(args.predict, args.given, args.preset,
@@ -92,11 +97,12 @@ def _from_file(args) -> str:
     from chalk.applications.calibrate.stored import read
 
     clashing = [o for o, v in (("--cross-validate", args.cross_validate),
-                               ("--prior-width", args.prior_width), ("--save", args.save))
+                               ("--prior-width", args.prior_width), ("--save", args.save),
+                               ("--data", args.data))
                 if v is not None]
     if clashing:
-        raise UsageProblem(f"{clashing[0]} needs the measurements; --calibration only "
-                           "predicts from a stored fit")
+        raise UsageProblem(f"{clashing[0]} goes with a fit of the measurements; "
+                           "--calibration only predicts from a stored fit")
     if args.predict is None:
         raise UsageProblem("--calibration predicts; add --predict TARGET")
     stored = read(args.calibration)

@@ -314,3 +314,40 @@ def test_a_fold_that_cannot_be_calibrated_is_reported_not_dropped(rows):
     assert left_out == chosen[1].source
     assert reason.startswith("flops_efficiency cannot be calibrated from these 3")
     assert "1 fold(s) not scored" in score.text()
+
+
+def _file_entry(record, measured: float) -> dict:
+    """A shipped record written back in the file format, with another measured rate."""
+    entry = dict(record.fields)
+    entry["facts"] = {name: fact.text for name, fact in record.facts.items()}
+    entry["facts"]["measured"] = f"{float(measured)!r} token/s"
+    return entry
+
+
+def test_a_users_file_calibrates_as_its_records_do(rows, tmp_path, run_cli):
+    # a user's file of six measurements simulated at known efficiencies: read through the
+    # strict loader, it gives the fit the same records give in Python, and the command
+    # calibrates those six rows, not the 71 shipped ones
+    import json
+
+    import yaml
+
+    rng = np.random.default_rng(5)
+    truth = {"h200/tensorrt_llm": (0.15, 0.3), "mi300x/vllm": (0.1, 0.2),
+             "h100/nim": (0.15, 0.35)}
+    simulated = _simulated(rows, truth, 0.2, rng)
+    records = {r.id: r for r in shipped_records(IDS)}
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump({"measurements": [
+        _file_entry(records[row.id.removesuffix("_0")], row.measured) for row in simulated]}),
+        encoding="utf-8")
+    from_file = calibrate(data=path)
+    in_python = calibrate(rows=simulated)
+    assert len(from_file.rows) == 6
+    assert from_file.fitted.theta == pytest.approx(in_python.fitted.theta, rel=1e-9)
+    status, out, err = run_cli("calibrate", "--data", str(path), "--json", "-q")
+    assert (status, err) == (0, "")
+    found = json.loads(out)["calibration"]
+    assert found["rows"] == 6 and found["groups"] == sorted(truth)
+    assert found["shared"]["flops_efficiency"]["value"] == pytest.approx(
+        from_file.shared["flops_efficiency"].value, rel=1e-9)

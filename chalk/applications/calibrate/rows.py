@@ -161,16 +161,25 @@ def compile_rows(records: Iterable) -> list[Row]:
     return rows
 
 
-def shipped_records(ids: Iterable[str] | None = None) -> list:
-    """The shipped measurements (all, or those with the given ids, in file order)."""
-    from chalk.knowledge import data
+def shipped_records(ids: Iterable[str] | None = None, data=None) -> list:
+    """The shipped measurements, or a user's file of them (``data``, a path read by the
+    same strict reader): all, or those with the given ids, in file order.
 
-    records: Mapping = data.serving_measurements()
+    Raises
+    ------
+    DataError
+        A file that breaks the measurements' schema (file, entry and field named).
+    UsageError
+        An id the file does not hold.
+    """
+    from chalk.knowledge import data as knowledge_data
+
+    records: Mapping = knowledge_data.serving_measurements(data)
     if ids is None:
         return list(records.values())
     wanted = list(ids)
     unknown = [i for i in wanted if i not in records]
     if unknown:
-        raise UsageError(f"no shipped measurement {unknown[0]!r}; see "
-                         "knowledge/data/serving_measurements.yaml")
+        where = "knowledge/data/serving_measurements.yaml" if data is None else str(data)
+        raise UsageError(f"no measurement {unknown[0]!r} in {where}")
     return [records[i] for i in wanted]
