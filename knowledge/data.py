@@ -43,7 +43,7 @@ from functools import cache
 from pathlib import Path
 
 from chalk.knowledge import fields, files
-from chalk.symbolic.errors import ChalkError, DataError, UnknownNameError
+from chalk.symbolic.errors import ChalkError, DataError
 from chalk.symbolic.parsing import parse_value
 from chalk.symbolic.symbols import NAME_PATTERN
 from chalk.symbolic.units import Q_
@@ -243,8 +243,6 @@ def _shipped_measurements() -> Mapping[str, Record]:
 
 def _measurements(path: Path | str) -> Mapping[str, Record]:
     """The measurements of the file at ``path``, every field checked."""
-    from chalk.knowledge.presets import chip_preset
-
     shown = files.shown_name(path)
     records = _records(Path(path), "measurements",
                        ("name", "source", "date", "engine", "engine_version", "parallelism",
@@ -261,17 +259,6 @@ def _measurements(path: Path | str) -> Mapping[str, Record]:
             if not isinstance(raw[key], str) or not NAME_PATTERN.match(raw[key]):
                 raise DataError(shown, ident, key, f"expected an identifier such as "
                                                    f"'tensorrt_llm', found {raw[key]!r}")
-        if raw["model"] not in models():
-            raise DataError(shown, ident, "model", f"{raw['model']!r} is not a model chalk "
-                                                   "knows; run 'chalk list presets'")
-        try:  # the row's question is asked of this chip at this precision
-            chip_preset(raw["chip"], raw["precision"])
-        except UnknownNameError as exc:
-            field = "precision" if "precision" in exc.kind else "chip"
-            raise DataError(shown, ident, field, exc.message) from None
-        except ChalkError as exc:  # a format the chip's datasheet gives no peak for
-            raise DataError(shown, ident, "precision", exc.message.split(";")[0]
-                            + "; give the format the run used") from None
         if raw["metric"] not in MEASUREMENT_METRICS:
             raise DataError(shown, ident, "metric", f"{raw['metric']!r} is not one of "
                                                     f"{', '.join(MEASUREMENT_METRICS)}")

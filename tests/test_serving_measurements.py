@@ -132,19 +132,6 @@ FACTS = 'measured: "1 token/s", n_chips: "1 chip", input_tokens: "1 token"'
         "engine: an_engine", "engine: TensorRT-LLM 1.0"),
      "serving_measurements.yaml, entry 'row', field 'engine': expected an identifier such "
      "as 'tensorrt_llm', found 'TensorRT-LLM 1.0'"),
-    # a row names presets: its question is asked of that model on that chip at that format
-    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
-        "model: llama_3_1_8b", "model: llama_9_8b"),
-     "serving_measurements.yaml, entry 'row', field 'model': 'llama_9_8b' is not a model "
-     "chalk knows; run 'chalk list presets'"),
-    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
-        "precision: fp8", "precision: fp4"),
-     "serving_measurements.yaml, entry 'row', field 'precision': NVIDIA H100 SXM5 80GB has "
-     "no fp4 peak in its datasheet (it has bf16, fp8); give the format the run used"),
-    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
-        "chip: h100", "chip: h1000"),
-     "serving_measurements.yaml, entry 'row', field 'chip': unknown preset 'h1000'; did you mean "
-     "'h100' or 'h800' or 'h200'?"),
     (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
         'engine_version: "1.0"', "engine_version: [1, 0]"),
      "serving_measurements.yaml, entry 'row', field 'engine_version': expected text, "
@@ -230,3 +217,26 @@ def test_the_table_runs_over_every_row(capsys):
     assert f"median measured/bound: {figures['median']:.2f} over {len(ROWS)} rows" in out
     # every flagged row is printed as such
     assert out.count("BEATS ITS BOUND") == len(figures["beats_bound"])
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        "model: llama_3_1_8b", "model: llama_9_8b"),
+     "serving_measurements.yaml, entry 'row', field 'model': 'llama_9_8b' is not a model "
+     "chalk knows; run 'chalk list presets'"),
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        "precision: fp8", "precision: fp4"),
+     "serving_measurements.yaml, entry 'row', field 'precision': NVIDIA H100 SXM5 80GB has "
+     "no fp4 peak in its datasheet (it has bf16, fp8); give the format the run used"),
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        "chip: h100", "chip: h1000"),
+     "serving_measurements.yaml, entry 'row', field 'chip': unknown preset 'h1000'; did you mean "
+     "'h100' or 'h800' or 'h200'?"),
+])
+def test_a_row_naming_no_preset_is_refused_before_any_question(tmp_path, entry, message):
+    # a row's question is asked of its model on its chip at its format (chalk calibrate)
+    from chalk.applications.calibrate.rows import shipped_records
+
+    with pytest.raises(DataError) as info:
+        shipped_records(data=_write(tmp_path, entry))
+    assert info.value.message == message

@@ -121,3 +121,18 @@ def _prediction_text(target: str, group: str | None, p) -> str:
             f"{p.low:,.4g} to {p.high:,.4g}{cut} (measurement scatter {p.scatter:.3f} and "
             f"efficiencies {p.parameter_sd:.3f} in log); bound at peak efficiencies "
             f"{p.bound:,.4g} token/s")
+
+
+def solve_calibrated(args, options: dict) -> str:
+    """The output of ``chalk solve ... --calibrated [CHIP/ENGINE]`` (``options`` as
+    checked for ``chalk solve``)."""
+    from chalk.applications.calibrate.solved import calibrated_solve
+
+    if args.calibrated is None:
+        raise UsageProblem("--calibration names the calibration --calibrated uses; add "
+                           "--calibrated [CHIP/ENGINE]")
+    answer = calibrated_solve(args.targets, args.given, args.preset, args.calibrated or None,
+                              args.calibration, **options)
+    if args.json:
+        return json.dumps(answer.to_dict(), indent=2)
+    return answer.text(brief=args.brief)

@@ -271,7 +271,10 @@ def test_no_interval_reaches_past_the_bound(simulated_calibration):
 
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("theta"), "field 'theta': missing"),
-    (lambda d: d.update(format=2), "field 'format': this chalk reads format 1"),
+    (lambda d: d.update(format=1), "field 'format': this chalk reads format 2, not the "
+                                       "number 1"),
+    (lambda d: d.update(group_rows=[1, 1, 1]), "field 'group_rows': expected 3 whole numbers, "
+                                               "one per group, adding up to rows (12)"),
     (lambda d: d.update(scatter_log_sd=0), "field 'scatter_log_sd': expected a number more "
                                            "than 0"),
     (lambda d: d.update(theta=d["theta"][:-1]), "field 'theta': expected 8 finite numbers"),
@@ -351,3 +354,107 @@ def test_a_users_file_calibrates_as_its_records_do(rows, tmp_path, run_cli):
     assert found["rows"] == 6 and found["groups"] == sorted(truth)
     assert found["shared"]["flops_efficiency"]["value"] == pytest.approx(
         from_file.shared["flops_efficiency"].value, rel=1e-9)
+
+
+def _h200_question():
+    from chalk.applications.calibrate.rows import measurement_question
+
+    _, given, presets = measurement_question(shipped_records([IDS[0]])[0])
+    return given, presets
+
+
+def test_a_calibrated_solve_answers_at_the_groups_fitted_efficiencies(simulated_calibration):
+    import chalk
+    from chalk.applications.calibrate.predict import quantile
+    from chalk.applications.calibrate.solved import calibrated_solve
+
+    given, presets = _h200_question()
+    answer = calibrated_solve("tokens_per_second", given, presets, "h200/tensorrt_llm",
+                              simulated_calibration)
+    fitted = simulated_calibration.fitted
+    flops, hbm = np.exp(fitted.log_efficiency("h200/tensorrt_llm"))
+    assert [(e.name, e.value, e.rows) for e in answer.efficiencies] == [
+        ("flops_efficiency", flops, 4), ("hbm_bandwidth_efficiency", hbm, 4)]  # 2 rows x 2
+    # the derivation is the solve at those efficiencies, and names where they came from
+    (p,) = answer.predictions.values()
+    solved = answer.solution["tokens_per_second"].to("token/s").magnitude
+    assert solved == pytest.approx(p.value, rel=1e-9)
+    pins = answer.solution.derivation.pins
+    assert pins["flops_efficiency"].value == flops
+    assert "calibrated for h200/tensorrt_llm (4 of 12 measurements" in \
+        pins["hbm_bandwidth_efficiency"].source
+    # the prediction is the calibration's own, its interval t * sqrt(efficiencies' variance
+    # + scatter^2) wide in the log, so never narrower than the scatter alone
+    assert (p.value, p.low) == pytest.approx(
+        (simulated_calibration.predict("tokens_per_second", given, presets,
+                                       "h200/tensorrt_llm").value,
+         p.value * math.exp(-quantile(fitted) * math.hypot(p.parameter_sd, fitted.sigma))),
+        rel=1e-9)
+    assert p.scatter == fitted.sigma and math.log(p.value / p.low) > quantile(fitted) * p.scatter
+    # the bound beside it: chalk's answer at efficiencies 1, the conventions' own
+    bound = chalk.solve("tokens_per_second", given, presets)["tokens_per_second"]
+    assert p.bound == pytest.approx(bound.to("token/s").magnitude, rel=1e-9)
+    text = answer.text()
+    assert "90% prediction interval" in text and "fitted to 4 of 12 measurements" in text
+
+
+def test_a_group_not_calibrated_gets_the_shared_values_and_their_spread(simulated_calibration):
+    from chalk.applications.calibrate.predict import quantile
+    from chalk.applications.calibrate.solved import calibrated_solve
+
+    given, presets = _h200_question()
+    answer = calibrated_solve(["tokens_per_second"], given, presets, None,
+                              simulated_calibration)
+    fitted = simulated_calibration.fitted
+    for j, e in enumerate(answer.efficiencies):
+        shared = simulated_calibration.shared[e.name]
+        assert (e.value, e.rows) == (pytest.approx(shared.value, rel=1e-12), 0)
+        # the shared value's own variance plus tau^2 = 0.5^2, the spread between groups
+        sd = math.sqrt(fitted.covariance[j, j] + 0.25)
+        assert e.low == pytest.approx(e.value * math.exp(-quantile(fitted) * sd), rel=1e-9)
+    assert "shared values for a group not calibrated" in answer.text()
+
+
+def test_a_calibrated_solve_refuses_what_the_calibration_cannot_answer(simulated_calibration):
+    from chalk.applications.calibrate.solved import calibrated_solve
+
+    given, presets = _h200_question()
+    with pytest.raises(ChalkError, match="is of a rate in token/s.*t_memory is in s"):
+        calibrated_solve("t_memory", given, presets, None, simulated_calibration)
+    with pytest.raises(ChalkError, match="sets flops_efficiency from the calibration"):
+        calibrated_solve("tokens_per_second", {**given, "flops_efficiency": "0.5"}, presets,
+                         None, simulated_calibration)
+    with pytest.raises(ChalkError, match="no calibrated group 'b200/vllm'"):
+        calibrated_solve("tokens_per_second", given, presets, "b200/vllm",
+                         simulated_calibration)
+
+
+def test_solve_calibrated_from_a_stored_calibration(simulated_calibration, tmp_path, run_cli):
+    import json
+
+    from chalk.applications.calibrate.stored import dumps
+    from chalk.cli import fast
+    from chalk.cli.options import solve_parser
+
+    path = tmp_path / "cal.yaml"
+    path.write_bytes(dumps(simulated_calibration))
+    argv = ["solve", "tokens_per_second", "-g", "n_chips=1 chip", "-g",
+            "context_length=1500 token", "-g", "batch_size=64 sequence", "-p", "h200_fp8",
+            "-p", "llama_3_1_70b", "-p", "fp8", "--calibrated", "h200/tensorrt_llm",
+            "--calibration", str(path), "-q"]
+    # never answered from the cache of the same question asked without --calibrated
+    assert fast.shape(solve_parser().parse_args(argv)) is None
+    status, out, err = run_cli(*argv, "--json")
+    assert (status, err) == (0, "")
+    found = json.loads(out)
+    p = found["predictions"]["tokens_per_second"]
+    expected = simulated_calibration.predict(
+        "tokens_per_second", ["n_chips=1 chip", "context_length=1500 token",
+                              "batch_size=64 sequence"], ["h200_fp8", "llama_3_1_70b", "fp8"],
+        "h200/tensorrt_llm")
+    assert (p["value"], p["low"], p["high"], p["bound"]) == pytest.approx(
+        (expected.value, expected.low, expected.high, expected.bound), rel=1e-9)
+    assert [e["rows"] for e in found["efficiencies"]] == [4, 4]
+    status, out, err = run_cli(*argv, "--brief")
+    assert (status, err) == (0, "")
+    assert out.startswith("tokens_per_second = ") and "calibrated, 90% prediction" in out

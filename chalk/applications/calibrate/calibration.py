@@ -81,15 +81,16 @@ class Calibration:
 
     def _efficiency(self, shown: str, group, j: int, q: float, rows: int,
                     identified: bool) -> Efficiency:
-        x = self.fitted.log_efficiency(group)[j]
-        a = self.fitted.gradient(group)[j]
-        sd = math.sqrt(float(a @ self.fitted.covariance @ a))
-        return Efficiency(shown, EFFICIENCIES[j], math.exp(x), math.exp(x - q * sd),
-                          min(math.exp(x + q * sd), 1.0), identified, rows)
+        return fitted_efficiency(self.fitted, shown, group, j, rows, identified, q)
 
     @property
     def groups(self) -> tuple[str, ...]:
         return tuple(sorted({r.group for r in self.rows}))
+
+    @property
+    def group_rows(self) -> dict[str, int]:
+        """The measurements each group was fitted to."""
+        return {g: sum(r.group == g for r in self.rows) for g in self.groups}
 
     def efficiency(self, group: str, name: str) -> Efficiency:
         """A group's fitted efficiency by name (``flops_efficiency`` or
@@ -157,6 +158,25 @@ class Calibration:
 
     def __str__(self) -> str:
         return self.text()
+
+
+def fitted_efficiency(fitted: Fitted, shown: str, group: str | None, j: int, rows: int,
+                      identified: bool = True, q: float | None = None,
+                      unseen: bool = False) -> Efficiency:
+    """Efficiency ``j`` of ``group`` (None: the shared value) with its 90% interval.
+
+    ``unseen`` is a group the fit never saw: the shared value with the spread between
+    groups (the prior width) added in log variance, as its predictions get it.
+    """
+    q = quantile(fitted) if q is None else q
+    x = fitted.log_efficiency(group)[j]
+    a = fitted.gradient(group)[j]
+    variance = float(a @ fitted.covariance @ a)
+    if unseen and not fitted.pooled:
+        variance += fitted.prior_width ** 2
+    sd = math.sqrt(variance)
+    return Efficiency(shown, EFFICIENCIES[j], math.exp(x), math.exp(x - q * sd),
+                      min(math.exp(x + q * sd), 1.0), identified, rows)
 
 
 def predict_question(fitted: Fitted, groups: Sequence[str], target: str, given=(),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from chalk.symbolic.errors import UsageError
+from chalk.symbolic.errors import ChalkError, DataError, UnknownNameError, UsageError
 
 # The efficiencies a calibration fits: the step's achieved FLOP/s and HBM bandwidth over
 # the peaks (the relations of knowledge/batch.py take them).
@@ -173,8 +173,12 @@ def shipped_records(ids: Iterable[str] | None = None, data=None) -> list:
         An id the file does not hold.
     """
     from chalk.knowledge import data as knowledge_data
+    from chalk.knowledge.files import shown_name
 
     records: Mapping = knowledge_data.serving_measurements(data)
+    shown = "serving_measurements.yaml" if data is None else shown_name(data)
+    for record in records.values():
+        _check_presets(record, shown)
     if ids is None:
         return list(records.values())
     wanted = list(ids)
@@ -183,3 +187,29 @@ def shipped_records(ids: Iterable[str] | None = None, data=None) -> list:
         where = "knowledge/data/serving_measurements.yaml" if data is None else str(data)
         raise UsageError(f"no measurement {unknown[0]!r} in {where}")
     return [records[i] for i in wanted]
+
+
+def _check_presets(record, shown: str) -> None:
+    """Refuse a measurement whose model, chip or precision names no preset: its question
+    is asked of that model on that chip at that number format.
+
+    Raises
+    ------
+    DataError
+        Naming the file, the entry and the field.
+    """
+    from chalk.knowledge import data
+    from chalk.knowledge.presets import chip_preset
+
+    fields = record.fields
+    if fields["model"] not in data.models():
+        raise DataError(shown, record.id, "model", f"{fields['model']!r} is not a model chalk "
+                                                   "knows; run 'chalk list presets'")
+    try:
+        chip_preset(fields["chip"], fields["precision"])
+    except UnknownNameError as exc:
+        field = "precision" if "precision" in exc.kind else "chip"
+        raise DataError(shown, record.id, field, exc.message) from None
+    except ChalkError as exc:  # a format the chip's datasheet gives no peak for
+        raise DataError(shown, record.id, "precision", exc.message.split(";")[0]
+                        + "; give the format the run used") from None

@@ -1,6 +1,7 @@
 """A calibration written to a file and read back, so predictions need no refit.
 
-The file (YAML) holds what a prediction uses: the groups, the posterior mode ``theta``
+The file (YAML) holds what a prediction uses: the groups and how many measurements each
+was fitted to, the posterior mode ``theta``
 and its covariance, the scatter and its degrees of freedom, the stated prior width, and
 which efficiencies each group's rows informed. It is read strictly
 (:func:`chalk.knowledge.files.load_yaml`), every field checked: a covariance that is not
@@ -22,8 +23,8 @@ from chalk.applications.calibrate.fit import Fitted
 from chalk.applications.calibrate.predict import LEVEL, Prediction
 from chalk.symbolic.errors import DataError
 
-FORMAT = 1
-KEYS = ("format", "level", "rows", "groups", "prior_width", "scatter_log_sd",
+FORMAT = 2  # 2: the rows of each group (group_rows), which a calibrated answer names
+KEYS = ("format", "level", "rows", "groups", "group_rows", "prior_width", "scatter_log_sd",
         "degrees_of_freedom", "theta", "covariance", "informed")
 GROUP = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*$")
 MAX_GROUPS = 1000
@@ -37,6 +38,7 @@ class StoredCalibration:
     fitted: Fitted
     groups: tuple[str, ...]
     rows: int
+    group_rows: Mapping[str, int]  # the measurements each group was fitted to
 
     def predict(self, target: str, given=(), presets=(), group: str | None = None
                 ) -> Prediction:
@@ -52,7 +54,9 @@ def dumps(calibration) -> bytes:
 
     f = calibration.fitted
     data = {"format": FORMAT, "level": LEVEL, "rows": len(calibration.rows),
-            "groups": list(calibration.groups), "prior_width": float(f.prior_width),
+            "groups": list(calibration.groups),
+            "group_rows": [calibration.group_rows[g] for g in calibration.groups],
+            "prior_width": float(f.prior_width),
             "scatter_log_sd": float(f.sigma), "degrees_of_freedom": float(f.dof),
             "theta": [float(v) for v in f.theta],
             "covariance": [[float(v) for v in row] for row in f.covariance],
@@ -95,6 +99,12 @@ def read(path: str | Path) -> StoredCalibration:
     if len(set(groups)) != len(groups):
         raise DataError(shown, "-", "groups", "a group is named twice")
     rows = _number(raw, "rows", shown, low=3)
+    counts = raw["group_rows"]
+    if not (isinstance(counts, list) and len(counts) == len(groups)
+            and all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in counts)
+            and sum(counts) == rows):
+        raise DataError(shown, "-", "group_rows", f"expected {len(groups)} whole numbers, one "
+                                                  f"per group, adding up to rows ({rows:g})")
     width = _number(raw, "prior_width", shown, low=0)
     sigma = _number(raw, "scatter_log_sd", shown, low=0, strict=True)
     dof = _number(raw, "degrees_of_freedom", shown, low=1)
@@ -124,7 +134,8 @@ def read(path: str | Path) -> StoredCalibration:
         if (fitted.log_efficiency(group) > 0).any():
             raise DataError(shown, "-", "theta", f"{group or 'the shared value'} has an "
                                                  "efficiency above 1")
-    return StoredCalibration(fitted, tuple(groups), int(rows))
+    return StoredCalibration(fitted, tuple(groups), int(rows),
+                             dict(zip(groups, counts, strict=True)))
 
 
 def _number(raw: Mapping, key: str, shown: str, low: float, strict: bool = False) -> float:
