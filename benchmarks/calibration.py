@@ -9,7 +9,10 @@ the coverage of the 90% prediction intervals, and the time of each stage.
 
 Usage::
 
-    python benchmarks/calibration.py [--prior-width W] [--rows N]
+    python benchmarks/calibration.py [--prior-width W] [--rows N] [--by-architecture]
+
+``--by-architecture`` groups by chip, engine and the model's architecture (dense or MoE)
+instead of chip and engine.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def run(prior_width: float | None = None, rows: int | None = None) -> dict:
-    """Calibrate and cross-validate (on the first ``rows`` measurements, default all);
-    print and return the figures and the seconds each stage took."""
+def run(prior_width: float | None = None, rows: int | None = None,
+        architecture: bool = False) -> dict:
+    """Calibrate and cross-validate (on the first ``rows`` measurements, default all;
+    grouped by chip/engine, or with ``architecture`` by chip/engine/architecture); print
+    and return the figures and the seconds each stage took."""
     from chalk.applications.calibrate import (
         PRIOR_WIDTH,
         calibrate,
@@ -34,6 +39,7 @@ def run(prior_width: float | None = None, rows: int | None = None) -> dict:
         shipped_records,
     )
     from chalk.applications.calibrate.fit import fit_rows
+    from chalk.applications.calibrate.rows import by_architecture
 
     width = PRIOR_WIDTH if prior_width is None else prior_width
     records = shipped_records()[:rows]
@@ -47,10 +53,13 @@ def run(prior_width: float | None = None, rows: int | None = None) -> dict:
         return out
 
     compiled = timed("compile", lambda: compile_rows(records))
+    if architecture:
+        compiled = by_architecture(compiled)
     calibration, pooled = timed("fit", lambda: (calibrate(rows=compiled, prior_width=width),
                                                 fit_rows(compiled, 0.0)))
     print(calibration.text(), "\n")
-    figures = {"rows": len(compiled), "prior_width": width}
+    figures = {"rows": len(compiled), "prior_width": width,
+               "grouping": "chip/engine/architecture" if architecture else "chip/engine"}
     for scheme in ("row", "source"):
         score = timed(scheme, lambda s=scheme: cross_validate(compiled, width, s,
                                                               calibration.fitted, pooled))
@@ -70,5 +79,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prior-width", type=float, default=None)
     parser.add_argument("--rows", type=int, default=None)
+    parser.add_argument("--by-architecture", action="store_true")
     args = parser.parse_args()
-    run(args.prior_width, args.rows)
+    run(args.prior_width, args.rows, args.by_architecture)

@@ -28,6 +28,9 @@ def add_parser(commands, parser_class) -> None:
     c.add_argument("--prior-width", type=float, default=None, metavar="W",
                    help="stated standard deviation of a group's log efficiency about the "
                         "shared one (default 0.5; 0 fits one pair for every group)")
+    c.add_argument("--by-architecture", action="store_true",
+                   help="group by chip, engine and the model's architecture (dense or moe: "
+                        "h200/tensorrt_llm/moe) instead of chip and engine")
     c.add_argument("--cross-validate", choices=["row", "source", "both"],
                    help="leave out one row, one source or both in turn and score the "
                         "predictions of what was left out")
@@ -65,9 +68,11 @@ def run(args) -> str:
         from chalk.applications.calibrate.calibration import checked_prediction
         from chalk.applications.calibrate.rows import group_of, shipped_records
 
-        groups = sorted({group_of(r) for r in shipped_records(data=args.data)})
+        groups = sorted({group_of(r, args.by_architecture)
+                         for r in shipped_records(data=args.data)})
         checked_prediction(args.predict, args.given, args.group, groups, args.preset)
-    calibration = calibrate(prior_width=width, data=args.data)
+    calibration = calibrate(prior_width=width, data=args.data,
+                            architecture=args.by_architecture)
     out = {"calibration": calibration}
     if args.predict is not None:
         out["prediction"] = calibration.predict(args.predict, args.given, args.preset,
@@ -98,7 +103,8 @@ def _from_file(args) -> str:
 
     clashing = [o for o, v in (("--cross-validate", args.cross_validate),
                                ("--prior-width", args.prior_width), ("--save", args.save),
-                               ("--data", args.data))
+                               ("--data", args.data),
+                               ("--by-architecture", args.by_architecture or None))
                 if v is not None]
     if clashing:
         raise UsageProblem(f"{clashing[0]} goes with a fit of the measurements; "

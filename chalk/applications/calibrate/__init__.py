@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from chalk.applications.calibrate.calibration import Calibration, Efficiency
 from chalk.applications.calibrate.fit import PRIOR_WIDTH, fit_rows
 from chalk.applications.calibrate.predict import Prediction
-from chalk.applications.calibrate.rows import compile_rows, shipped_records
+from chalk.applications.calibrate.rows import by_architecture, compile_rows, shipped_records
 from chalk.applications.calibrate.score import Score, cross_validate
 from chalk.symbolic.errors import UsageError
 
@@ -23,7 +23,7 @@ __all__ = ["Calibration", "Efficiency", "PRIOR_WIDTH", "Prediction", "Score", "c
 
 
 def calibrate(records: Iterable | None = None, *, prior_width: float = PRIOR_WIDTH,
-              rows=None, data=None) -> Calibration:
+              rows=None, data=None, architecture: bool = False) -> Calibration:
     """Fit flops_efficiency and hbm_bandwidth_efficiency per chip × engine group.
 
     Parameters
@@ -40,6 +40,9 @@ def calibrate(records: Iterable | None = None, *, prior_width: float = PRIOR_WID
     data : str or Path, optional
         A file of measurements in the shipped format (default: the shipped
         ``knowledge/data/serving_measurements.yaml``), read as strictly.
+    architecture : bool
+        Group by chip, engine and the model's architecture (``h200/tensorrt_llm/moe``)
+        instead of chip and engine.
 
     Returns
     -------
@@ -57,4 +60,6 @@ def calibrate(records: Iterable | None = None, *, prior_width: float = PRIOR_WID
         raise UsageError("give the measurements one way: records, rows or data")
     if rows is None:
         rows = compile_rows(shipped_records(data=data) if records is None else records)
+    if architecture:
+        rows = by_architecture(rows)
     return Calibration(rows, fit_rows(rows, prior_width))

@@ -11,7 +11,7 @@ import numpy as np
 
 from chalk.applications.calibrate.fit import Fitted
 from chalk.applications.calibrate.predict import LEVEL, Prediction, predict_row, quantile
-from chalk.applications.calibrate.rows import EFFICIENCIES, Row
+from chalk.applications.calibrate.rows import EFFICIENCIES, Row, architecture_of
 from chalk.symbolic.errors import UsageError
 
 RATE_UNIT = "token/s"  # the scatter is measured on output token rates
@@ -205,7 +205,7 @@ def checked_prediction(target: str, given, group: str | None, groups: Sequence[s
     ------
     UsageError
     """
-    from chalk.knowledge import load_model
+    from chalk.knowledge import data, load_model
     from chalk.symbolic.units import Q_
 
     variable = load_model().variable(target)
@@ -224,6 +224,11 @@ def checked_prediction(target: str, given, group: str | None, groups: Sequence[s
         if not any(n == chip or str(n).startswith(chip + "_") for n in names):
             raise UsageError(f"group {group!r} was calibrated on {chip}; name its chip preset "
                              f"(e.g. --preset {chip}) or leave the group out")
+        kind = group.split("/")[2] if group.count("/") == 2 else None
+        models = [n for n in names if n in data.models()]
+        if kind is not None and not any(architecture_of(n) == kind for n in models):
+            raise UsageError(f"group {group!r} was calibrated on {kind} models; name a {kind} "
+                             "model preset or a group of the model's architecture")
     pins = list(given) if not isinstance(given, Mapping) else list(given.items())
     for pin in pins:
         name = (pin[0] if isinstance(pin, tuple) else str(pin).split("=", 1)[0]).strip()

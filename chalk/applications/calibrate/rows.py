@@ -12,7 +12,7 @@ written beside the relations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -57,9 +57,30 @@ def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
     return targets, given, presets
 
 
-def group_of(record) -> str:
-    """The calibration group of a measurement: its chip and engine, ``chip/engine``."""
-    return f"{record.fields['chip']}/{record.fields['engine']}"
+def group_of(record, by_architecture: bool = False) -> str:
+    """The calibration group of a measurement: its chip and engine, ``chip/engine``, and
+    with ``by_architecture`` its model's architecture too (``chip/engine/moe``)."""
+    group = f"{record.fields['chip']}/{record.fields['engine']}"
+    return f"{group}/{architecture_of(record.fields['model'])}" if by_architecture else group
+
+
+def architecture_of(model: str) -> str:
+    """``moe`` for a model preset with routed experts, else ``dense``.
+
+    Why it may deserve its own efficiencies: a mixture of experts splits each step's
+    tokens over many small expert matrix products (fewer rows each, so lower achieved
+    FLOP/s than one dense product) and, over several chips, waits for the all-to-all that
+    the bound leaves out (``t_alltoall`` is 0 in the conventions).
+    """
+    from chalk.knowledge import data
+
+    experts = data.models()[model].facts.get("n_experts")
+    return "moe" if experts is not None and experts.value > 1 else "dense"
+
+
+def by_architecture(rows: Iterable[Row]) -> list[Row]:
+    """The rows grouped by chip, engine and architecture (``chip/engine/dense``)."""
+    return [replace(r, group=f"{r.group}/{r.architecture}") for r in rows]
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,7 @@ class Row:
     question: object = field(repr=False, compare=False)
     chips: float = 1.0
     batch: float | None = None  # as published; None: the HBM-filling batch chalk solves
+    architecture: str = "dense"  # of the row's model: dense or moe (architecture_of)
 
     def rates(self, log_efficiencies: np.ndarray, strict: bool = True) -> np.ndarray:
         """The row's rate (token/s in its metric) at each row of ``log_efficiencies``
@@ -157,7 +179,8 @@ def compile_rows(records: Iterable) -> list[Row]:
             metric=record.fields["metric"],
             question=compile_question([t for t in targets if t in _ANSWERED], given, presets),
             chips=record.facts["n_chips"].quantity().to("chip").magnitude,
-            batch=None if batch is None else batch.quantity().to("sequence").magnitude))
+            batch=None if batch is None else batch.quantity().to("sequence").magnitude,
+            architecture=architecture_of(record.fields["model"])))
     return rows
 
 

@@ -26,7 +26,7 @@ from chalk.symbolic.errors import DataError
 FORMAT = 2  # 2: the rows of each group (group_rows), which a calibrated answer names
 KEYS = ("format", "level", "rows", "groups", "group_rows", "prior_width", "scatter_log_sd",
         "degrees_of_freedom", "theta", "covariance", "informed")
-GROUP = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*$")
+GROUP = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*(/dense|/moe)?$")
 MAX_GROUPS = 1000
 SYMMETRY = 1e-9  # relative asymmetry of a covariance written by chalk (it writes it exact)
 
