@@ -458,3 +458,50 @@ def test_solve_calibrated_from_a_stored_calibration(simulated_calibration, tmp_p
     status, out, err = run_cli(*argv, "--brief")
     assert (status, err) == (0, "")
     assert out.startswith("tokens_per_second = ") and "calibrated, 90% prediction" in out
+
+
+def test_the_architecture_of_a_model_is_whether_it_routes_to_experts():
+    from chalk.applications.calibrate.rows import architecture_of, group_of
+
+    # DeepSeek-V3 routes each token to 8 of 256 experts, Qwen3-30B-A3B to 8 of 128;
+    # Llama 3.1 has one MLP per layer
+    assert [architecture_of(m) for m in ("deepseek_v3", "qwen3_30b_a3b", "llama_3_1_70b")] \
+        == ["moe", "moe", "dense"]
+    (record,) = shipped_records(["trtllm_qwen3_30b_b200_fp4_1000_1000"])
+    assert (group_of(record), group_of(record, by_architecture=True)) == (
+        "b200/tensorrt_llm", "b200/tensorrt_llm/moe")
+
+
+def test_a_prediction_for_an_architecture_group_needs_a_model_of_it():
+    from chalk.applications.calibrate.calibration import checked_prediction
+
+    groups = ["b200/tensorrt_llm/dense", "b200/tensorrt_llm/moe"]
+    with pytest.raises(ChalkError, match="calibrated on moe models; name a moe model"):
+        checked_prediction("tokens_per_second", {}, "b200/tensorrt_llm/moe", groups,
+                           ["b200_fp4", "llama_3_1_70b", "fp4"])
+    assert checked_prediction("tokens_per_second", {}, "b200/tensorrt_llm/moe", groups,
+                              ["b200_fp4", "qwen3_30b_a3b", "fp4"]) == "tokens_per_second"
+
+
+@pytest.mark.slow
+def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_averages():
+    # one chip and engine, dense and MoE rows whose true flops_efficiency differs threefold
+    # (0.3 and 0.1): grouped by chip/engine the fit can only split the difference and the
+    # offset shows up as scatter; grouped by architecture each is recovered
+    ids = ["trtllm_llama70b_b200_fp4_1000_1000", "trtllm_llama70b_b200_fp4_128_2048",
+           "trtllm_llama405b_b200_fp4_1000_1000", "trtllm_llama405b_b200_fp4_128_2048",
+           "trtllm_qwen3_30b_b200_fp4_1000_1000", "trtllm_qwen3_30b_b200_fp4_128_2048",
+           "trtllm_qwen3_235b_b200_fp4_1000_1000", "trtllm_qwen3_235b_b200_fp4_128_2048"]
+    from chalk.applications.calibrate.rows import by_architecture
+
+    rows = by_architecture(compile_rows(shipped_records(ids)))
+    truth = {"b200/tensorrt_llm/dense": (0.3, 0.6), "b200/tensorrt_llm/moe": (0.1, 0.6)}
+    simulated = _simulated(rows, truth, 0.05, np.random.default_rng(3), copies=2)
+    split = calibrate(rows=simulated)
+    for group, (flops, _) in truth.items():
+        assert split.fitted.informed[split.fitted.groups.index(group), 0]
+        assert split.efficiency(group, "flops_efficiency").value == pytest.approx(flops,
+                                                                                  rel=0.15)
+    merged = calibrate(rows=[replace(r, group="b200/tensorrt_llm") for r in simulated])
+    # log(0.3 / 0.1) = 1.1 between the two: at least a few times the 0.05 noise is left
+    assert merged.fitted.sigma > 3 * split.fitted.sigma

@@ -136,8 +136,10 @@ class Calibration:
 
     def text(self) -> str:
         f = self.fitted
+        kind = ("chip/engine/architecture" if any(g.count("/") == 2 for g in self.groups)
+                else "chip/engine")
         lines = [f"Calibrated {len(self.rows)} measurements in {len(self.groups)} groups "
-                 f"(chip/engine); 90% intervals.",
+                 f"({kind}); 90% intervals.",
                  f"Each group's log efficiency = shared + deviation, deviation ~ N(0, "
                  f"{f.prior_width:g}^2) (prior width stated, not estimated).",
                  f"Scatter between measurements: {f.sigma:.3f} in log rate (a factor "
