@@ -208,6 +208,7 @@ def checked_prediction(target: str, given, group: str | None, groups: Sequence[s
     UsageError
     """
     from chalk.knowledge import data, load_model
+    from chalk.symbolic.parsing import looks_uncertain
     from chalk.symbolic.units import Q_
 
     variable = load_model().variable(target)
@@ -233,10 +234,15 @@ def checked_prediction(target: str, given, group: str | None, groups: Sequence[s
                              "model preset or a group of the model's architecture")
     pins = list(given) if not isinstance(given, Mapping) else list(given.items())
     for pin in pins:
-        name = (pin[0] if isinstance(pin, tuple) else str(pin).split("=", 1)[0]).strip()
+        name, value = ((str(pin[0]), pin[1]) if isinstance(pin, tuple)
+                       else (str(pin).split("=", 1) + [""])[:2])
+        name = name.strip()
         if name in EFFICIENCIES:
             raise UsageError(f"a calibrated prediction sets {name} from the calibration; "
                              "leave it out of the pins")
+        if looks_uncertain(value):  # its interval would leave the pin's spread out
+            raise UsageError(f"a calibrated prediction takes one value per pin; {name} is "
+                             f"given a range or distribution ({value.strip()[:60]})")
     return variable.name
 
 
