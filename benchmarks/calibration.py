@@ -9,10 +9,13 @@ the coverage of the 90% prediction intervals, and the time of each stage.
 
 Usage::
 
-    python benchmarks/calibration.py [--prior-width W] [--rows N] [--by-architecture]
+    python benchmarks/calibration.py [--prior-width W] [--rows N]
+        [--by-architecture | --separate-architectures]
 
 ``--by-architecture`` groups by chip, engine and the model's architecture (dense or MoE)
-instead of chip and engine.
+instead of chip and engine. ``--separate-architectures`` is an experiment chalk does not
+ship: dense and MoE rows calibrated apart (each its own shared values and scatter, groups
+chip/engine within it), each scheme scored within each and over both together.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def run(prior_width: float | None = None, rows: int | None = None,
-        architecture: bool = False) -> dict:
+        architecture: bool = False, separate: bool = False) -> dict:
     """Calibrate and cross-validate (on the first ``rows`` measurements, default all;
     grouped by chip/engine, or with ``architecture`` by chip/engine/architecture); print
     and return the figures and the seconds each stage took."""
@@ -53,6 +56,8 @@ def run(prior_width: float | None = None, rows: int | None = None,
         return out
 
     compiled = timed("compile", lambda: compile_rows(records))
+    if separate:
+        return _separately(compiled, width)
     if architecture:
         compiled = by_architecture(compiled)
     calibration, pooled = timed("fit", lambda: (calibrate(rows=compiled, prior_width=width),
@@ -75,10 +80,36 @@ def run(prior_width: float | None = None, rows: int | None = None,
     return figures
 
 
+def _separately(compiled, width: float) -> dict:
+    """Dense and MoE rows calibrated apart and cross-validated within each; the figures
+    of each and of every scored row together."""
+    import statistics
+
+    from chalk.applications.calibrate import cross_validate
+    from chalk.applications.calibrate.fit import fit_rows
+
+    figures = {}
+    for scheme in ("row", "source"):
+        scored = []
+        for kind in ("dense", "moe"):
+            rows = [r for r in compiled if r.architecture == kind]
+            full, pooled = fit_rows(rows, width), fit_rows(rows, 0.0)
+            score = cross_validate(rows, width, scheme, full, pooled)
+            print(f"{kind} ({len(rows)} rows, scatter {full.sigma:.3f}): {score.text()}")
+            scored += score.scored
+        error = statistics.median(abs(s.calibrated.value / s.measured - 1) for s in scored)
+        coverage = sum(s.calibrated.covers(s.measured) for s in scored) / len(scored)
+        print(f"both, {scheme}: median |predicted/measured - 1| {error:.1%}, 90% intervals "
+              f"cover {coverage:.1%} of {len(scored)} rows")
+        figures[scheme] = {"median_abs_error": error, "coverage_90": coverage}
+    return figures
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prior-width", type=float, default=None)
     parser.add_argument("--rows", type=int, default=None)
     parser.add_argument("--by-architecture", action="store_true")
+    parser.add_argument("--separate-architectures", action="store_true")
     args = parser.parse_args()
-    run(args.prior_width, args.rows, args.by_architecture)
+    run(args.prior_width, args.rows, args.by_architecture, args.separate_architectures)

@@ -484,7 +484,7 @@ def test_a_prediction_for_an_architecture_group_needs_a_model_of_it():
 
 
 @pytest.mark.slow
-def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_averages():
+def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_averages(tmp_path):
     # one chip and engine, dense and MoE rows whose true flops_efficiency differs threefold
     # (0.3 and 0.1): grouped by chip/engine the fit can only split the difference and the
     # offset shows up as scatter; grouped by architecture each is recovered
@@ -505,3 +505,16 @@ def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_aver
     merged = calibrate(rows=[replace(r, group="b200/tensorrt_llm") for r in simulated])
     # log(0.3 / 0.1) = 1.1 between the two: at least a few times the 0.05 noise is left
     assert merged.fitted.sigma > 3 * split.fitted.sigma
+    # the split calibration is stored and answers a solve for its MoE group
+    from chalk.applications.calibrate.rows import measurement_question
+    from chalk.applications.calibrate.solved import calibrated_solve
+    from chalk.applications.calibrate.stored import dumps, read
+
+    path = tmp_path / "split.yaml"
+    path.write_bytes(dumps(split))
+    assert read(path).group_rows == {"b200/tensorrt_llm/dense": 8, "b200/tensorrt_llm/moe": 8}
+    _, given, presets = measurement_question(shipped_records([ids[4]])[0])
+    answer = calibrated_solve("tokens_per_second", given, presets, "b200/tensorrt_llm/moe",
+                              str(path))
+    assert answer.efficiencies[0].value == pytest.approx(
+        split.efficiency("b200/tensorrt_llm/moe", "flops_efficiency").value, rel=1e-12)
