@@ -286,6 +286,7 @@ def test_no_interval_reaches_past_the_bound(simulated_calibration):
                                                "efficiency above 1"),
     (lambda d: d.update(groups=["H200"] + d["groups"][1:]), "field 'groups': expected"),
     (lambda d: d.update(extra=1), "field 'extra': unknown key"),
+    (lambda d: d.update(families=["moe"]), "field 'families': expected []"),
 ])
 def test_a_bad_calibration_file_is_refused_by_field(simulated_calibration, tmp_path, change,
                                                     message):
@@ -498,6 +499,7 @@ def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_aver
     truth = {"b200/tensorrt_llm/dense": (0.3, 0.6), "b200/tensorrt_llm/moe": (0.1, 0.6)}
     simulated = _simulated(rows, truth, 0.05, np.random.default_rng(3), copies=2)
     split = calibrate(rows=simulated)
+    assert split.fitted.families == ("moe",)  # dense is the reference
     for group, (flops, _) in truth.items():
         assert split.fitted.informed[split.fitted.groups.index(group), 0]
         assert split.efficiency(group, "flops_efficiency").value == pytest.approx(flops,
@@ -518,3 +520,25 @@ def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_aver
                               str(path))
     assert answer.efficiencies[0].value == pytest.approx(
         split.efficiency("b200/tensorrt_llm/moe", "flops_efficiency").value, rel=1e-12)
+    # with no group it could not tell which architecture's shared values to use
+    with pytest.raises(ChalkError, match="split by architecture; name a group"):
+        calibrated_solve("tokens_per_second", given, presets, None, str(path))
+
+
+def test_an_architecture_offset_moves_every_group_of_it():
+    from chalk.applications.calibrate.fit import Fitted
+
+    # theta = [mu_f, mu_h, u_f(dense), u_f(moe), u_h(dense), u_h(moe), v_f(moe), v_h(moe)]
+    groups = ("b200/x/dense", "b200/x/moe")
+    theta = np.array([-2.0, -1.0, 0.1, 0.2, 0.3, 0.4, -0.5, -0.6])
+    fitted = Fitted(groups, theta, np.eye(8) * 0.01, 0.3, 10.0, 0.5, np.zeros(0),
+                    np.zeros((0, 2)), np.ones((2, 2), bool), ("moe",))
+    assert fitted.log_efficiency("b200/x/dense") == pytest.approx([-2.0 + 0.1, -1.0 + 0.3])
+    assert fitted.log_efficiency("b200/x/moe") == pytest.approx([-2 + 0.2 - 0.5,
+                                                                 -1 + 0.4 - 0.6])
+    # a MoE group never calibrated: the shared values plus the MoE offset, and the spread
+    # of a group's deviation (0.5^2) beside the parameters' (0.01 each of mu and v)
+    assert fitted.log_efficiency("h200/y/moe") == pytest.approx([-2.5, -1.6])
+    assert fitted.parameter_variance("h200/y/moe", np.array([1.0, 0.0])) == \
+        pytest.approx(0.01 + 0.01 + 0.25)
+    assert fitted.log_efficiency(None) == pytest.approx([-2.0, -1.0])

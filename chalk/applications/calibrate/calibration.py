@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chalk.applications.calibrate.fit import Fitted
+from chalk.applications.calibrate.fit import Fitted, family_of
 from chalk.applications.calibrate.predict import LEVEL, Prediction, predict_row, quantile
 from chalk.applications.calibrate.rows import EFFICIENCIES, Row, architecture_of
 from chalk.symbolic.errors import UsageError
@@ -146,8 +146,19 @@ class Calibration:
                  f"{math.exp(f.sigma):.2f}), on {f.dof:.1f} degrees of freedom.", "",
                  f"{'group':<22} {'rows':>4}  {'flops_efficiency':<24} "
                  f"{'hbm_bandwidth_efficiency':<24}"]
-        rows = [("shared", len(self.rows), self.shared[EFFICIENCIES[0]],
-                 self.shared[EFFICIENCIES[1]])]
+        reference = sorted({family_of(g) for g in self.groups} - {None})[:1]
+        shown = " ".join(["shared", *reference]) if f.families else "shared"
+        count = sum(family_of(r.group) in (reference or [None]) for r in self.rows) \
+            if f.families else len(self.rows)
+        rows = [(shown, count, self.shared[EFFICIENCIES[0]], self.shared[EFFICIENCIES[1]])]
+        if f.families:
+            lines.insert(2, f"An architecture's shared value = the {reference[0]} one + an "
+                            f"offset ~ N(0, {f.prior_width:g}^2).")
+        for family in f.families:  # the architectures with their own offset
+            pair = [fitted_efficiency(f, f"shared {family}", None, j, 0, family=family)
+                    for j in range(len(EFFICIENCIES))]
+            members = sum(family_of(r.group) == family for r in self.rows)
+            rows.append((f"shared {family}", members, *pair))
         for k in range(0, len(self.efficiencies), 2):
             pair = self.efficiencies[k:k + 2]
             rows.append((pair[0].group, pair[0].rows, pair[0], pair[1]))
@@ -164,15 +175,15 @@ class Calibration:
 
 def fitted_efficiency(fitted: Fitted, shown: str, group: str | None, j: int, rows: int,
                       identified: bool = True, q: float | None = None,
-                      unseen: bool = False) -> Efficiency:
+                      unseen: bool = False, family: str | None = None) -> Efficiency:
     """Efficiency ``j`` of ``group`` (None: the shared value) with its 90% interval.
 
     ``unseen`` is a group the fit never saw: the shared value with the spread between
     groups (the prior width) added in log variance, as its predictions get it.
     """
     q = quantile(fitted) if q is None else q
-    x = fitted.log_efficiency(group)[j]
-    a = fitted.gradient(group)[j]
+    x = fitted.log_efficiency(group, family)[j]
+    a = fitted.gradient(group, family)[j]
     variance = float(a @ fitted.covariance @ a)
     if unseen and not fitted.pooled:
         variance += fitted.prior_width ** 2
@@ -187,6 +198,7 @@ def predict_question(fitted: Fitted, groups: Sequence[str], target: str, given=(
     calibration has no rows to compile)."""
     from chalk.compiled import compile_question
 
+    refuse_without_group(fitted, group)
     name = checked_prediction(target, given, group, groups, presets)
     pins = list(given.items()) if isinstance(given, Mapping) else list(given)
     pins += [(efficiency, "1") for efficiency in EFFICIENCIES]
@@ -194,6 +206,14 @@ def predict_question(fitted: Fitted, groups: Sequence[str], target: str, given=(
     row = Row(id="", group=group or "(not calibrated)", source="",
               measured=math.nan, metric="total", question=question)
     return predict_row(fitted, row)
+
+
+def refuse_without_group(fitted: Fitted, group: str | None) -> None:
+    """A calibration split by architecture predicts for a named group only: with none, it
+    could not say which architecture's shared values the question's model has."""
+    if group is None and fitted.families:
+        raise UsageError("this calibration is split by architecture; name a group "
+                         "(chip/engine/architecture, e.g. h200/tensorrt_llm/moe)")
 
 
 def checked_prediction(target: str, given, group: str | None, groups: Sequence[str],

@@ -52,8 +52,8 @@ class Fitted:
     groups : tuple of str
         The groups with a deviation, in the parameter order.
     theta : ndarray
-        ``[mu_flops, mu_hbm, u_flops per group..., u_hbm per group...]`` (only the
-        two ``mu`` under complete pooling).
+        ``[mu_flops, mu_hbm, u_flops per group..., u_hbm per group..., v_flops per
+        family..., v_hbm per family...]`` (only the two ``mu`` under complete pooling).
     covariance : ndarray
     sigma : float
         Residual scatter in log rate.
@@ -64,6 +64,10 @@ class Fitted:
         Each row's fitted log rate and d log rate / d log efficiency (n × 2).
     informed : ndarray of bool
         Per group and efficiency (G × 2): whether any of the group's rows depends on it.
+    families : tuple of str
+        Architectures with their own offset ``v`` from the shared values (``moe``), for
+        groups named ``chip/engine/architecture``; the first architecture in sorted order
+        (``dense``) is the reference and has none.
     """
 
     groups: tuple[str, ...]
@@ -75,23 +79,30 @@ class Fitted:
     log_rates: np.ndarray
     slopes: np.ndarray
     informed: np.ndarray
+    families: tuple[str, ...] = ()
 
     @property
     def pooled(self) -> bool:
         return self.prior_width == 0
 
-    def log_efficiency(self, group: str | None) -> np.ndarray:
-        """A group's log efficiencies (a group not fitted: the shared values)."""
-        return self.gradient(group) @ self.theta
+    def log_efficiency(self, group: str | None, family: str | None = None) -> np.ndarray:
+        """A group's log efficiencies (a group not fitted: the shared values of its
+        architecture; ``family`` for the shared values of an architecture)."""
+        return self.gradient(group, family) @ self.theta
 
-    def gradient(self, group: str | None) -> np.ndarray:
-        """d (log efficiencies of ``group``) / d theta, 2 × P."""
+    def gradient(self, group: str | None, family: str | None = None) -> np.ndarray:
+        """d (log efficiencies of ``group``) / d theta, 2 × P (``group`` None: the
+        shared values, of architecture ``family`` if given)."""
         out = np.zeros((2, len(self.theta)))
         out[:, :2] = np.eye(2)
+        size = len(self.groups)
         if not self.pooled and group in self.groups:
             k = self.groups.index(group)
-            size = len(self.groups)
             out[0, 2 + k] = out[1, 2 + size + k] = 1.0
+        family = family_of(group) if family is None else family
+        if not self.pooled and family in self.families:
+            f, count = self.families.index(family), len(self.families)
+            out[0, 2 + 2 * size + f] = out[1, 2 + 2 * size + count + f] = 1.0
         return out
 
     def parameter_variance(self, group: str | None, slopes: np.ndarray) -> float:
@@ -132,12 +143,19 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
                          "scatter; give at least 3")
     groups = () if prior_width == 0 else tuple(sorted({r.group for r in rows}))
     member = np.array([groups.index(r.group) if groups else 0 for r in rows])
-    size = 2 + 2 * len(groups)
+    # each architecture but the first (the reference) gets an offset, pooled as a group is
+    kinds = sorted({family_of(g) for g in groups} - {None})
+    families = tuple(kinds[1:])
+    size = 2 + 2 * len(groups) + 2 * len(families)
     design = np.zeros((n, 2, size))  # d x_i / d theta
     design[:, :, :2] = np.eye(2)
     if groups:
         design[np.arange(n), 0, 2 + member] = 1.0
         design[np.arange(n), 1, 2 + len(groups) + member] = 1.0
+    for f, family in enumerate(families):
+        inside = np.array([family_of(r.group) == family for r in rows])
+        design[inside, 0, 2 + 2 * len(groups) + f] = 1.0
+        design[inside, 1, 2 + 2 * len(groups) + len(families) + f] = 1.0
     precision = np.zeros(size)
     precision[2:] = 1 / prior_width ** 2 if groups else 0.0
     y = np.log([r.measured for r in rows])
@@ -204,9 +222,9 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
             inside = member == k
             informed[k] = (slopes[inside] ** 2).sum(axis=0) > INFORMS
         return Fitted(groups, theta, covariance, sigma, n - edf, prior_width, log_rates,
-                      slopes, informed)
+                      slopes, informed, families)
 
-    starts = _starts(rows, size, groups, member, start, evaluate)
+    starts = _starts(rows, size, groups, families, member, start, evaluate)
     sigma = start.sigma if start is not None else 0.3
     fits, refusals = [], []
     for theta in starts:
@@ -222,7 +240,7 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
                + float(precision @ f.theta ** 2))
 
 
-def _starts(rows, size, groups, member, start, evaluate) -> list[np.ndarray]:
+def _starts(rows, size, groups, families, member, start, evaluate) -> list[np.ndarray]:
     """Where the descent starts: the previous fit's values where it has them; else the
     best, by squared log error, of a grid of shared efficiencies about the median
     measured/bound (a fit started with both efficiencies equal can sit where every row
@@ -239,6 +257,11 @@ def _starts(rows, size, groups, member, start, evaluate) -> list[np.ndarray]:
                 j = start.groups.index(group)
                 theta[2 + k] = start.theta[2 + j]
                 theta[2 + len(groups) + k] = start.theta[2 + len(start.groups) + j]
+        for f, family in enumerate(families):
+            if not start.pooled and family in start.families:
+                v = start.log_efficiency(None, family) - start.theta[:2]
+                theta[2 + 2 * len(groups) + f] = v[0]
+                theta[2 + 2 * len(groups) + len(families) + f] = v[1]
         return [theta]
     y = np.log([r.measured for r in rows])
     centre = float(np.median(y - evaluate(theta)[0][0]))
@@ -259,6 +282,12 @@ def _starts(rows, size, groups, member, start, evaluate) -> list[np.ndarray]:
         if (own != starts[0]).any():
             starts.append(own)
     return starts
+
+
+def family_of(group: str | None) -> str | None:
+    """The architecture a group is named for (``moe`` of ``b200/vllm/moe``), or None."""
+    parts = (group or "").split("/")
+    return parts[2] if len(parts) == 3 else None
 
 
 def _check_informed(a: np.ndarray, rows) -> None:

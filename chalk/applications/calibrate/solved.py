@@ -20,6 +20,7 @@ from chalk.applications.calibrate.calibration import (
     checked_prediction,
     fitted_efficiency,
     predict_question,
+    refuse_without_group,
 )
 from chalk.applications.calibrate.predict import LEVEL, Prediction
 from chalk.applications.calibrate.rows import EFFICIENCIES
@@ -134,6 +135,7 @@ def calibrated_solve(targets: str | Sequence[str], given=(), presets=(),
             checked_prediction(name, given, group, shipped, presets)
     source, calibration = _loaded(calibration)
     fitted, groups = calibration.fitted, calibration.groups
+    refuse_without_group(fitted, group)
     canonical = [checked_prediction(t, given, group, groups, presets) for t in names]
     counts = calibration.group_rows
     used = tuple(fitted_efficiency(fitted, group or "(not calibrated)", group, j,

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from chalk.applications.calibrate.fit import Fitted
+from chalk.applications.calibrate.fit import Fitted, family_of
 from chalk.applications.calibrate.predict import LEVEL, Prediction
 from chalk.symbolic.errors import DataError
 
 FORMAT = 2  # 2: the rows of each group (group_rows), which a calibrated answer names
-KEYS = ("format", "level", "rows", "groups", "group_rows", "prior_width", "scatter_log_sd",
+KEYS = ("format", "level", "rows", "groups", "group_rows", "families", "prior_width",
+        "scatter_log_sd",
         "degrees_of_freedom", "theta", "covariance", "informed")
 GROUP = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*(/dense|/moe)?$")
 MAX_GROUPS = 1000
@@ -56,6 +57,7 @@ def dumps(calibration) -> bytes:
     data = {"format": FORMAT, "level": LEVEL, "rows": len(calibration.rows),
             "groups": list(calibration.groups),
             "group_rows": [calibration.group_rows[g] for g in calibration.groups],
+            "families": list(f.families),
             "prior_width": float(f.prior_width),
             "scatter_log_sd": float(f.sigma), "degrees_of_freedom": float(f.dof),
             "theta": [float(v) for v in f.theta],
@@ -109,7 +111,12 @@ def read(path: str | Path) -> StoredCalibration:
     sigma = _number(raw, "scatter_log_sd", shown, low=0, strict=True)
     dof = _number(raw, "degrees_of_freedom", shown, low=1)
     fitted_groups = tuple(groups) if width > 0 else ()
-    size = 2 + 2 * len(fitted_groups)
+    kinds = sorted({family_of(g) for g in fitted_groups} - {None})
+    families = tuple(kinds[1:])
+    if raw["families"] != list(families):
+        raise DataError(shown, "-", "families", f"expected {list(families)}: the "
+                                                "architectures of the groups but the first")
+    size = 2 + 2 * len(fitted_groups) + 2 * len(families)
     theta = _vector(raw["theta"], size, shown, "theta")
     covariance = np.array([_vector(r, size, shown, "covariance")
                            for r in fields.listing(raw["covariance"], shown, "-", "covariance",
@@ -129,7 +136,7 @@ def read(path: str | Path) -> StoredCalibration:
         raise DataError(shown, "-", "informed", f"expected {max(len(fitted_groups), 1)} pairs "
                                                 "of true/false, one per group")
     fitted = Fitted(fitted_groups, theta, covariance, sigma, dof, width, np.zeros(0),
-                    np.zeros((0, 2)), np.array(informed, dtype=bool))
+                    np.zeros((0, 2)), np.array(informed, dtype=bool), families)
     for group in (None, *fitted_groups):
         if (fitted.log_efficiency(group) > 0).any():
             raise DataError(shown, "-", "theta", f"{group or 'the shared value'} has an "
