@@ -10,6 +10,12 @@ the coverage of the 90% prediction intervals, and the time of each stage.
 Usage::
 
     python benchmarks/calibration.py [--prior-width W] [--rows N]
+        [--by-architecture | --separate-architectures]
+
+``--by-architecture`` groups by chip, engine and the model's architecture (dense or MoE)
+instead of chip and engine. ``--separate-architectures`` is an experiment chalk does not
+ship: dense and MoE rows calibrated apart (each its own shared values and scatter, groups
+chip/engine within it), each scheme scored within each and over both together.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def run(prior_width: float | None = None, rows: int | None = None) -> dict:
-    """Calibrate and cross-validate (on the first ``rows`` measurements, default all);
-    print and return the figures and the seconds each stage took."""
+def run(prior_width: float | None = None, rows: int | None = None,
+        architecture: bool = False, separate: bool = False) -> dict:
+    """Calibrate and cross-validate (on the first ``rows`` measurements, default all;
+    grouped by chip/engine, or with ``architecture`` by chip/engine/architecture); print
+    and return the figures and the seconds each stage took."""
     from chalk.applications.calibrate import (
         PRIOR_WIDTH,
         calibrate,
@@ -34,6 +42,7 @@ def run(prior_width: float | None = None, rows: int | None = None) -> dict:
         shipped_records,
     )
     from chalk.applications.calibrate.fit import fit_rows
+    from chalk.applications.calibrate.rows import by_architecture
 
     width = PRIOR_WIDTH if prior_width is None else prior_width
     records = shipped_records()[:rows]
@@ -47,10 +56,15 @@ def run(prior_width: float | None = None, rows: int | None = None) -> dict:
         return out
 
     compiled = timed("compile", lambda: compile_rows(records))
+    if separate:
+        return _separately(compiled, width)
+    if architecture:
+        compiled = by_architecture(compiled)
     calibration, pooled = timed("fit", lambda: (calibrate(rows=compiled, prior_width=width),
                                                 fit_rows(compiled, 0.0)))
     print(calibration.text(), "\n")
-    figures = {"rows": len(compiled), "prior_width": width}
+    figures = {"rows": len(compiled), "prior_width": width,
+               "grouping": "chip/engine/architecture" if architecture else "chip/engine"}
     for scheme in ("row", "source"):
         score = timed(scheme, lambda s=scheme: cross_validate(compiled, width, s,
                                                               calibration.fitted, pooled))
@@ -66,9 +80,36 @@ def run(prior_width: float | None = None, rows: int | None = None) -> dict:
     return figures
 
 
+def _separately(compiled, width: float) -> dict:
+    """Dense and MoE rows calibrated apart and cross-validated within each; the figures
+    of each and of every scored row together."""
+    import statistics
+
+    from chalk.applications.calibrate import cross_validate
+    from chalk.applications.calibrate.fit import fit_rows
+
+    figures = {}
+    for scheme in ("row", "source"):
+        scored = []
+        for kind in ("dense", "moe"):
+            rows = [r for r in compiled if r.architecture == kind]
+            full, pooled = fit_rows(rows, width), fit_rows(rows, 0.0)
+            score = cross_validate(rows, width, scheme, full, pooled)
+            print(f"{kind} ({len(rows)} rows, scatter {full.sigma:.3f}): {score.text()}")
+            scored += score.scored
+        error = statistics.median(abs(s.calibrated.value / s.measured - 1) for s in scored)
+        coverage = sum(s.calibrated.covers(s.measured) for s in scored) / len(scored)
+        print(f"both, {scheme}: median |predicted/measured - 1| {error:.1%}, 90% intervals "
+              f"cover {coverage:.1%} of {len(scored)} rows")
+        figures[scheme] = {"median_abs_error": error, "coverage_90": coverage}
+    return figures
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prior-width", type=float, default=None)
     parser.add_argument("--rows", type=int, default=None)
+    parser.add_argument("--by-architecture", action="store_true")
+    parser.add_argument("--separate-architectures", action="store_true")
     args = parser.parse_args()
-    run(args.prior_width, args.rows)
+    run(args.prior_width, args.rows, args.by_architecture, args.separate_architectures)

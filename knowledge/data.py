@@ -135,7 +135,7 @@ def _records(path: Path, key: str, required: tuple[str, ...],
              entry_sourced: bool = False, keys: tuple[str, ...] | None = None,
              fact_names: tuple[str, ...] | None = None):
     data = files.load_yaml(path)
-    shown = path.name
+    shown = files.shown_name(path)
     if not isinstance(data, Mapping) or key not in data:
         raise DataError(shown, "-", key, f"the file must hold a top-level list {key!r}")
     entries = data[key]
@@ -218,12 +218,33 @@ def _check_dimension(fact: Fact, wanted: str, shown: str, entry: str, field: str
                                              f"'{fact.value:g} {wanted}')")
 
 
-@cache
-def serving_measurements() -> Mapping[str, Record]:
+def serving_measurements(path: Path | str | None = None) -> Mapping[str, Record]:
     """Published serving measurements by id: the conditions and the measured output rate
-    (with TTFT and TPOT where published), each number under its entry's source and date."""
-    shown = "serving_measurements.yaml"
-    records = _records(DATA_DIR / shown, "measurements",
+    (with TTFT and TPOT where published), each number under its entry's source and date.
+
+    Parameters
+    ----------
+    path : Path or str, optional
+        A file of measurements in the shipped format (a user's own); default the shipped
+        ``serving_measurements.yaml``. Read the same strict way either way.
+
+    Raises
+    ------
+    DataError
+        Naming the file, the entry and the field at fault.
+    """
+    return _shipped_measurements() if path is None else _measurements(path)
+
+
+@cache
+def _shipped_measurements() -> Mapping[str, Record]:
+    return _measurements(DATA_DIR / "serving_measurements.yaml")
+
+
+def _measurements(path: Path | str) -> Mapping[str, Record]:
+    """The measurements of the file at ``path``, every field checked."""
+    shown = files.shown_name(path)
+    records = _records(Path(path), "measurements",
                        ("name", "source", "date", "engine", "engine_version", "parallelism",
                         "model", "chip", "precision", "metric"),
                        required_facts=("measured", "n_chips", "input_tokens"),
@@ -232,8 +253,8 @@ def serving_measurements() -> Mapping[str, Record]:
     for ident, record in records.items():
         raw = record.fields
         for key, limit in _MEASUREMENT_TEXT.items():
-            if key in raw:
-                fields.text(raw[key], shown, ident, key, limit)
+            if key in raw:  # a bare 0.10 would be read as 0.1: a version is written as text
+                fields.text(raw[key], shown, ident, key, limit, numbers=False)
         for key in _MEASUREMENT_NAMES:
             if not isinstance(raw[key], str) or not NAME_PATTERN.match(raw[key]):
                 raise DataError(shown, ident, key, f"expected an identifier such as "

@@ -5,10 +5,11 @@ The catalogue lives in tests/bad_inputs/:
 * ``cli.yaml``: a list of ``{name, args, expect}``; ``args`` is the argv of ``chalk`` (an item
   may be ``{before, repeat, times, after}`` to build a very long string).
 * ``files/``: bad deduction files (``*.toml``), bad fit files (``fit_*.toml``) and bad price
-  sheets (``*.yaml``), with ``files.yaml`` mapping each file name to ``{command: report | fit |
-  imply, expect}``. A report case runs ``chalk report FILE --html OUT/out.html --md
-  OUT/out.md``, a fit case ``chalk fit FILE``, an imply case ``chalk imply FILE``, from the
-  folder holding a copy of FILE.
+  sheets (``*.yaml``), bad measurement files (``measurements_*.yaml``), with ``files.yaml``
+  mapping each file name to ``{command: report | fit | imply | calibrate, expect}``. A report
+  case runs ``chalk report FILE --html OUT/out.html --md OUT/out.md``, a fit case ``chalk fit
+  FILE``, an imply case ``chalk imply FILE``, a calibrate case ``chalk calibrate --data FILE
+  --save OUT/cal.yaml``, from the folder holding a copy of FILE.
 
 Every case must exit with status 2, print nothing on stdout, print exactly ``expect`` plus a
 newline on stderr (no traceback), and write nothing (no report, no plot, no file a code
@@ -126,7 +127,7 @@ def _params(cases: list[tuple[str, dict]]):
 def _command(name: str) -> str:
     """The command a catalogue file is given to, by its name."""
     if not name.endswith(".toml"):
-        return "imply"
+        return "calibrate" if name.startswith("measurements_") else "imply"
     return "fit" if name.startswith("fit_") else "report"
 
 
@@ -175,6 +176,8 @@ def test_file_case(run_cli, name, tmp_path, monkeypatch):
     if case["command"] == "report":
         argv = ["report", name, "--html", str(outputs / "out.html"),
                 "--md", str(outputs / "out.md")]
+    elif case["command"] == "calibrate":
+        argv = ["calibrate", "--data", name, "--save", str(outputs / "cal.yaml")]
     else:
         argv = [case["command"], name]
     status, out, err = run_cli(*argv)

@@ -75,10 +75,10 @@ def test_every_row_has_source_date_and_conditions(ident):
         assert (fact.source, fact.date) == (fields["source"], fields["date"])
 
 
-def _write(tmp_path, monkeypatch, text):
-    (tmp_path / "serving_measurements.yaml").write_text(text, encoding="utf-8")
-    monkeypatch.setattr(data, "DATA_DIR", tmp_path)
-    data.serving_measurements.cache_clear()
+def _write(tmp_path, text):
+    path = tmp_path / "serving_measurements.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 ENTRY = """measurements:
@@ -137,14 +137,20 @@ FACTS = 'measured: "1 token/s", n_chips: "1 chip", input_tokens: "1 token"'
      "serving_measurements.yaml, entry 'row', field 'engine_version': expected text, "
      "found a list"),
 ])
-def test_a_row_without_its_conditions_is_refused(tmp_path, monkeypatch, entry, message):
-    _write(tmp_path, monkeypatch, entry)
-    try:
-        with pytest.raises(DataError) as info:
-            data.serving_measurements()
-        assert info.value.message == message
-    finally:
-        data.serving_measurements.cache_clear()
+def test_a_row_without_its_conditions_is_refused(tmp_path, entry, message):
+    # a user's file (chalk calibrate --data) goes through the shipped file's reader
+    with pytest.raises(DataError) as info:
+        data.serving_measurements(_write(tmp_path, entry))
+    assert info.value.message == message
+
+
+def test_a_users_file_is_read_as_the_shipped_one(tmp_path):
+    entry = ENTRY.format(metric="per_user", facts=FACTS + ', output_tokens: "1 token"')
+    (record,) = data.serving_measurements(_write(tmp_path, entry)).values()
+    assert (record.id, record.fields["chip"], record.fields["metric"]) == ("row", "h100",
+                                                                           "per_user")
+    assert record.facts["measured"].source == "https://example.org"
+    assert len(data.serving_measurements()) == len(ROWS)  # the shipped file, untouched
 
 
 def test_a_row_without_a_batch_asks_for_the_batch_hbm_holds():
@@ -211,3 +217,26 @@ def test_the_table_runs_over_every_row(capsys):
     assert f"median measured/bound: {figures['median']:.2f} over {len(ROWS)} rows" in out
     # every flagged row is printed as such
     assert out.count("BEATS ITS BOUND") == len(figures["beats_bound"])
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        "model: llama_3_1_8b", "model: llama_9_8b"),
+     "serving_measurements.yaml, entry 'row', field 'model': 'llama_9_8b' is not a model "
+     "chalk knows; run 'chalk list presets'"),
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        "precision: fp8", "precision: fp4"),
+     "serving_measurements.yaml, entry 'row', field 'precision': NVIDIA H100 SXM5 80GB has "
+     "no fp4 peak in its datasheet (it has bf16, fp8); give the format the run used"),
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token"').replace(
+        "chip: h100", "chip: h1000"),
+     "serving_measurements.yaml, entry 'row', field 'chip': unknown preset 'h1000'; did you mean "
+     "'h100' or 'h800' or 'h200'?"),
+])
+def test_a_row_naming_no_preset_is_refused_before_any_question(tmp_path, entry, message):
+    # a row's question is asked of its model on its chip at its format (chalk calibrate)
+    from chalk.applications.calibrate.rows import shipped_records
+
+    with pytest.raises(DataError) as info:
+        shipped_records(data=_write(tmp_path, entry))
+    assert info.value.message == message

@@ -1,5 +1,6 @@
-"""``chalk calibrate``: serving efficiencies fitted to the shipped measurements, their
-cross-validated scores, and calibrated predictions (docs/CALIBRATE.md)."""
+"""``chalk calibrate``: serving efficiencies fitted to the shipped measurements (or a
+user's own file of them), their cross-validated scores, and calibrated predictions
+(docs/CALIBRATE.md)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,19 @@ def add_parser(commands, parser_class) -> None:
     c = commands.add_parser(
         "calibrate", help="fit serving efficiencies to published measurements",
         description="Fit flops_efficiency and hbm_bandwidth_efficiency per chip/engine to "
-                    "the shipped serving measurements (partial pooling in log space, 90% "
-                    "intervals), score them on measurements each fit never saw, or predict "
+                    "the shipped serving measurements or your own (--data; partial pooling "
+                    "in log space, 90% intervals), score them on measurements each fit "
+                    "never saw, or predict "
                     "a rate with a 90% prediction interval.")
+    c.add_argument("--data", metavar="FILE",
+                   help="calibrate on your own measurements (YAML in the shipped format, "
+                        "docs/CALIBRATE.md) instead of the shipped ones")
     c.add_argument("--prior-width", type=float, default=None, metavar="W",
                    help="stated standard deviation of a group's log efficiency about the "
                         "shared one (default 0.5; 0 fits one pair for every group)")
+    c.add_argument("--by-architecture", action="store_true",
+                   help="group by chip, engine and the model's architecture (dense or moe: "
+                        "h200/tensorrt_llm/moe) instead of chip and engine")
     c.add_argument("--cross-validate", choices=["row", "source", "both"],
                    help="leave out one row, one source or both in turn and score the "
                         "predictions of what was left out")
@@ -53,16 +61,18 @@ def run(args) -> str:
     width = PRIOR_WIDTH if args.prior_width is None else args.prior_width
     if not (math.isfinite(width) and 0 <= width <= MAX_PRIOR_WIDTH):
         raise UsageProblem(f"--prior-width must be between 0 and {MAX_PRIOR_WIDTH:g}")
-    outputs = Outputs()
+    outputs = Outputs([args.data] if args.data else [])  # --save never overwrites --data
     if args.save is not None:  # checked before the measurements are compiled
         outputs.declare("--save", args.save, SAVE_FORMATS)
     if args.predict is not None:
         from chalk.applications.calibrate.calibration import checked_prediction
         from chalk.applications.calibrate.rows import group_of, shipped_records
 
-        groups = sorted({group_of(r) for r in shipped_records()})
+        groups = sorted({group_of(r, args.by_architecture)
+                         for r in shipped_records(data=args.data)})
         checked_prediction(args.predict, args.given, args.group, groups, args.preset)
-    calibration = calibrate(prior_width=width)
+    calibration = calibrate(prior_width=width, data=args.data,
+                            architecture=args.by_architecture)
     out = {"calibration": calibration}
     if args.predict is not None:
         out["prediction"] = calibration.predict(args.predict, args.given, args.preset,
@@ -92,11 +102,13 @@ def _from_file(args) -> str:
     from chalk.applications.calibrate.stored import read
 
     clashing = [o for o, v in (("--cross-validate", args.cross_validate),
-                               ("--prior-width", args.prior_width), ("--save", args.save))
+                               ("--prior-width", args.prior_width), ("--save", args.save),
+                               ("--data", args.data),
+                               ("--by-architecture", args.by_architecture or None))
                 if v is not None]
     if clashing:
-        raise UsageProblem(f"{clashing[0]} needs the measurements; --calibration only "
-                           "predicts from a stored fit")
+        raise UsageProblem(f"{clashing[0]} goes with a fit of the measurements; "
+                           "--calibration only predicts from a stored fit")
     if args.predict is None:
         raise UsageProblem("--calibration predicts; add --predict TARGET")
     stored = read(args.calibration)
@@ -115,3 +127,18 @@ def _prediction_text(target: str, group: str | None, p) -> str:
             f"{p.low:,.4g} to {p.high:,.4g}{cut} (measurement scatter {p.scatter:.3f} and "
             f"efficiencies {p.parameter_sd:.3f} in log); bound at peak efficiencies "
             f"{p.bound:,.4g} token/s")
+
+
+def solve_calibrated(args, options: dict) -> str:
+    """The output of ``chalk solve ... --calibrated [CHIP/ENGINE]`` (``options`` as
+    checked for ``chalk solve``)."""
+    from chalk.applications.calibrate.solved import calibrated_solve
+
+    if args.calibrated is None:
+        raise UsageProblem("--calibration names the calibration --calibrated uses; add "
+                           "--calibrated [CHIP/ENGINE]")
+    answer = calibrated_solve(args.targets, args.given, args.preset, args.calibrated or None,
+                              args.calibration, **options)
+    if args.json:
+        return json.dumps(answer.to_dict(), indent=2)
+    return answer.text(brief=args.brief)

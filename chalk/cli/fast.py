@@ -98,8 +98,8 @@ class _Model:
 def shape(args) -> dict | None:
     """What keys a question in the cache: everything but the pins' numbers (None if the
     question is not one the cache holds)."""
-    if args.command != "solve":
-        return None
+    if args.command != "solve" or args.calibrated is not None or args.calibration is not None:
+        return None  # a calibrated answer is not cached
     given = []
     try:
         for item in args.given:

@@ -195,6 +195,10 @@ def _run(args) -> str:
             if not low < args.rtol < high:
                 raise UsageProblem(f"--rtol must be between {low:g} and {high:g}")
             options["rtol"] = args.rtol
+        if args.calibrated is not None or args.calibration is not None:
+            from chalk.cli.calibrate import solve_calibrated
+
+            return solve_calibrated(args, options)
         solution = api.solve(args.targets, args.given, args.preset, **options)
         if args.json:
             output = solution.to_json()

@@ -61,6 +61,14 @@ def add_solve(commands) -> None:
     solve.add_argument("--brief", action="store_true",
                        help="the answers, flags and one line per assumption; no pin table "
                             "or derivation")
+    solve.add_argument("--calibrated", nargs="?", const="", default=None,
+                       metavar="CHIP/ENGINE",
+                       help="answer a rate (token/s) at the efficiencies calibrated for "
+                            "CHIP/ENGINE (none: a group not calibrated), with a 90%% "
+                            "prediction interval and the bound (docs/CALIBRATE.md)")
+    solve.add_argument("--calibration", metavar="FILE",
+                       help="with --calibrated: a calibration written by chalk calibrate "
+                            "--save (default: fit the shipped measurements, tens of seconds)")
     add_quiet(solve)
 
 

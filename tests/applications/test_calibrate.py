@@ -271,7 +271,10 @@ def test_no_interval_reaches_past_the_bound(simulated_calibration):
 
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("theta"), "field 'theta': missing"),
-    (lambda d: d.update(format=2), "field 'format': this chalk reads format 1"),
+    (lambda d: d.update(format=1), "field 'format': this chalk reads format 2, not the "
+                                       "number 1"),
+    (lambda d: d.update(group_rows=[1, 1, 1]), "field 'group_rows': expected 3 whole numbers, "
+                                               "one per group, adding up to rows (12)"),
     (lambda d: d.update(scatter_log_sd=0), "field 'scatter_log_sd': expected a number more "
                                            "than 0"),
     (lambda d: d.update(theta=d["theta"][:-1]), "field 'theta': expected 8 finite numbers"),
@@ -283,6 +286,7 @@ def test_no_interval_reaches_past_the_bound(simulated_calibration):
                                                "efficiency above 1"),
     (lambda d: d.update(groups=["H200"] + d["groups"][1:]), "field 'groups': expected"),
     (lambda d: d.update(extra=1), "field 'extra': unknown key"),
+    (lambda d: d.update(families=["moe"]), "field 'families': expected []"),
 ])
 def test_a_bad_calibration_file_is_refused_by_field(simulated_calibration, tmp_path, change,
                                                     message):
@@ -314,3 +318,227 @@ def test_a_fold_that_cannot_be_calibrated_is_reported_not_dropped(rows):
     assert left_out == chosen[1].source
     assert reason.startswith("flops_efficiency cannot be calibrated from these 3")
     assert "1 fold(s) not scored" in score.text()
+
+
+def _file_entry(record, measured: float) -> dict:
+    """A shipped record written back in the file format, with another measured rate."""
+    entry = dict(record.fields)
+    entry["facts"] = {name: fact.text for name, fact in record.facts.items()}
+    entry["facts"]["measured"] = f"{float(measured)!r} token/s"
+    return entry
+
+
+def test_a_users_file_calibrates_as_its_records_do(rows, tmp_path, run_cli):
+    # a user's file of six measurements simulated at known efficiencies: read through the
+    # strict loader, it gives the fit the same records give in Python, and the command
+    # calibrates those six rows, not the 71 shipped ones
+    import json
+
+    import yaml
+
+    rng = np.random.default_rng(5)
+    truth = {"h200/tensorrt_llm": (0.15, 0.3), "mi300x/vllm": (0.1, 0.2),
+             "h100/nim": (0.15, 0.35)}
+    simulated = _simulated(rows, truth, 0.2, rng)
+    records = {r.id: r for r in shipped_records(IDS)}
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump({"measurements": [
+        _file_entry(records[row.id.removesuffix("_0")], row.measured) for row in simulated]}),
+        encoding="utf-8")
+    from_file = calibrate(data=path)
+    in_python = calibrate(rows=simulated)
+    assert len(from_file.rows) == 6
+    assert from_file.fitted.theta == pytest.approx(in_python.fitted.theta, rel=1e-9)
+    status, out, err = run_cli("calibrate", "--data", str(path), "--json", "-q")
+    assert (status, err) == (0, "")
+    found = json.loads(out)["calibration"]
+    assert found["rows"] == 6 and found["groups"] == sorted(truth)
+    assert found["shared"]["flops_efficiency"]["value"] == pytest.approx(
+        from_file.shared["flops_efficiency"].value, rel=1e-9)
+
+
+def _h200_question():
+    from chalk.applications.calibrate.rows import measurement_question
+
+    _, given, presets = measurement_question(shipped_records([IDS[0]])[0])
+    return given, presets
+
+
+def test_a_calibrated_solve_answers_at_the_groups_fitted_efficiencies(simulated_calibration):
+    import chalk
+    from chalk.applications.calibrate.predict import quantile
+    from chalk.applications.calibrate.solved import calibrated_solve
+
+    given, presets = _h200_question()
+    answer = calibrated_solve("tokens_per_second", given, presets, "h200/tensorrt_llm",
+                              simulated_calibration)
+    fitted = simulated_calibration.fitted
+    flops, hbm = np.exp(fitted.log_efficiency("h200/tensorrt_llm"))
+    assert [(e.name, e.value, e.rows) for e in answer.efficiencies] == [
+        ("flops_efficiency", flops, 4), ("hbm_bandwidth_efficiency", hbm, 4)]  # 2 rows x 2
+    # the derivation is the solve at those efficiencies, and names where they came from
+    (p,) = answer.predictions.values()
+    solved = answer.solution["tokens_per_second"].to("token/s").magnitude
+    assert solved == pytest.approx(p.value, rel=1e-9)
+    pins = answer.solution.derivation.pins
+    assert pins["flops_efficiency"].value == flops
+    assert "calibrated for h200/tensorrt_llm (4 of 12 measurements" in \
+        pins["hbm_bandwidth_efficiency"].source
+    # the prediction is the calibration's own, its interval t * sqrt(efficiencies' variance
+    # + scatter^2) wide in the log, so never narrower than the scatter alone
+    assert (p.value, p.low) == pytest.approx(
+        (simulated_calibration.predict("tokens_per_second", given, presets,
+                                       "h200/tensorrt_llm").value,
+         p.value * math.exp(-quantile(fitted) * math.hypot(p.parameter_sd, fitted.sigma))),
+        rel=1e-9)
+    assert p.scatter == fitted.sigma and math.log(p.value / p.low) > quantile(fitted) * p.scatter
+    # the bound beside it: chalk's answer at efficiencies 1, the conventions' own
+    bound = chalk.solve("tokens_per_second", given, presets)["tokens_per_second"]
+    assert p.bound == pytest.approx(bound.to("token/s").magnitude, rel=1e-9)
+    text = answer.text()
+    assert "90% prediction interval" in text and "fitted to 4 of 12 measurements" in text
+
+
+def test_a_group_not_calibrated_gets_the_shared_values_and_their_spread(simulated_calibration):
+    from chalk.applications.calibrate.predict import quantile
+    from chalk.applications.calibrate.solved import calibrated_solve
+
+    given, presets = _h200_question()
+    answer = calibrated_solve(["tokens_per_second"], given, presets, None,
+                              simulated_calibration)
+    fitted = simulated_calibration.fitted
+    for j, e in enumerate(answer.efficiencies):
+        shared = simulated_calibration.shared[e.name]
+        assert (e.value, e.rows) == (pytest.approx(shared.value, rel=1e-12), 0)
+        # the shared value's own variance plus tau^2 = 0.5^2, the spread between groups
+        sd = math.sqrt(fitted.covariance[j, j] + 0.25)
+        assert e.low == pytest.approx(e.value * math.exp(-quantile(fitted) * sd), rel=1e-9)
+    assert "shared values for a group not calibrated" in answer.text()
+
+
+def test_a_calibrated_solve_refuses_what_the_calibration_cannot_answer(simulated_calibration):
+    from chalk.applications.calibrate.solved import calibrated_solve
+
+    given, presets = _h200_question()
+    with pytest.raises(ChalkError, match="is of a rate in token/s.*t_memory is in s"):
+        calibrated_solve("t_memory", given, presets, None, simulated_calibration)
+    with pytest.raises(ChalkError, match="sets flops_efficiency from the calibration"):
+        calibrated_solve("tokens_per_second", {**given, "flops_efficiency": "0.5"}, presets,
+                         None, simulated_calibration)
+    with pytest.raises(ChalkError, match="no calibrated group 'b200/vllm'"):
+        calibrated_solve("tokens_per_second", given, presets, "b200/vllm",
+                         simulated_calibration)
+
+
+def test_solve_calibrated_from_a_stored_calibration(simulated_calibration, tmp_path, run_cli):
+    import json
+
+    from chalk.applications.calibrate.stored import dumps
+    from chalk.cli import fast
+    from chalk.cli.options import solve_parser
+
+    path = tmp_path / "cal.yaml"
+    path.write_bytes(dumps(simulated_calibration))
+    argv = ["solve", "tokens_per_second", "-g", "n_chips=1 chip", "-g",
+            "context_length=1500 token", "-g", "batch_size=64 sequence", "-p", "h200_fp8",
+            "-p", "llama_3_1_70b", "-p", "fp8", "--calibrated", "h200/tensorrt_llm",
+            "--calibration", str(path), "-q"]
+    # never answered from the cache of the same question asked without --calibrated
+    assert fast.shape(solve_parser().parse_args(argv)) is None
+    status, out, err = run_cli(*argv, "--json")
+    assert (status, err) == (0, "")
+    found = json.loads(out)
+    p = found["predictions"]["tokens_per_second"]
+    expected = simulated_calibration.predict(
+        "tokens_per_second", ["n_chips=1 chip", "context_length=1500 token",
+                              "batch_size=64 sequence"], ["h200_fp8", "llama_3_1_70b", "fp8"],
+        "h200/tensorrt_llm")
+    assert (p["value"], p["low"], p["high"], p["bound"]) == pytest.approx(
+        (expected.value, expected.low, expected.high, expected.bound), rel=1e-9)
+    assert [e["rows"] for e in found["efficiencies"]] == [4, 4]
+    status, out, err = run_cli(*argv, "--brief")
+    assert (status, err) == (0, "")
+    assert out.startswith("tokens_per_second = ") and "calibrated, 90% prediction" in out
+
+
+def test_the_architecture_of_a_model_is_whether_it_routes_to_experts():
+    from chalk.applications.calibrate.rows import architecture_of, group_of
+
+    # DeepSeek-V3 routes each token to 8 of 256 experts, Qwen3-30B-A3B to 8 of 128;
+    # Llama 3.1 has one MLP per layer
+    assert [architecture_of(m) for m in ("deepseek_v3", "qwen3_30b_a3b", "llama_3_1_70b")] \
+        == ["moe", "moe", "dense"]
+    (record,) = shipped_records(["trtllm_qwen3_30b_b200_fp4_1000_1000"])
+    assert (group_of(record), group_of(record, by_architecture=True)) == (
+        "b200/tensorrt_llm", "b200/tensorrt_llm/moe")
+
+
+def test_a_prediction_for_an_architecture_group_needs_a_model_of_it():
+    from chalk.applications.calibrate.calibration import checked_prediction
+
+    groups = ["b200/tensorrt_llm/dense", "b200/tensorrt_llm/moe"]
+    with pytest.raises(ChalkError, match="calibrated on moe models; name a moe model"):
+        checked_prediction("tokens_per_second", {}, "b200/tensorrt_llm/moe", groups,
+                           ["b200_fp4", "llama_3_1_70b", "fp4"])
+    assert checked_prediction("tokens_per_second", {}, "b200/tensorrt_llm/moe", groups,
+                              ["b200_fp4", "qwen3_30b_a3b", "fp4"]) == "tokens_per_second"
+
+
+@pytest.mark.slow
+def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_averages(tmp_path):
+    # one chip and engine, dense and MoE rows whose true flops_efficiency differs threefold
+    # (0.3 and 0.1): grouped by chip/engine the fit can only split the difference and the
+    # offset shows up as scatter; grouped by architecture each is recovered
+    ids = ["trtllm_llama70b_b200_fp4_1000_1000", "trtllm_llama70b_b200_fp4_128_2048",
+           "trtllm_llama405b_b200_fp4_1000_1000", "trtllm_llama405b_b200_fp4_128_2048",
+           "trtllm_qwen3_30b_b200_fp4_1000_1000", "trtllm_qwen3_30b_b200_fp4_128_2048",
+           "trtllm_qwen3_235b_b200_fp4_1000_1000", "trtllm_qwen3_235b_b200_fp4_128_2048"]
+    from chalk.applications.calibrate.rows import by_architecture
+
+    rows = by_architecture(compile_rows(shipped_records(ids)))
+    truth = {"b200/tensorrt_llm/dense": (0.3, 0.6), "b200/tensorrt_llm/moe": (0.1, 0.6)}
+    simulated = _simulated(rows, truth, 0.05, np.random.default_rng(3), copies=2)
+    split = calibrate(rows=simulated)
+    assert split.fitted.families == ("moe",)  # dense is the reference
+    for group, (flops, _) in truth.items():
+        assert split.fitted.informed[split.fitted.groups.index(group), 0]
+        assert split.efficiency(group, "flops_efficiency").value == pytest.approx(flops,
+                                                                                  rel=0.15)
+    merged = calibrate(rows=[replace(r, group="b200/tensorrt_llm") for r in simulated])
+    # log(0.3 / 0.1) = 1.1 between the two: at least a few times the 0.05 noise is left
+    assert merged.fitted.sigma > 3 * split.fitted.sigma
+    # the split calibration is stored and answers a solve for its MoE group
+    from chalk.applications.calibrate.rows import measurement_question
+    from chalk.applications.calibrate.solved import calibrated_solve
+    from chalk.applications.calibrate.stored import dumps, read
+
+    path = tmp_path / "split.yaml"
+    path.write_bytes(dumps(split))
+    assert read(path).group_rows == {"b200/tensorrt_llm/dense": 8, "b200/tensorrt_llm/moe": 8}
+    _, given, presets = measurement_question(shipped_records([ids[4]])[0])
+    answer = calibrated_solve("tokens_per_second", given, presets, "b200/tensorrt_llm/moe",
+                              str(path))
+    assert answer.efficiencies[0].value == pytest.approx(
+        split.efficiency("b200/tensorrt_llm/moe", "flops_efficiency").value, rel=1e-12)
+    # with no group it could not tell which architecture's shared values to use
+    with pytest.raises(ChalkError, match="split by architecture; name a group"):
+        calibrated_solve("tokens_per_second", given, presets, None, str(path))
+
+
+def test_an_architecture_offset_moves_every_group_of_it():
+    from chalk.applications.calibrate.fit import Fitted
+
+    # theta = [mu_f, mu_h, u_f(dense), u_f(moe), u_h(dense), u_h(moe), v_f(moe), v_h(moe)]
+    groups = ("b200/x/dense", "b200/x/moe")
+    theta = np.array([-2.0, -1.0, 0.1, 0.2, 0.3, 0.4, -0.5, -0.6])
+    fitted = Fitted(groups, theta, np.eye(8) * 0.01, 0.3, 10.0, 0.5, np.zeros(0),
+                    np.zeros((0, 2)), np.ones((2, 2), bool), ("moe",))
+    assert fitted.log_efficiency("b200/x/dense") == pytest.approx([-2.0 + 0.1, -1.0 + 0.3])
+    assert fitted.log_efficiency("b200/x/moe") == pytest.approx([-2 + 0.2 - 0.5,
+                                                                 -1 + 0.4 - 0.6])
+    # a MoE group never calibrated: the shared values plus the MoE offset, and the spread
+    # of a group's deviation (0.5^2) beside the parameters' (0.01 each of mu and v)
+    assert fitted.log_efficiency("h200/y/moe") == pytest.approx([-2.5, -1.6])
+    assert fitted.parameter_variance("h200/y/moe", np.array([1.0, 0.0])) == \
+        pytest.approx(0.01 + 0.01 + 0.25)
+    assert fitted.log_efficiency(None) == pytest.approx([-2.0, -1.0])

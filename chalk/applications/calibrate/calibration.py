@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chalk.applications.calibrate.fit import Fitted
+from chalk.applications.calibrate.fit import Fitted, family_of
 from chalk.applications.calibrate.predict import LEVEL, Prediction, predict_row, quantile
-from chalk.applications.calibrate.rows import EFFICIENCIES, Row
+from chalk.applications.calibrate.rows import EFFICIENCIES, Row, architecture_of
 from chalk.symbolic.errors import UsageError
 
 RATE_UNIT = "token/s"  # the scatter is measured on output token rates
@@ -81,15 +81,16 @@ class Calibration:
 
     def _efficiency(self, shown: str, group, j: int, q: float, rows: int,
                     identified: bool) -> Efficiency:
-        x = self.fitted.log_efficiency(group)[j]
-        a = self.fitted.gradient(group)[j]
-        sd = math.sqrt(float(a @ self.fitted.covariance @ a))
-        return Efficiency(shown, EFFICIENCIES[j], math.exp(x), math.exp(x - q * sd),
-                          min(math.exp(x + q * sd), 1.0), identified, rows)
+        return fitted_efficiency(self.fitted, shown, group, j, rows, identified, q)
 
     @property
     def groups(self) -> tuple[str, ...]:
         return tuple(sorted({r.group for r in self.rows}))
+
+    @property
+    def group_rows(self) -> dict[str, int]:
+        """The measurements each group was fitted to."""
+        return {g: sum(r.group == g for r in self.rows) for g in self.groups}
 
     def efficiency(self, group: str, name: str) -> Efficiency:
         """A group's fitted efficiency by name (``flops_efficiency`` or
@@ -135,16 +136,29 @@ class Calibration:
 
     def text(self) -> str:
         f = self.fitted
+        kind = ("chip/engine/architecture" if any(g.count("/") == 2 for g in self.groups)
+                else "chip/engine")
         lines = [f"Calibrated {len(self.rows)} measurements in {len(self.groups)} groups "
-                 f"(chip/engine); 90% intervals.",
+                 f"({kind}); 90% intervals.",
                  f"Each group's log efficiency = shared + deviation, deviation ~ N(0, "
                  f"{f.prior_width:g}^2) (prior width stated, not estimated).",
                  f"Scatter between measurements: {f.sigma:.3f} in log rate (a factor "
                  f"{math.exp(f.sigma):.2f}), on {f.dof:.1f} degrees of freedom.", "",
                  f"{'group':<22} {'rows':>4}  {'flops_efficiency':<24} "
                  f"{'hbm_bandwidth_efficiency':<24}"]
-        rows = [("shared", len(self.rows), self.shared[EFFICIENCIES[0]],
-                 self.shared[EFFICIENCIES[1]])]
+        reference = sorted({family_of(g) for g in self.groups} - {None})[:1]
+        shown = " ".join(["shared", *reference]) if f.families else "shared"
+        count = sum(family_of(r.group) in (reference or [None]) for r in self.rows) \
+            if f.families else len(self.rows)
+        rows = [(shown, count, self.shared[EFFICIENCIES[0]], self.shared[EFFICIENCIES[1]])]
+        if f.families:
+            lines.insert(2, f"An architecture's shared value = the {reference[0]} one + an "
+                            f"offset ~ N(0, {f.prior_width:g}^2).")
+        for family in f.families:  # the architectures with their own offset
+            pair = [fitted_efficiency(f, f"shared {family}", None, j, 0, family=family)
+                    for j in range(len(EFFICIENCIES))]
+            members = sum(family_of(r.group) == family for r in self.rows)
+            rows.append((f"shared {family}", members, *pair))
         for k in range(0, len(self.efficiencies), 2):
             pair = self.efficiencies[k:k + 2]
             rows.append((pair[0].group, pair[0].rows, pair[0], pair[1]))
@@ -159,12 +173,32 @@ class Calibration:
         return self.text()
 
 
+def fitted_efficiency(fitted: Fitted, shown: str, group: str | None, j: int, rows: int,
+                      identified: bool = True, q: float | None = None,
+                      unseen: bool = False, family: str | None = None) -> Efficiency:
+    """Efficiency ``j`` of ``group`` (None: the shared value) with its 90% interval.
+
+    ``unseen`` is a group the fit never saw: the shared value with the spread between
+    groups (the prior width) added in log variance, as its predictions get it.
+    """
+    q = quantile(fitted) if q is None else q
+    x = fitted.log_efficiency(group, family)[j]
+    a = fitted.gradient(group, family)[j]
+    variance = float(a @ fitted.covariance @ a)
+    if unseen and not fitted.pooled:
+        variance += fitted.prior_width ** 2
+    sd = math.sqrt(variance)
+    return Efficiency(shown, EFFICIENCIES[j], math.exp(x), math.exp(x - q * sd),
+                      min(math.exp(x + q * sd), 1.0), identified, rows)
+
+
 def predict_question(fitted: Fitted, groups: Sequence[str], target: str, given=(),
                      presets=(), group: str | None = None) -> Prediction:
     """:meth:`Calibration.predict` from a fit and the groups it calibrated (a stored
     calibration has no rows to compile)."""
     from chalk.compiled import compile_question
 
+    refuse_without_group(fitted, group)
     name = checked_prediction(target, given, group, groups, presets)
     pins = list(given.items()) if isinstance(given, Mapping) else list(given)
     pins += [(efficiency, "1") for efficiency in EFFICIENCIES]
@@ -172,6 +206,14 @@ def predict_question(fitted: Fitted, groups: Sequence[str], target: str, given=(
     row = Row(id="", group=group or "(not calibrated)", source="",
               measured=math.nan, metric="total", question=question)
     return predict_row(fitted, row)
+
+
+def refuse_without_group(fitted: Fitted, group: str | None) -> None:
+    """A calibration split by architecture predicts for a named group only: with none, it
+    could not say which architecture's shared values the question's model has."""
+    if group is None and fitted.families:
+        raise UsageError("this calibration is split by architecture; name a group "
+                         "(chip/engine/architecture, e.g. h200/tensorrt_llm/moe)")
 
 
 def checked_prediction(target: str, given, group: str | None, groups: Sequence[str],
@@ -185,7 +227,8 @@ def checked_prediction(target: str, given, group: str | None, groups: Sequence[s
     ------
     UsageError
     """
-    from chalk.knowledge import load_model
+    from chalk.knowledge import data, load_model
+    from chalk.symbolic.parsing import looks_uncertain
     from chalk.symbolic.units import Q_
 
     variable = load_model().variable(target)
@@ -204,12 +247,22 @@ def checked_prediction(target: str, given, group: str | None, groups: Sequence[s
         if not any(n == chip or str(n).startswith(chip + "_") for n in names):
             raise UsageError(f"group {group!r} was calibrated on {chip}; name its chip preset "
                              f"(e.g. --preset {chip}) or leave the group out")
+        kind = group.split("/")[2] if group.count("/") == 2 else None
+        models = [n for n in names if n in data.models()]
+        if kind is not None and not any(architecture_of(n) == kind for n in models):
+            raise UsageError(f"group {group!r} was calibrated on {kind} models; name a {kind} "
+                             "model preset or a group of the model's architecture")
     pins = list(given) if not isinstance(given, Mapping) else list(given.items())
     for pin in pins:
-        name = (pin[0] if isinstance(pin, tuple) else str(pin).split("=", 1)[0]).strip()
+        name, value = ((str(pin[0]), pin[1]) if isinstance(pin, tuple)
+                       else (str(pin).split("=", 1) + [""])[:2])
+        name = name.strip()
         if name in EFFICIENCIES:
             raise UsageError(f"a calibrated prediction sets {name} from the calibration; "
                              "leave it out of the pins")
+        if looks_uncertain(value):  # its interval would leave the pin's spread out
+            raise UsageError(f"a calibrated prediction takes one value per pin; {name} is "
+                             f"given a range or distribution ({value.strip()[:60]})")
     return variable.name
 
 

@@ -52,8 +52,8 @@ class Fitted:
     groups : tuple of str
         The groups with a deviation, in the parameter order.
     theta : ndarray
-        ``[mu_flops, mu_hbm, u_flops per group..., u_hbm per group...]`` (only the
-        two ``mu`` under complete pooling).
+        ``[mu_flops, mu_hbm, u_flops per group..., u_hbm per group..., v_flops per
+        family..., v_hbm per family...]`` (only the two ``mu`` under complete pooling).
     covariance : ndarray
     sigma : float
         Residual scatter in log rate.
@@ -64,6 +64,10 @@ class Fitted:
         Each row's fitted log rate and d log rate / d log efficiency (n × 2).
     informed : ndarray of bool
         Per group and efficiency (G × 2): whether any of the group's rows depends on it.
+    families : tuple of str
+        Architectures with their own offset ``v`` from the shared values (``moe``), for
+        groups named ``chip/engine/architecture``; the first architecture in sorted order
+        (``dense``) is the reference and has none.
     """
 
     groups: tuple[str, ...]
@@ -75,23 +79,30 @@ class Fitted:
     log_rates: np.ndarray
     slopes: np.ndarray
     informed: np.ndarray
+    families: tuple[str, ...] = ()
 
     @property
     def pooled(self) -> bool:
         return self.prior_width == 0
 
-    def log_efficiency(self, group: str | None) -> np.ndarray:
-        """A group's log efficiencies (a group not fitted: the shared values)."""
-        return self.gradient(group) @ self.theta
+    def log_efficiency(self, group: str | None, family: str | None = None) -> np.ndarray:
+        """A group's log efficiencies (a group not fitted: the shared values of its
+        architecture; ``family`` for the shared values of an architecture)."""
+        return self.gradient(group, family) @ self.theta
 
-    def gradient(self, group: str | None) -> np.ndarray:
-        """d (log efficiencies of ``group``) / d theta, 2 × P."""
+    def gradient(self, group: str | None, family: str | None = None) -> np.ndarray:
+        """d (log efficiencies of ``group``) / d theta, 2 × P (``group`` None: the
+        shared values, of architecture ``family`` if given)."""
         out = np.zeros((2, len(self.theta)))
         out[:, :2] = np.eye(2)
+        size = len(self.groups)
         if not self.pooled and group in self.groups:
             k = self.groups.index(group)
-            size = len(self.groups)
             out[0, 2 + k] = out[1, 2 + size + k] = 1.0
+        family = family_of(group) if family is None else family
+        if not self.pooled and family in self.families:
+            f, count = self.families.index(family), len(self.families)
+            out[0, 2 + 2 * size + f] = out[1, 2 + 2 * size + count + f] = 1.0
         return out
 
     def parameter_variance(self, group: str | None, slopes: np.ndarray) -> float:
@@ -132,12 +143,19 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
                          "scatter; give at least 3")
     groups = () if prior_width == 0 else tuple(sorted({r.group for r in rows}))
     member = np.array([groups.index(r.group) if groups else 0 for r in rows])
-    size = 2 + 2 * len(groups)
+    # each architecture but the first (the reference) gets an offset, pooled as a group is
+    kinds = sorted({family_of(g) for g in groups} - {None})
+    families = tuple(kinds[1:])
+    size = 2 + 2 * len(groups) + 2 * len(families)
     design = np.zeros((n, 2, size))  # d x_i / d theta
     design[:, :, :2] = np.eye(2)
     if groups:
         design[np.arange(n), 0, 2 + member] = 1.0
         design[np.arange(n), 1, 2 + len(groups) + member] = 1.0
+    for f, family in enumerate(families):
+        inside = np.array([family_of(r.group) == family for r in rows])
+        design[inside, 0, 2 + 2 * len(groups) + f] = 1.0
+        design[inside, 1, 2 + 2 * len(groups) + len(families) + f] = 1.0
     precision = np.zeros(size)
     precision[2:] = 1 / prior_width ** 2 if groups else 0.0
     y = np.log([r.measured for r in rows])
@@ -153,65 +171,84 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     def feasible(theta):  # every group's efficiencies at most 1
         return bool((design @ theta <= 0).all())
 
-    theta = _start(rows, size, groups, start, evaluate)
-    sigma = start.sigma if start is not None else 0.3
-    log_rates, slopes = (v[0] for v in evaluate(theta))
-    previous = np.inf
-    for _ in range(MAX_ITERATIONS):
-        a = np.einsum("ij,ijp->ip", slopes, design)  # d log rate_i / d theta
-        residual = y - log_rates
-        # pinv: on the way, no row may yet depend on an efficiency
-        covariance = np.linalg.pinv(a.T @ a / sigma ** 2 + np.diag(precision))
+    def descend(theta, sigma) -> Fitted:
+        """The mode reached from ``theta`` (Levenberg-Marquardt, below)."""
+        log_rates, slopes = (v[0] for v in evaluate(theta))
+        previous = np.inf
+        for _ in range(MAX_ITERATIONS):
+            a = np.einsum("ij,ijp->ip", slopes, design)  # d log rate_i / d theta
+            residual = y - log_rates
+            # pinv: on the way, no row may yet depend on an efficiency
+            covariance = np.linalg.pinv(a.T @ a / sigma ** 2 + np.diag(precision))
+            edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
+            # sigma from the residuals and the degrees of freedom the fit spent on them
+            sigma = max(float(np.sqrt(residual @ residual / max(n - edf, 1.0))), 1e-6)
+            hessian = a.T @ a / sigma ** 2 + np.diag(precision)
+            gradient = a.T @ residual / sigma ** 2 - precision * theta
+            objective = residual @ residual / sigma ** 2 + precision @ theta ** 2
+            if abs(previous - objective) <= TOLERANCE:
+                break
+            previous = objective
+            # Levenberg-Marquardt with every damping tried at once (one evaluation per row):
+            # the max() of the regimes makes the objective piecewise smooth, so the
+            # undamped step often overshoots a kink
+            steps = [np.linalg.lstsq(hessian + d * np.diag(np.diag(hessian)), gradient,
+                                     rcond=None)[0] for d in DAMPINGS]
+            trials = np.array([theta + s for s in steps if feasible(theta + s)])
+            if not len(trials):
+                break
+            trial_rates, trial_slopes = evaluate(trials, strict=False)
+            r = y - trial_rates
+            objectives = (r ** 2).sum(axis=1) / sigma ** 2 + (trials ** 2) @ precision
+            # a step where chalk refuses some row (or its slopes) is not taken
+            objectives[~np.isfinite(objectives) | ~np.isfinite(trial_slopes).all(axis=(1, 2))] \
+                = np.inf
+            best = int(np.argmin(objectives))
+            if objectives[best] > objective:  # no step lowers it: the mode
+                break
+            step = trials[best] - theta
+            theta, log_rates, slopes = trials[best], trial_rates[best], trial_slopes[best]
+            if np.abs(step).max() < SMALL_STEP:
+                break
+        else:
+            raise UsageError(f"the calibration of these {n} measurements did not settle in "
+                             f"{MAX_ITERATIONS} steps; try another prior width")
+        a = np.einsum("ij,ijp->ip", slopes, design)
+        _check_informed(a, rows)
+        covariance = np.linalg.inv(a.T @ a / sigma ** 2 + np.diag(precision))
         edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
-        # sigma from the residuals and the degrees of freedom the fit spent on them
-        sigma = max(float(np.sqrt(residual @ residual / max(n - edf, 1.0))), 1e-6)
-        hessian = a.T @ a / sigma ** 2 + np.diag(precision)
-        gradient = a.T @ residual / sigma ** 2 - precision * theta
-        objective = residual @ residual / sigma ** 2 + precision @ theta ** 2
-        if abs(previous - objective) <= TOLERANCE:
-            break
-        previous = objective
-        # Levenberg-Marquardt with every damping tried at once (one evaluation per row):
-        # the max() of the regimes makes the objective piecewise smooth, so the
-        # undamped step often overshoots a kink
-        steps = [np.linalg.lstsq(hessian + d * np.diag(np.diag(hessian)), gradient,
-                                 rcond=None)[0] for d in DAMPINGS]
-        trials = np.array([theta + s for s in steps if feasible(theta + s)])
-        if not len(trials):
-            break
-        trial_rates, trial_slopes = evaluate(trials, strict=False)
-        r = y - trial_rates
-        objectives = (r ** 2).sum(axis=1) / sigma ** 2 + (trials ** 2) @ precision
-        # a step where chalk refuses some row (or its slopes) is not taken
-        objectives[~np.isfinite(objectives) | ~np.isfinite(trial_slopes).all(axis=(1, 2))] \
-            = np.inf
-        best = int(np.argmin(objectives))
-        if objectives[best] > objective:  # no step lowers it: the mode
-            break
-        step = trials[best] - theta
-        theta, log_rates, slopes = trials[best], trial_rates[best], trial_slopes[best]
-        if np.abs(step).max() < SMALL_STEP:
-            break
-    else:
-        raise UsageError(f"the calibration of these {n} measurements did not settle in "
-                         f"{MAX_ITERATIONS} steps; try another prior width")
-    a = np.einsum("ij,ijp->ip", slopes, design)
-    _check_informed(a, rows)
-    covariance = np.linalg.inv(a.T @ a / sigma ** 2 + np.diag(precision))
-    edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
-    informed = np.zeros((max(len(groups), 1), 2), dtype=bool)
-    for k in range(informed.shape[0]):
-        inside = member == k
-        informed[k] = (slopes[inside] ** 2).sum(axis=0) > INFORMS
-    return Fitted(groups, theta, covariance, sigma, n - edf, prior_width, log_rates,
-                  slopes, informed)
+        informed = np.zeros((max(len(groups), 1), 2), dtype=bool)
+        for k in range(informed.shape[0]):
+            inside = member == k
+            informed[k] = (slopes[inside] ** 2).sum(axis=0) > INFORMS
+        return Fitted(groups, theta, covariance, sigma, n - edf, prior_width, log_rates,
+                      slopes, informed, families)
+
+    starts = _starts(rows, size, groups, families, member, start, evaluate)
+    sigma = start.sigma if start is not None else 0.3
+    fits, refusals = [], []
+    for theta in starts:
+        try:
+            fits.append(descend(theta, sigma))
+        except UsageError as exc:  # from this start; another may reach a mode
+            refusals.append(exc)
+    if not fits:
+        raise refusals[0]
+    # the lowest posterior objective, every fit's residuals scaled by one scatter
+    common = min(f.sigma for f in fits)
+    return min(fits, key=lambda f: float(((y - f.log_rates) ** 2).sum()) / common ** 2
+               + float(precision @ f.theta ** 2))
 
 
-def _start(rows, size, groups, start, evaluate) -> np.ndarray:
-    """The previous fit's values where it has them; else the best, by squared log
-    error, of a grid of shared efficiencies about the median measured/bound (a fit
-    started with both efficiencies equal can sit where every row is memory-bound and
-    the flops have no slope to follow)."""
+def _starts(rows, size, groups, families, member, start, evaluate) -> list[np.ndarray]:
+    """Where the descent starts: the previous fit's values where it has them; else the
+    best, by squared log error, of a grid of shared efficiencies about the median
+    measured/bound (a fit started with both efficiencies equal can sit where every row
+    is memory-bound and the flops have no slope to follow), and that point with each
+    group moved to the grid pair best for its own rows. A group started on the wrong
+    side of the regime change of all its rows never sees the slope that would move it
+    (every row memory-bound: no flops slope), so a shared start alone can leave it there.
+    """
     theta = np.zeros(size)
     if start is not None:
         theta[:2] = start.theta[:2]
@@ -220,7 +257,12 @@ def _start(rows, size, groups, start, evaluate) -> np.ndarray:
                 j = start.groups.index(group)
                 theta[2 + k] = start.theta[2 + j]
                 theta[2 + len(groups) + k] = start.theta[2 + len(start.groups) + j]
-        return theta
+        for f, family in enumerate(families):
+            if not start.pooled and family in start.families:
+                v = start.log_efficiency(None, family) - start.theta[:2]
+                theta[2 + 2 * len(groups) + f] = v[0]
+                theta[2 + 2 * len(groups) + len(families) + f] = v[1]
+        return [theta]
     y = np.log([r.measured for r in rows])
     centre = float(np.median(y - evaluate(theta)[0][0]))
     shifts = np.log(START_FACTORS)
@@ -228,9 +270,24 @@ def _start(rows, size, groups, start, evaluate) -> np.ndarray:
                        -1e-3)
     candidates = np.zeros((len(pairs), size))
     candidates[:, :2] = pairs
-    errors = ((y - evaluate(candidates, False)[0]) ** 2).sum(axis=1)
-    errors[~np.isfinite(errors)] = np.inf  # a start where chalk refuses some row
-    return candidates[int(np.argmin(errors))]
+    squares = (y - evaluate(candidates, False)[0]) ** 2
+    squares[~np.isfinite(squares)] = np.inf  # a start where chalk refuses some row
+    shared = int(np.argmin(squares.sum(axis=1)))
+    starts = [candidates[shared]]
+    if groups:
+        own = candidates[shared].copy()
+        for k in range(len(groups)):
+            pair = pairs[int(np.argmin(squares[:, member == k].sum(axis=1)))]
+            own[2 + k], own[2 + len(groups) + k] = pair - pairs[shared]
+        if (own != starts[0]).any():
+            starts.append(own)
+    return starts
+
+
+def family_of(group: str | None) -> str | None:
+    """The architecture a group is named for (``moe`` of ``b200/vllm/moe``), or None."""
+    parts = (group or "").split("/")
+    return parts[2] if len(parts) == 3 else None
 
 
 def _check_informed(a: np.ndarray, rows) -> None:

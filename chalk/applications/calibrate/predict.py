@@ -72,7 +72,7 @@ def predict_row(fitted: Fitted, row: Row) -> Prediction:
     """The calibrated prediction for ``row``'s question (its group's efficiencies, or
     the shared ones when ``fitted`` has no such group)."""
     known = row.group if (not fitted.pooled and row.group in fitted.groups) else None
-    x = fitted.log_efficiency(known)
+    x = fitted.log_efficiency(row.group)  # an unseen group: its architecture's shared values
     both = np.vstack([x, np.zeros(2)])  # the fitted point and the bound
     logs, slopes = row.log_rates_and_slopes(both)
     parameter = fitted.parameter_variance(row.group, slopes[0])

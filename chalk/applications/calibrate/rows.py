@@ -12,11 +12,11 @@ written beside the relations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from chalk.symbolic.errors import UsageError
+from chalk.symbolic.errors import ChalkError, DataError, UnknownNameError, UsageError
 
 # The efficiencies a calibration fits: the step's achieved FLOP/s and HBM bandwidth over
 # the peaks (the relations of knowledge/batch.py take them).
@@ -57,9 +57,30 @@ def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
     return targets, given, presets
 
 
-def group_of(record) -> str:
-    """The calibration group of a measurement: its chip and engine, ``chip/engine``."""
-    return f"{record.fields['chip']}/{record.fields['engine']}"
+def group_of(record, by_architecture: bool = False) -> str:
+    """The calibration group of a measurement: its chip and engine, ``chip/engine``, and
+    with ``by_architecture`` its model's architecture too (``chip/engine/moe``)."""
+    group = f"{record.fields['chip']}/{record.fields['engine']}"
+    return f"{group}/{architecture_of(record.fields['model'])}" if by_architecture else group
+
+
+def architecture_of(model: str) -> str:
+    """``moe`` for a model preset with routed experts, else ``dense``.
+
+    Why it may deserve its own efficiencies: a mixture of experts splits each step's
+    tokens over many small expert matrix products (fewer rows each, so lower achieved
+    FLOP/s than one dense product) and, over several chips, waits for the all-to-all that
+    the bound leaves out (``t_alltoall`` is 0 in the conventions).
+    """
+    from chalk.knowledge import data
+
+    experts = data.models()[model].facts.get("n_experts")
+    return "moe" if experts is not None and experts.value > 1 else "dense"
+
+
+def by_architecture(rows: Iterable[Row]) -> list[Row]:
+    """The rows grouped by chip, engine and architecture (``chip/engine/dense``)."""
+    return [replace(r, group=f"{r.group}/{r.architecture}") for r in rows]
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,7 @@ class Row:
     question: object = field(repr=False, compare=False)
     chips: float = 1.0
     batch: float | None = None  # as published; None: the HBM-filling batch chalk solves
+    architecture: str = "dense"  # of the row's model: dense or moe (architecture_of)
 
     def rates(self, log_efficiencies: np.ndarray, strict: bool = True) -> np.ndarray:
         """The row's rate (token/s in its metric) at each row of ``log_efficiencies``
@@ -157,20 +179,60 @@ def compile_rows(records: Iterable) -> list[Row]:
             metric=record.fields["metric"],
             question=compile_question([t for t in targets if t in _ANSWERED], given, presets),
             chips=record.facts["n_chips"].quantity().to("chip").magnitude,
-            batch=None if batch is None else batch.quantity().to("sequence").magnitude))
+            batch=None if batch is None else batch.quantity().to("sequence").magnitude,
+            architecture=architecture_of(record.fields["model"])))
     return rows
 
 
-def shipped_records(ids: Iterable[str] | None = None) -> list:
-    """The shipped measurements (all, or those with the given ids, in file order)."""
-    from chalk.knowledge import data
+def shipped_records(ids: Iterable[str] | None = None, data=None) -> list:
+    """The shipped measurements, or a user's file of them (``data``, a path read by the
+    same strict reader): all, or those with the given ids, in file order.
 
-    records: Mapping = data.serving_measurements()
+    Raises
+    ------
+    DataError
+        A file that breaks the measurements' schema (file, entry and field named).
+    UsageError
+        An id the file does not hold.
+    """
+    from chalk.knowledge import data as knowledge_data
+    from chalk.knowledge.files import shown_name
+
+    records: Mapping = knowledge_data.serving_measurements(data)
+    shown = "serving_measurements.yaml" if data is None else shown_name(data)
+    for record in records.values():
+        _check_presets(record, shown)
     if ids is None:
         return list(records.values())
     wanted = list(ids)
     unknown = [i for i in wanted if i not in records]
     if unknown:
-        raise UsageError(f"no shipped measurement {unknown[0]!r}; see "
-                         "knowledge/data/serving_measurements.yaml")
+        where = "knowledge/data/serving_measurements.yaml" if data is None else str(data)
+        raise UsageError(f"no measurement {unknown[0]!r} in {where}")
     return [records[i] for i in wanted]
+
+
+def _check_presets(record, shown: str) -> None:
+    """Refuse a measurement whose model, chip or precision names no preset: its question
+    is asked of that model on that chip at that number format.
+
+    Raises
+    ------
+    DataError
+        Naming the file, the entry and the field.
+    """
+    from chalk.knowledge import data
+    from chalk.knowledge.presets import chip_preset
+
+    fields = record.fields
+    if fields["model"] not in data.models():
+        raise DataError(shown, record.id, "model", f"{fields['model']!r} is not a model chalk "
+                                                   "knows; run 'chalk list presets'")
+    try:
+        chip_preset(fields["chip"], fields["precision"])
+    except UnknownNameError as exc:
+        field = "precision" if "precision" in exc.kind else "chip"
+        raise DataError(shown, record.id, field, exc.message) from None
+    except ChalkError as exc:  # a format the chip's datasheet gives no peak for
+        raise DataError(shown, record.id, "precision", exc.message.split(";")[0]
+                        + "; give the format the run used") from None

@@ -1,6 +1,7 @@
 """A calibration written to a file and read back, so predictions need no refit.
 
-The file (YAML) holds what a prediction uses: the groups, the posterior mode ``theta``
+The file (YAML) holds what a prediction uses: the groups and how many measurements each
+was fitted to, the posterior mode ``theta``
 and its covariance, the scatter and its degrees of freedom, the stated prior width, and
 which efficiencies each group's rows informed. It is read strictly
 (:func:`chalk.knowledge.files.load_yaml`), every field checked: a covariance that is not
@@ -18,14 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from chalk.applications.calibrate.fit import Fitted
+from chalk.applications.calibrate.fit import Fitted, family_of
 from chalk.applications.calibrate.predict import LEVEL, Prediction
 from chalk.symbolic.errors import DataError
 
-FORMAT = 1
-KEYS = ("format", "level", "rows", "groups", "prior_width", "scatter_log_sd",
+FORMAT = 2  # 2: the rows of each group (group_rows), which a calibrated answer names
+KEYS = ("format", "level", "rows", "groups", "group_rows", "families", "prior_width",
+        "scatter_log_sd",
         "degrees_of_freedom", "theta", "covariance", "informed")
-GROUP = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*$")
+GROUP = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*(/dense|/moe)?$")
 MAX_GROUPS = 1000
 SYMMETRY = 1e-9  # relative asymmetry of a covariance written by chalk (it writes it exact)
 
@@ -37,6 +39,7 @@ class StoredCalibration:
     fitted: Fitted
     groups: tuple[str, ...]
     rows: int
+    group_rows: Mapping[str, int]  # the measurements each group was fitted to
 
     def predict(self, target: str, given=(), presets=(), group: str | None = None
                 ) -> Prediction:
@@ -52,7 +55,10 @@ def dumps(calibration) -> bytes:
 
     f = calibration.fitted
     data = {"format": FORMAT, "level": LEVEL, "rows": len(calibration.rows),
-            "groups": list(calibration.groups), "prior_width": float(f.prior_width),
+            "groups": list(calibration.groups),
+            "group_rows": [calibration.group_rows[g] for g in calibration.groups],
+            "families": list(f.families),
+            "prior_width": float(f.prior_width),
             "scatter_log_sd": float(f.sigma), "degrees_of_freedom": float(f.dof),
             "theta": [float(v) for v in f.theta],
             "covariance": [[float(v) for v in row] for row in f.covariance],
@@ -95,11 +101,22 @@ def read(path: str | Path) -> StoredCalibration:
     if len(set(groups)) != len(groups):
         raise DataError(shown, "-", "groups", "a group is named twice")
     rows = _number(raw, "rows", shown, low=3)
+    counts = raw["group_rows"]
+    if not (isinstance(counts, list) and len(counts) == len(groups)
+            and all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in counts)
+            and sum(counts) == rows):
+        raise DataError(shown, "-", "group_rows", f"expected {len(groups)} whole numbers, one "
+                                                  f"per group, adding up to rows ({rows:g})")
     width = _number(raw, "prior_width", shown, low=0)
     sigma = _number(raw, "scatter_log_sd", shown, low=0, strict=True)
     dof = _number(raw, "degrees_of_freedom", shown, low=1)
     fitted_groups = tuple(groups) if width > 0 else ()
-    size = 2 + 2 * len(fitted_groups)
+    kinds = sorted({family_of(g) for g in fitted_groups} - {None})
+    families = tuple(kinds[1:])
+    if raw["families"] != list(families):
+        raise DataError(shown, "-", "families", f"expected {list(families)}: the "
+                                                "architectures of the groups but the first")
+    size = 2 + 2 * len(fitted_groups) + 2 * len(families)
     theta = _vector(raw["theta"], size, shown, "theta")
     covariance = np.array([_vector(r, size, shown, "covariance")
                            for r in fields.listing(raw["covariance"], shown, "-", "covariance",
@@ -119,12 +136,13 @@ def read(path: str | Path) -> StoredCalibration:
         raise DataError(shown, "-", "informed", f"expected {max(len(fitted_groups), 1)} pairs "
                                                 "of true/false, one per group")
     fitted = Fitted(fitted_groups, theta, covariance, sigma, dof, width, np.zeros(0),
-                    np.zeros((0, 2)), np.array(informed, dtype=bool))
+                    np.zeros((0, 2)), np.array(informed, dtype=bool), families)
     for group in (None, *fitted_groups):
         if (fitted.log_efficiency(group) > 0).any():
             raise DataError(shown, "-", "theta", f"{group or 'the shared value'} has an "
                                                  "efficiency above 1")
-    return StoredCalibration(fitted, tuple(groups), int(rows))
+    return StoredCalibration(fitted, tuple(groups), int(rows),
+                             dict(zip(groups, counts, strict=True)))
 
 
 def _number(raw: Mapping, key: str, shown: str, low: float, strict: bool = False) -> float:
