@@ -263,21 +263,24 @@ class PastDefaultBound(InconsistentPins):
 
     ``measured`` is the user's pin in the failing relation, ``given`` its value and
     ``bound`` what the other pins give it at the defaults; ``side`` says how the two stand
-    (``4.01x below``). ``readers`` are the defaults that, moved off their bound
-    (``within``, ``below 1``), would close the gap, the one the answer turns on where it
-    stands first (a memory-bound step: the bandwidth efficiency); with none, the pin is
-    beyond what any value of the defaults allows and ``pins`` holds what to fix.
+    (``4.01x below``). ``bounded`` are the defaults on a bound of their quantity (the
+    rest of ``defaults`` are on none: a FLOP count). ``readers`` are those that, moved off
+    their bound (``within``, ``below 1``), would close the gap, the one the answer turns
+    on where it stands first (a memory-bound step: the bandwidth efficiency); with none,
+    the pin is beyond what any value of them allows and ``pins`` holds what to fix.
     """
 
     measured: str = ""
     given: str = ""
     bound: str = ""
     side: str = ""
+    bounded: tuple[str, ...] = ()
     readers: tuple[str, ...] = ()
     within: str = ""
 
     def __post_init__(self):
         super().__post_init__()
+        self.bounded = tuple(self.bounded)
         self.readers = tuple(self.readers)
 
     @property
@@ -289,7 +292,7 @@ class PastDefaultBound(InconsistentPins):
             others = f" (or {', '.join(self.readers[1:])})" if len(self.readers) > 1 else ""
             return (message + f"; ask for {self.readers[0]}{others}, or pin one, to read the "
                     f"gap as a value {self.within}")
-        return (message + f", and no {' or '.join(self.defaults)} {self.within} reaches "
+        return (message + f", and no {' or '.join(self.bounded)} {self.within} reaches "
                 "it: a pin cannot beat a physical bound; fix or drop one of: "
                 f"{', '.join(self.pins)}")
 

@@ -64,12 +64,12 @@ def inconsistency(model: Model, check: CheckRecord, pins: Mapping[str, Pin], pla
                                 _shown(model, base, moving))
     name = measured[0]
     readers = tuple(n for n in at_bound if moves[n].reaches)
-    fix = others if readers else others + [n for n in moving if n not in at_bound]
+    named = at_bound + [n for n in moving if n not in at_bound]
     return PastDefaultBound(
-        *sides, fix, check.difference, tuple(at_bound), _shown(model, base, at_bound),
+        *sides, others, check.difference, tuple(named), _shown(model, base, named),
         measured=name, given=show_value(model, name, base[name]),
         bound=show_value(model, name, bound), side=format_side(base[name], bound),
-        readers=readers,
+        bounded=tuple(at_bound), readers=readers,
         within=" or ".join(dict.fromkeys(moves[n].within for n in (readers or at_bound))))
 
 

@@ -296,7 +296,8 @@ def test_a_measured_rate_above_the_peak_bound_is_no_efficiency():
     with pytest.raises(PastDefaultBound) as caught:
         solve("step_time", given, SERVING_PRESETS)
     error = caught.value
-    assert error.readers == () and error.defaults == ("hbm_bandwidth_efficiency",)
+    assert error.readers == () and error.bounded == ("hbm_bandwidth_efficiency",)
+    assert error.defaults == ("hbm_bandwidth_efficiency",)
     assert error.bound == "120.2 token/s" and error.side == "4.16x above"
     assert "tokens_per_second_per_user" in error.pins and not EFFICIENCIES & set(error.pins)
     assert "a pin cannot beat a physical bound; fix or drop one of: " in error.message
@@ -315,6 +316,9 @@ def test_a_compute_bound_step_names_the_flops_efficiency_first():
     error = caught.value
     assert error.readers[0] == "flops_efficiency"
     assert error.bound == "28.41 token/s"
+    # compute-bound, the bound rests on the careful count of 2 FLOP per parameter too:
+    # named with the efficiencies, though on no bound of its own
+    assert "flops_per_param" in error.defaults and "flops_per_param" not in error.bounded
     assert error.difference == pytest.approx(1 - 10 / bound, rel=1e-6)
 
 
