@@ -129,34 +129,39 @@ class System:
         places: dict[tuple[str, str], tuple] = {}
         with task("fit: setting up subjects", len(subjects)) as progress:
             for s in subjects:
-                if not observed[s.name]:
-                    progress.advance()
-                    continue
-                slots = {}
-                for u in spec.unknowns:
-                    name, group = parameter_name(u, s)
-                    if name not in index:
-                        variable = model.variables[u.quantity]
-                        index[name] = len(self.parameters)
-                        self.parameters.append(Parameter(name, u.quantity, group, u.prior,
-                                                         variable.to_base, variable.pint_unit))
-                    slots[u.quantity] = index[name]
-                targets = tuple(sorted({o.quantity for o in observed[s.name]} - set(slots)))
-                if targets:
-                    key, shape = self._shape(s, slots, targets, shapes)
-                    shape.subjects.append(s.name)
-                    shape.params.append(slots)
-                    shape.fixed.append(self._fixed_values(s))
-                    for t in targets:
-                        places[(s.name, t)] = ("shape", key, len(shape.subjects) - 1, t)
-                for q, i in slots.items():
-                    places[(s.name, q)] = ("direct", i)
+                if observed[s.name]:
+                    self._place(s, observed[s.name], index, shapes, places)
                 progress.advance()
         self._shapes = shapes
         self._where = [places[(o.subject, o.quantity)] for o in spec.observations]
         self._gather()
         self.observed = np.log([o.value for o in spec.observations])
         self.sigma = np.array([o.log_sd for o in spec.observations])
+
+    def _place(self, s: Subject, observed: list, index: dict[str, int],
+               shapes: dict[tuple, _Shape], places: dict[tuple[str, str], tuple]) -> None:
+        """Give subject ``s`` its parameters (new ones appended, found in ``index``), its
+        question shape (in ``shapes``) and, in ``places``, where each of its observed
+        quantities is predicted."""
+        slots = {}
+        for u in self.spec.unknowns:
+            name, group = parameter_name(u, s)
+            if name not in index:
+                variable = self.model.variables[u.quantity]
+                index[name] = len(self.parameters)
+                self.parameters.append(Parameter(name, u.quantity, group, u.prior,
+                                                 variable.to_base, variable.pint_unit))
+            slots[u.quantity] = index[name]
+        targets = tuple(sorted({o.quantity for o in observed} - set(slots)))
+        if targets:
+            key, shape = self._shape(s, slots, targets, shapes)
+            shape.subjects.append(s.name)
+            shape.params.append(slots)
+            shape.fixed.append(self._fixed_values(s))
+            for t in targets:
+                places[(s.name, t)] = ("shape", key, len(shape.subjects) - 1, t)
+        for q, i in slots.items():
+            places[(s.name, q)] = ("direct", i)
 
     def _gather(self) -> None:
         """Index arrays that place each shape's answers and slopes in the observations'
@@ -293,6 +298,7 @@ class System:
 
     def _confirm_one(self, shape: _Shape, position: int, subject: str,
                      theta: np.ndarray) -> None:
+        """:meth:`confirm` for the subject at ``position`` of ``shape``."""
         changeable = set(shape.question.pins)
         values = dict(shape.fixed[position])
         values.update({q: float(theta[i]) for q, i in shape.params[position].items()})
