@@ -275,11 +275,21 @@ class PinOptions:
         disagreement is reported.
     gain_step : the step in ln(pin) by which a failing cross-check's sensitivity to each
         pin is measured (solvers.execution.checked.check_gain).
+    bound_reach : a conventions default at a bound of its quantity (an efficiency of 1)
+        in a failing cross-check is moved off the bound by up to this factor, one decade
+        at a time, to find whether some value of it closes the check
+        (solvers.execution.conflicts).
+    bound_steps, bound_accept : Newton steps in ln(pin), and the |ln(lhs/rhs)| they must
+        reach, that find the value of the user's pin the check holds at with the defaults
+        (its bound).
     """
 
     agreement_rtol: float = 1e-2
     yield_rtol: float = 0.25
     gain_step: float = 1e-4
+    bound_reach: float = 1e6
+    bound_steps: int = 20
+    bound_accept: float = 1e-10
 
 
 @dataclass(frozen=True)

@@ -227,14 +227,73 @@ class InconsistentPins(ChalkError, ValueError):
     gap: str
     pins: tuple[str, ...]
     difference: float = 0.0  # relative, |lhs - rhs| / max(|lhs|, |rhs|)
+    # the conventions' defaults the failing check rests on (named before ``pins``, which
+    # then holds only the user's and the presets' pins), and each one's value as shown
+    defaults: tuple[str, ...] = ()
+    default_values: tuple[str, ...] = ()
 
     def __post_init__(self):
         self.pins = tuple(self.pins)
+        self.defaults = tuple(self.defaults)
+        self.default_values = tuple(self.default_values)
 
     @property
     def message(self) -> str:
-        return (f"pins disagree in relation {self.relation} ({self.equation}): left side "
-                f"{self.lhs}, right side {self.rhs} ({self.gap}); fix or drop one of: "
+        message = (f"pins disagree in relation {self.relation} ({self.equation}): left side "
+                   f"{self.lhs}, right side {self.rhs} ({self.gap}); ")
+        if self.defaults:
+            message += (f"it rests on the conventions' {self._defaults_text()}: pin your own "
+                        f"value{'s' if len(self.defaults) > 1 else ''}, or ")
+        return message + f"fix or drop one of: {', '.join(self.pins)}"
+
+    def _defaults_text(self) -> str:
+        """``default a = 2 FLOP/param/token`` or ``defaults a = b = 1``: names that share
+        a value are written together."""
+        shared: dict[str, list[str]] = {}
+        for name, value in zip(self.defaults, self.default_values, strict=True):
+            shared.setdefault(value, []).append(name)
+        said = ", ".join(" = ".join((*names, value)) for value, names in shared.items())
+        return f"default{'s' if len(self.defaults) > 1 else ''} {said}"
+
+
+@dataclass(eq=False)
+class PastDefaultBound(InconsistentPins):
+    """A pin set against the bound the conventions' defaults give it, each default at a
+    bound of its own quantity (a measured rate against the roofline at peak efficiency).
+
+    ``measured`` is the user's pin in the failing relation, ``given`` its value and
+    ``bound`` what the other pins give it at the defaults; ``side`` says how the two stand
+    (``4.01x below``). ``bounded`` are the defaults on a bound of their quantity (the
+    rest of ``defaults`` are on none: a FLOP count). ``readers`` are those that, moved off
+    their bound (``within``, ``below 1``), would close the gap, the one the answer turns
+    on where it stands first (a memory-bound step: the bandwidth efficiency); with none,
+    the pin is beyond what any value of them allows and ``pins`` holds what to fix.
+    """
+
+    measured: str = ""
+    given: str = ""
+    bound: str = ""
+    side: str = ""
+    bounded: tuple[str, ...] = ()
+    readers: tuple[str, ...] = ()
+    within: str = ""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.bounded = tuple(self.bounded)
+        self.readers = tuple(self.readers)
+
+    @property
+    def message(self) -> str:
+        message = (f"pins disagree in relation {self.relation}: at the conventions' "
+                   f"{self._defaults_text()} the bound is {self.measured} = {self.bound}; you "
+                   f"gave {self.given}, {self.side} it")
+        if self.readers:
+            others = f" (or {', '.join(self.readers[1:])})" if len(self.readers) > 1 else ""
+            return (message + f"; ask for {self.readers[0]}{others}, or pin one, to read the "
+                    f"gap as a value {self.within}")
+        return (message + f", and no {' or '.join(self.bounded)} {self.within} reaches "
+                "it: a pin cannot beat a physical bound; fix or drop one of: "
                 f"{', '.join(self.pins)}")
 
 

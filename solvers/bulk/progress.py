@@ -47,7 +47,11 @@ def shown(stream=None) -> bool:
 
 
 class Task:
-    """One piece of work on the progress line: a label, and optionally a count."""
+    """One piece of work on the progress line: a label, and optionally a count.
+
+    With a ``total`` the line is a bar and ``done/total``; without one, work that is
+    counted all the same (a search's evaluations) shows how many so far.
+    """
 
     def __init__(self, label: str, total: int | None = None):
         self.label = label
@@ -66,6 +70,8 @@ class Task:
             filled = int(share * 20)
             return (f"{self.label} [{'#' * filled}{'.' * (20 - filled)}] "
                     f"{self.done:,}/{self.total:,} ({elapsed:.0f} s)")
+        if self.done:
+            return f"{self.label}... {self.done:,} so far ({elapsed:.0f} s)"
         return f"{self.label}... {elapsed:.0f} s"
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from chalk.solvers.analysis.at_solution import open_at
-from chalk.solvers.execution.conflicts import inconsistency
+from chalk.solvers.execution.conflicts import inconsistency, show_value
 from chalk.solvers.execution.execute import CompiledPlan, compile_plan
 from chalk.solvers.execution.paths import explore
 from chalk.solvers.execution.placeholders import run
@@ -32,7 +32,6 @@ from chalk.symbolic.errors import (
 )
 from chalk.symbolic.evaluate import compile_expr
 from chalk.symbolic.model import Model
-from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.relations import Relation
 from chalk.symbolic.variables import known_constant
 
@@ -139,9 +138,22 @@ def _run_once(model, plan, compiled, base, pins, regime, rtol, choices) -> Compu
             check = checks[i] = replace(check, gain=check_gain(compiled, base, regime, i,
                                                                 check, choices))
         if not check.ok(rtol):
-            raise inconsistency(model, check, pins, plan)
+            raise inconsistency(model, check, pins, plan, base,
+                                lambda values, i=i: _check_at(compiled, values, regime, i,
+                                                              choices))
     check_fixed_at_solution(model, plan, values, records, regime)
     return Computed(plan, compiled, values, tuple(records), tuple(checks))
+
+
+def _check_at(compiled: CompiledPlan, values: Mapping[str, float], regime, index: int,
+              choices: Mapping[int, int]) -> CheckRecord | None:
+    """The ``index``-th cross-check at other pin values; None where the plan has no
+    physical solution there."""
+    try:
+        _, _, checks = run(compiled, values, regime, choices)
+    except ChalkError:
+        return None
+    return checks[index]
 
 
 def _as_proven(exc: ChalkError) -> ChalkError:
@@ -166,11 +178,6 @@ def _rules_out(exc: ChalkError) -> bool:
 def _same_targets(targets, a: Mapping[str, float], b: Mapping[str, float]) -> bool:
     return all(abs(a[t] - b[t]) <= STEPS.distinct_rtol * max(abs(a[t]), abs(b[t]))
                for t in targets)
-
-
-def show_value(model: Model, name: str, value: float) -> str:
-    variable = model.variables[name]
-    return format_quantity(value / variable.to_base, variable.pint_unit)
 
 
 def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index: int,

@@ -28,6 +28,20 @@ def format_gap(difference: float) -> str:
     return f"a factor {format_number(1 / (1 - difference), 3)} apart"
 
 
+def format_side(value: float, reference: float) -> str:
+    """How ``value`` stands to a positive ``reference``: ``4.01x below``, ``28% above``.
+
+    As :func:`format_gap`, a factor once one is more than twice the other, a percentage
+    (of the reference) below that.
+    """
+    ratio = value / reference
+    word = "below" if ratio < 1 else "above"
+    factor = 1 / ratio if ratio < 1 else ratio
+    if factor >= 2:
+        return f"{format_number(factor, 3)}x {word}"
+    return f"{100 * abs(ratio - 1):.3g}% {word}"
+
+
 def format_number(x: float, digits: int = 4) -> str:
     """A float with ``digits`` significant digits, thousands separators in the
     everyday range and plain scientific notation (``6.71e11``) outside it."""

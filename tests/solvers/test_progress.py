@@ -174,3 +174,66 @@ def test_the_atlas_counts_its_fits_and_sheets(counts):
     atlas()
     sheets = len(shipped_sheets())
     assert (f"atlas: 2 fits, {sheets} sheets", sheets + 2, sheets + 2) in counts
+
+
+def _drain_fit(subjects: int) -> dict:
+    """A fit of one shared HBM bandwidth to ``subjects`` chips' drain times: capacities
+    40 to 89 GB, each drained in capacity / (2 TB/s), 20 to 44.5 ms."""
+    capacity = [40 + i % 50 for i in range(subjects)]
+    return {"unknowns": {"hbm_bandwidth": "1e12..1e14 byte/s"},
+            "subjects": {f"s{i}": {"pins": {"hbm_capacity": f"{c} GB"}}
+                         for i, c in enumerate(capacity)},
+            "observations": [{"quantity": "hbm_drain_time", "value": f"lognormal({c / 2} ms, 0.1)",
+                              "subject": f"s{i}"} for i, c in enumerate(capacity)]}
+
+
+def _fit_counted(counts, subjects: int) -> None:
+    from chalk import fit
+
+    result = fit(_drain_fit(subjects))
+    # every drain time is capacity / 2 TB/s exactly: the estimate is 2 TB/s
+    assert result["hbm_bandwidth"].value == pytest.approx(2e12, rel=1e-9)
+    assert (f"fit of {subjects:,} observations", 3, 3) in counts
+    assert ("fit: setting up subjects", subjects, subjects) in counts
+    assert ("fit: checking subjects at the estimate", subjects, subjects) in counts
+    assert ("fit: intervals", 1, 1) in counts  # one parameter, shared by all
+    searched = [done for label, done, total in counts
+                if label == "fit: least-squares evaluations" and total is None]
+    assert searched and searched[0] >= 2  # the start and at least one Jacobian
+
+
+# Issue 26 item 3: a fit of 1,000 subjects took 42 s with nothing on screen
+def test_a_fit_counts_its_stages_subjects_evaluations_and_intervals(counts):
+    _fit_counted(counts, 5)
+
+
+@pytest.mark.slow  # a thousand subjects solved in full at the estimate
+def test_a_fit_of_a_thousand_subjects_counts_every_subject(counts):
+    _fit_counted(counts, 1000)
+
+
+def _fit_on(stream, monkeypatch):
+    from chalk import fit
+
+    monkeypatch.setattr("sys.stderr", stream)
+    fit(_drain_fit(5))
+
+
+def test_a_fit_draws_its_counts_on_a_terminal_only(immediate, monkeypatch):
+    drawn = _terminal_output(monkeypatch, _fit_on)
+    # the stages at least (a stage of a small fit may end between two redraws)
+    assert re.search(r"fit( of 5 observations|: [a-z -]+) \[[#.]{20}\] \d+/\d+ ", drawn)
+    assert drawn.endswith("\r\x1b[K")
+    piped = io.StringIO()
+    _fit_on(piped, monkeypatch)
+    assert piped.getvalue() == ""
+    progress.set_quiet(True)
+    assert _terminal_output(monkeypatch, _fit_on) == ""
+
+
+def test_an_uncounted_task_shows_how_many_so_far():
+    # a search counts its evaluations without knowing how many it will need
+    current = progress.Task("fit: least-squares evaluations")
+    assert current.text().startswith("fit: least-squares evaluations... 0 s")
+    current.advance(12)
+    assert current.text().startswith("fit: least-squares evaluations... 12 so far (")

@@ -31,6 +31,16 @@ EXAMPLES = [
     errors.DegenerateError(["chip_flops", "hbm_bandwidth"]),
     errors.InconsistentPins("hardware_intensity", "I = F/B", "300 FLOP/byte",
                             "295 FLOP/byte", "1.7% apart", ["chip_flops", "hbm_bandwidth"]),
+    errors.InconsistentPins("t_compute", "t = N/F", "2 ms", "1 ms", "a factor 2 apart",
+                            ["chip_flops"], 0.5, ["flops_per_param"], ["2 FLOP/param/token"]),
+    errors.PastDefaultBound("r", "r = 1/t", "0.25 token", "1 token", "a factor 4 apart",
+                            ["n_chips", "r"], 0.75, ["e", "f"], ["1", "1"], measured="r",
+                            given="30 token/s", bound="120 token/s", side="4x below",
+                            bounded=["e", "f"], readers=["e", "f"], within="below 1"),
+    errors.PastDefaultBound("r", "r = 1/t", "4 token", "1 token", "a factor 4 apart",
+                            ["n_chips", "r"], 0.75, ["e"], ["1"], measured="r",
+                            given="480 token/s", bound="120 token/s", side="4x above",
+                            bounded=["e"], within="below 1"),
     errors.RangeDisagrees("hardware_intensity", "range 400 FLOP/byte to 600 FLOP/byte",
                           "295.2 FLOP/byte", ["chip_flops", "hbm_bandwidth"]),
     errors.NoSolution("batch_size", "every root is negative"),
@@ -81,3 +91,30 @@ def test_messages_name_the_offending_fields():
     assert str(errors.UnknownNameError("x", "preset")) == \
         "unknown preset 'x'; run 'chalk list' to see every preset"
     assert errors.DegenerateError(["a", "b"]).completions == (("a",), ("b",))
+
+
+def test_a_conflict_resting_on_defaults_names_them_before_the_pins():
+    # defaults that share a value are written together; the list to fix holds the rest
+    pins = ("n_chips", "r")
+    named = errors.InconsistentPins("t", "t = a/b", "2 s", "1 s", "a factor 2 apart", pins, 0.5,
+                                    ("e", "f", "g"), ("1", "1", "2 FLOP"))
+    assert named.message == (
+        "pins disagree in relation t (t = a/b): left side 2 s, right side 1 s (a factor 2 "
+        "apart); it rests on the conventions' defaults e = f = 1, g = 2 FLOP: pin your own "
+        "values, or fix or drop one of: n_chips, r")
+    below = errors.PastDefaultBound("r", "r = 1/t", "0.25", "1", "a factor 4 apart", pins, 0.75,
+                                    ("e", "f"), ("1", "1"), measured="r", given="30 token/s",
+                                    bound="120 token/s", side="4x below", bounded=("e", "f"),
+                                    readers=("e", "f"), within="below 1")
+    assert below.message == (
+        "pins disagree in relation r: at the conventions' defaults e = f = 1 the bound is r = "
+        "120 token/s; you gave 30 token/s, 4x below it; ask for e (or f), or pin one, to read "
+        "the gap as a value below 1")
+    beyond = errors.PastDefaultBound("r", "r = 1/t", "4", "1", "a factor 4 apart", pins, 0.75,
+                                     ("e", "g"), ("1", "2 FLOP"), measured="r",
+                                     given="480 token/s", bound="120 token/s", side="4x above",
+                                     bounded=("e",), within="below 1")
+    assert beyond.message == (
+        "pins disagree in relation r: at the conventions' defaults e = 1, g = 2 FLOP the bound "
+        "is r = 120 token/s; you gave 480 token/s, 4x above it, and no e below 1 reaches it: a pin "
+        "cannot beat a physical bound; fix or drop one of: n_chips, r")

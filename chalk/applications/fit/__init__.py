@@ -59,6 +59,7 @@ def fit(source: str | Path | Mapping | FitSpec, *, loss: str | None = None,
     FitResult
     """
     from chalk.knowledge import load_model
+    from chalk.solvers.bulk.progress import task
 
     model = model if model is not None else load_model()
     if isinstance(source, FitSpec):
@@ -71,9 +72,15 @@ def fit(source: str | Path | Mapping | FitSpec, *, loss: str | None = None,
     outlier_z = spec.outlier_z if outlier_z is None else float(outlier_z)
     scale = spec.scale_by_dispersion if scale_intervals is None else bool(scale_intervals)
     merged, repeats, repeated = merge_repeats(spec)
-    system = System(merged, model)
-    solved = solve(system, loss)
-    system.confirm(solved.x)  # every prediction is what solve answers there
+    # three stages, each counted within (subjects; evaluations, then parameters;
+    # subjects): between their counts the line shows how many stages are done
+    with task(f"fit of {len(spec.observations):,} observations", 3) as stages:
+        system = System(merged, model)
+        stages.advance()
+        solved = solve(system, loss)
+        stages.advance()
+        system.confirm(solved.x)  # every prediction is what solve answers there
+        stages.advance()
     return _result(spec, system, solved, loss, outlier_z, scale, repeats, repeated)
 
 

@@ -107,9 +107,12 @@ class _Objective:
         self.prior_mean = np.array([math.log(s.nominal) for _, s in priors])
         self.prior_sd = np.array([s.log_sd for _, s in priors])
         self.evaluations = 0
+        self.progress = None  # the progress line's task counting evaluations, while one runs
 
     def standardised(self, x, jacobian=False):
         self.evaluations += 1
+        if self.progress is not None:
+            self.progress.advance()
         out = self.system.predict(x, jacobian)
         predicted, jac = out if jacobian else (out, None)
         z = (predicted - self.system.observed) / self.system.sigma
@@ -161,6 +164,8 @@ def solve(system: System, loss: str = "linear") -> Solved:
     :class:`UsageError` with the estimate if it would pass ``LONG_WORK``'s limits."""
     from scipy.optimize import least_squares
 
+    from chalk.solvers.bulk.progress import task
+
     refuse_too_large(system)
     p = len(system.parameters)
     low = np.array([_bound(q.prior, 0) for q in system.parameters])
@@ -176,11 +181,14 @@ def solve(system: System, loss: str = "linear") -> Solved:
                          + "; narrow the priors towards plausible values")
     options = dict(bounds=(low, high), method="trf", x_scale=1.0, ftol=1e-12, xtol=1e-12,
                    gtol=1e-12, max_nfev=200 * (p + 1))
-    if loss == "cauchy":  # not convex: start where the convex soft_l1 ends
-        objective.loss = "soft_l1"
-        x0 = least_squares(objective.robust, x0, jac=objective.robust_jacobian, **options).x
-        objective.loss = loss
-    x = least_squares(objective.robust, x0, jac=objective.robust_jacobian, **options).x
+    with task("fit: least-squares evaluations") as objective.progress:
+        if loss == "cauchy":  # not convex: start where the convex soft_l1 ends
+            objective.loss = "soft_l1"
+            x0 = least_squares(objective.robust, x0, jac=objective.robust_jacobian,
+                               **options).x
+            objective.loss = loss
+        x = least_squares(objective.robust, x0, jac=objective.robust_jacobian, **options).x
+    objective.progress = None
     z, jac_std = objective.standardised(x, True)
     _, weights = _rho(loss, z * z)
     prior_res, prior_rows = objective.prior_rows(x, p)
@@ -190,28 +198,35 @@ def solve(system: System, loss: str = "linear") -> Solved:
     linear = _linear(objective, x, covariance,
                      [k for k in range(p) if identification.identified[k]], weights, low, high)
     intervals, methods, ridges = [], [], {}
-    for k in range(p):
-        if not identification.identified[k]:
-            combination = identification.combinations[k]
-            if combination:
-                ridges[k] = _walk_ridge(objective, x, covariance, k, combination,
-                                        identification.null, weights, low, high)
-                intervals.append(None)
-                methods.append("not identified")
-            else:  # flat here; the observations alone may still bound one side
-                intervals.append(_profile(objective, x, covariance, k, weights, low, high,
-                                          priors=False))
-                methods.append("profile likelihood (observations alone)")
-            continue
-        span = linear[k]
-        if span is not None:
-            intervals.append(span)
-            methods.append("Jacobian (near-linear)")
-        else:
-            intervals.append(_profile(objective, x, covariance, k, weights, low, high))
-            methods.append("profile likelihood")
+    with task("fit: intervals", p) as progress:
+        for k in range(p):
+            interval, method, ridge = _interval(objective, x, covariance, k, identification,
+                                                linear, weights, low, high)
+            intervals.append(interval)
+            methods.append(method)
+            if ridge is not None:
+                ridges[k] = ridge
+            progress.advance()
     return Solved(x, covariance, z, weights, jac_std * system.sigma[:, None], intervals,
                   methods, identification, objective.evaluations, ridges)
+
+
+def _interval(objective, x, covariance, k, identification, linear, weights, low, high):
+    """Parameter ``k``'s interval (None if not identified), how it was found, and the
+    ridge walked for an unidentified one with a candidate combination (else None)."""
+    if not identification.identified[k]:
+        combination = identification.combinations[k]
+        if combination:
+            return None, "not identified", _walk_ridge(
+                objective, x, covariance, k, combination, identification.null, weights, low,
+                high)
+        # flat here; the observations alone may still bound one side
+        return (_profile(objective, x, covariance, k, weights, low, high, priors=False),
+                "profile likelihood (observations alone)", None)
+    if linear[k] is not None:
+        return linear[k], "Jacobian (near-linear)", None
+    return (_profile(objective, x, covariance, k, weights, low, high), "profile likelihood",
+            None)
 
 
 def refuse_too_large(system: System) -> None:

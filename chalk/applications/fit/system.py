@@ -111,6 +111,8 @@ class System:
     """
 
     def __init__(self, spec: FitSpec, model: Model):
+        from chalk.solvers.bulk.progress import task
+
         self.spec = spec
         self.model = model
         self.parameters: list[Parameter] = []
@@ -125,33 +127,41 @@ class System:
         # per observation: ("direct", parameter) or ("shape", key, subject position, target)
         self._where: list[tuple] = []
         places: dict[tuple[str, str], tuple] = {}
-        for s in subjects:
-            if not observed[s.name]:
-                continue
-            slots = {}
-            for u in spec.unknowns:
-                name, group = parameter_name(u, s)
-                if name not in index:
-                    variable = model.variables[u.quantity]
-                    index[name] = len(self.parameters)
-                    self.parameters.append(Parameter(name, u.quantity, group, u.prior,
-                                                     variable.to_base, variable.pint_unit))
-                slots[u.quantity] = index[name]
-            targets = tuple(sorted({o.quantity for o in observed[s.name]} - set(slots)))
-            if targets:
-                key, shape = self._shape(s, slots, targets, shapes)
-                shape.subjects.append(s.name)
-                shape.params.append(slots)
-                shape.fixed.append(self._fixed_values(s))
-                for t in targets:
-                    places[(s.name, t)] = ("shape", key, len(shape.subjects) - 1, t)
-            for q, i in slots.items():
-                places[(s.name, q)] = ("direct", i)
+        with task("fit: setting up subjects", len(subjects)) as progress:
+            for s in subjects:
+                if observed[s.name]:
+                    self._place(s, observed[s.name], index, shapes, places)
+                progress.advance()
         self._shapes = shapes
         self._where = [places[(o.subject, o.quantity)] for o in spec.observations]
         self._gather()
         self.observed = np.log([o.value for o in spec.observations])
         self.sigma = np.array([o.log_sd for o in spec.observations])
+
+    def _place(self, s: Subject, observed: list, index: dict[str, int],
+               shapes: dict[tuple, _Shape], places: dict[tuple[str, str], tuple]) -> None:
+        """Give subject ``s`` its parameters (new ones appended, found in ``index``), its
+        question shape (in ``shapes``) and, in ``places``, where each of its observed
+        quantities is predicted."""
+        slots = {}
+        for u in self.spec.unknowns:
+            name, group = parameter_name(u, s)
+            if name not in index:
+                variable = self.model.variables[u.quantity]
+                index[name] = len(self.parameters)
+                self.parameters.append(Parameter(name, u.quantity, group, u.prior,
+                                                 variable.to_base, variable.pint_unit))
+            slots[u.quantity] = index[name]
+        targets = tuple(sorted({o.quantity for o in observed} - set(slots)))
+        if targets:
+            key, shape = self._shape(s, slots, targets, shapes)
+            shape.subjects.append(s.name)
+            shape.params.append(slots)
+            shape.fixed.append(self._fixed_values(s))
+            for t in targets:
+                places[(s.name, t)] = ("shape", key, len(shape.subjects) - 1, t)
+        for q, i in slots.items():
+            places[(s.name, q)] = ("direct", i)
 
     def _gather(self) -> None:
         """Index arrays that place each shape's answers and slopes in the observations'
@@ -276,23 +286,32 @@ class System:
             value held as a placeholder: a fit must not rest on what solve would not
             answer.
         """
+        from chalk.solvers.bulk.progress import task
+
         theta = np.exp(x)
-        for shape in self._shapes.values():
-            changeable = set(shape.question.pins)
-            for position, subject in enumerate(shape.subjects):
-                values = dict(shape.fixed[position])
-                values.update({q: float(theta[i]) for q, i in shape.params[position].items()})
-                where = f"subject {subject}" if subject else "the observations"
-                try:
-                    solution = shape.question.solve({n: v for n, v in values.items()
-                                                     if n in changeable})
-                except ChalkError as exc:
-                    raise UsageError(f"{where}, at the estimate: {exc.message}") from None
-                for t in shape.targets:
-                    if solution.base_value(t) is None:
-                        raise UsageError(f"{where}: {t} is not fixed at the estimate (it "
-                                         "rests on a value held as a placeholder); pin what "
-                                         "it depends on")
+        count = sum(len(shape.subjects) for shape in self._shapes.values())
+        with task("fit: checking subjects at the estimate", count) as progress:
+            for shape in self._shapes.values():
+                for position, subject in enumerate(shape.subjects):
+                    self._confirm_one(shape, position, subject, theta)
+                    progress.advance()
+
+    def _confirm_one(self, shape: _Shape, position: int, subject: str,
+                     theta: np.ndarray) -> None:
+        """:meth:`confirm` for the subject at ``position`` of ``shape``."""
+        changeable = set(shape.question.pins)
+        values = dict(shape.fixed[position])
+        values.update({q: float(theta[i]) for q, i in shape.params[position].items()})
+        where = f"subject {subject}" if subject else "the observations"
+        try:
+            solution = shape.question.solve({n: v for n, v in values.items()
+                                             if n in changeable})
+        except ChalkError as exc:
+            raise UsageError(f"{where}, at the estimate: {exc.message}") from None
+        for t in shape.targets:
+            if solution.base_value(t) is None:
+                raise UsageError(f"{where}: {t} is not fixed at the estimate (it rests on a "
+                                 "value held as a placeholder); pin what it depends on")
 
     def describe(self, i: int) -> tuple[str, str]:
         """An observation's quantity and subject."""
