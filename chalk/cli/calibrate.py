@@ -132,13 +132,46 @@ def _prediction_text(target: str, group: str | None, p) -> str:
 def solve_calibrated(args, options: dict) -> str:
     """The output of ``chalk solve ... --calibrated [CHIP/ENGINE]`` (``options`` as
     checked for ``chalk solve``)."""
-    from chalk.applications.calibrate.solved import calibrated_solve
+    from chalk.applications.calibrate.solved import calibrated_solve, check_against_shipped
 
     if args.calibrated is None:
         raise UsageProblem("--calibration names the calibration --calibrated uses; add "
                            "--calibrated [CHIP/ENGINE]")
-    answer = calibrated_solve(args.targets, args.given, args.preset, args.calibrated or None,
-                              args.calibration, **options)
+    group = args.calibrated or None
+    calibration = args.calibration
+    if calibration is None:
+        check_against_shipped(args.targets, args.given, args.preset, group)
+        calibration = shipped_calibration()
+    answer = calibrated_solve(args.targets, args.given, args.preset, group, calibration,
+                              **options)
     if args.json:
         return json.dumps(answer.to_dict(), indent=2)
     return answer.text(brief=args.brief)
+
+
+def shipped_calibration():
+    """The calibration on the shipped measurements, kept in chalk's cache between runs.
+
+    Fitting it compiles every measurement (tens of seconds), so the first run stores it
+    beside the cached questions, keyed by every source and data file (a changed
+    measurement or relation never meets a calibration made before it). Fresh or cached,
+    it is the stored form read back (:func:`chalk.applications.calibrate.stored.loads`),
+    so both give the same numbers to the last bit.
+    """
+    from chalk.applications.calibrate import calibrate
+    from chalk.applications.calibrate.solved import SHIPPED
+    from chalk.applications.calibrate.stored import dumps, loads
+    from chalk.cli import cache
+    from chalk.symbolic.errors import ChalkError
+
+    name = cache.key(["calibration", "shipped measurements"]) if cache.enabled() else None
+    entry = cache.load(name) if name is not None else None
+    if entry is not None and isinstance(entry.get("calibration"), str):
+        try:
+            return loads(entry["calibration"], "the cached calibration", SHIPPED)
+        except ChalkError:
+            pass  # an entry that does not check out is refitted, as a damaged one would be
+    text = dumps(calibrate()).decode("utf-8")
+    if name is not None:
+        cache.store(name, cache.sealed({"calibration": text}))
+    return loads(text, "the fitted calibration", SHIPPED)

@@ -128,11 +128,7 @@ def calibrated_solve(targets: str | Sequence[str], given=(), presets=(),
 
     names = [targets] if isinstance(targets, str) else list(targets)
     if calibration is None:  # checked before the shipped measurements are fitted
-        from chalk.applications.calibrate.rows import group_of, shipped_records
-
-        shipped = sorted({group_of(r) for r in shipped_records()})
-        for name in names:
-            checked_prediction(name, given, group, shipped, presets)
+        check_against_shipped(names, given, presets, group)
     source, calibration = _loaded(calibration)
     fitted, groups = calibration.fitted, calibration.groups
     refuse_without_group(fitted, group)
@@ -150,6 +146,16 @@ def calibrated_solve(targets: str | Sequence[str], given=(), presets=(),
     return CalibratedAnswer(solution, predictions, used, source, sum(counts.values()))
 
 
+def check_against_shipped(targets: Sequence[str], given, presets, group: str | None) -> None:
+    """Refuse what a calibration on the shipped measurements could not answer, before
+    anything is fitted (the checks of :func:`calibrated_solve`)."""
+    from chalk.applications.calibrate.rows import group_of, shipped_records
+
+    shipped = sorted({group_of(r) for r in shipped_records()})
+    for name in targets:
+        checked_prediction(name, given, group, shipped, presets)
+
+
 def _loaded(calibration) -> tuple[str, object]:
     """Where a calibration comes from, and the calibration (read or fitted if need be)."""
     if calibration is None:
@@ -160,7 +166,7 @@ def _loaded(calibration) -> tuple[str, object]:
         from chalk.applications.calibrate.stored import read
 
         return str(calibration), read(calibration)
-    return "given", calibration
+    return getattr(calibration, "source", "given"), calibration
 
 
 def _name_in_derivation(solution, used: Sequence[Efficiency], source: str,

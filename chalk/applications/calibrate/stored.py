@@ -40,6 +40,7 @@ class StoredCalibration:
     groups: tuple[str, ...]
     rows: int
     group_rows: Mapping[str, int]  # the measurements each group was fitted to
+    source: str = "given"  # where it came from, as a calibrated answer names it
 
     def predict(self, target: str, given=(), presets=(), group: str | None = None
                 ) -> Prediction:
@@ -76,10 +77,23 @@ def read(path: str | Path) -> StoredCalibration:
     DataError
         Naming the file and the field at fault.
     """
-    from chalk.knowledge import fields, files
+    from chalk.knowledge import files
 
-    shown = files.shown_name(path)
-    raw = files.load_yaml(path)
+    return parse(files.load_yaml(path), files.shown_name(path), str(path))
+
+
+def loads(text: str, shown: str, source: str) -> StoredCalibration:
+    """A calibration from the text :func:`dumps` writes, checked as :func:`read` checks a
+    file (``shown`` names the text in an error; ``source`` says where it came from)."""
+    from chalk.knowledge import files
+
+    return parse(files.parse_yaml(text, shown), shown, source)
+
+
+def parse(raw: object, shown: str, source: str) -> StoredCalibration:
+    """A calibration from its YAML data, checked (see the module docstring)."""
+    from chalk.knowledge import fields
+
     if not isinstance(raw, Mapping):
         raise DataError(shown, "-", "-", "expected a calibration written by chalk calibrate "
                                          "--save")
@@ -142,7 +156,7 @@ def read(path: str | Path) -> StoredCalibration:
             raise DataError(shown, "-", "theta", f"{group or 'the shared value'} has an "
                                                  "efficiency above 1")
     return StoredCalibration(fitted, tuple(groups), int(rows),
-                             dict(zip(groups, counts, strict=True)))
+                             dict(zip(groups, counts, strict=True)), source)
 
 
 def _number(raw: Mapping, key: str, shown: str, low: float, strict: bool = False) -> float:
