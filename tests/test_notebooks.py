@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -21,13 +22,35 @@ def test_there_is_a_notebook_per_lecture_section():
     assert len(NOTEBOOKS) >= 6
 
 
+@pytest.fixture(scope="module")
+def kernel():
+    """One kernel for every notebook (started by the first, shut down at the end): each
+    notebook still starts from an empty namespace (``%reset -f`` runs first), but chalk is
+    imported and its model loaded once rather than once per notebook."""
+    owner = []
+    yield owner
+    if owner and owner[0].km is not None:
+        owner[0]._cleanup_kernel()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_executes(path):
+def test_notebook_executes(path, kernel):
     nb = nbformat.read(path, as_version=4)
+    # names a previous notebook defined (imports included) are gone: a notebook that
+    # forgets an import still fails with NameError
+    nb.cells.insert(0, nbformat.v4.new_code_cell("%reset -f"))
+    alive = bool(kernel) and kernel[0].km is not None and run_sync(kernel[0].km.is_alive)()
     client = NotebookClient(nb, timeout=300, kernel_name="python3",
+                            km=kernel[0].km if alive else None,
                             resources={"metadata": {"path": str(NOTEBOOKS_DIR)}})
-    client.execute()
+    if not alive:
+        kernel[:] = [client]
+    try:
+        client.execute(cleanup_kc=False)
+    finally:
+        if client.kc is not None and client is not kernel[0]:
+            client.kc.stop_channels()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -18,7 +18,7 @@ from chalk.solvers.execution.conflicts import inconsistency, show_value
 from chalk.solvers.execution.execute import CompiledPlan, compile_plan
 from chalk.solvers.execution.paths import explore
 from chalk.solvers.execution.placeholders import run
-from chalk.solvers.execution.steps import CheckRecord, StepRecord
+from chalk.solvers.execution.steps import CheckRecord, StepRecord, inputs_of
 from chalk.solvers.pinning.pinned import Pin
 from chalk.solvers.planning.plan import Plan
 from chalk.solvers.tolerances import PINS, STEPS
@@ -193,9 +193,12 @@ def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index:
     start = check.signed
     gain = 1.0
     step = PINS.gain_step
+    feeding = _feeding(compiled, index)
     for name, value in base.items():
         if not isinstance(value, float) or value <= 0:
             continue
+        if feeding is not None and name not in feeding:
+            continue  # the check reads nothing this pin moves: its difference stays put
         moved = dict(base)
         moved[name] = value * math.exp(step)
         try:
@@ -204,6 +207,25 @@ def check_gain(compiled: CompiledPlan, base: Mapping[str, float], regime, index:
             continue
         gain = max(gain, abs(trial[index].signed - start) / step)
     return gain
+
+
+def _feeding(compiled: CompiledPlan, index: int) -> set[str] | None:
+    """The quantities the ``index``-th cross-check of ``compiled`` reads, directly or
+    through the steps that compute them; ``None`` when that cannot be told from the steps
+    (placeholders: which value is kept depends on every step succeeding).
+
+    Each step reads only the quantities of its own relations, so moving a pin outside this
+    set leaves the check's difference exactly as it was (or fails another step): it cannot
+    change the gain, and :func:`check_gain` need not run the plan for it.
+    """
+    if compiled.plan.placeholders:
+        return None
+    model = compiled.model
+    wanted = set(model.variables_in(compiled.checks[index][0].name))
+    for cstep in reversed(compiled.steps):  # a step's inputs come from the steps before it
+        if wanted.intersection(cstep.step.variables):
+            wanted.update(inputs_of(cstep.relations, cstep.step.variables, model))
+    return wanted
 
 
 def _regime_arguments(relation: Relation, values: Mapping[str, float]) -> dict[str, float]:

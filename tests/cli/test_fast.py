@@ -23,14 +23,21 @@ CRITICAL = ["solve", "critical_batch_size", "--given", "chip_flops=989e12 FLOP/s
             "--given", "total_params=671e9 param", "--given", "active_params=37e9 param"]
 
 
-def _chalk(argv, folder, no_cache=False):
+def _chalk(argv, folder):
     env = {**os.environ, "CHALK_CACHE_DIR": str(folder)}
-    if no_cache:
-        env["CHALK_NO_CACHE"] = "1"
     done = subprocess.run([sys.executable, "-c", RUNNER, *argv], capture_output=True,
                           text=True, env=env, timeout=300)
     err, _, flag = done.stderr.rpartition("\nsympy loaded: ")
     return done.returncode, done.stdout, err, flag == "True"
+
+
+def _in_full(run_cli, monkeypatch, argv):
+    """(status, stdout, stderr) of the full solver with the cache off, run in this
+    process: the reference a cached run must equal to the byte. Only the runs whose
+    sympy loading is asserted need a process of their own."""
+    with monkeypatch.context() as patch:
+        patch.setenv("CHALK_NO_CACHE", "1")
+        return run_cli(*argv)
 
 
 QUESTIONS = {
@@ -62,9 +69,9 @@ QUESTIONS["a fill past 1"] = [a.replace("batch_size=64", "batch_size=20000")
 @pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(QUESTIONS))
 def test_a_repeated_question_is_answered_from_the_cache_as_the_solver_answers_it(
-        tmp_path, label):
+        tmp_path, label, run_cli, monkeypatch):
     argv = QUESTIONS[label]
-    full = _chalk(argv, tmp_path / "none", no_cache=True)
+    full = _in_full(run_cli, monkeypatch, argv)
     first = _chalk(argv, tmp_path)
     second = _chalk(argv, tmp_path)
     assert full[0] == first[0] == second[0] == 0
@@ -74,7 +81,7 @@ def test_a_repeated_question_is_answered_from_the_cache_as_the_solver_answers_it
 
 
 @pytest.mark.slow
-def test_new_numbers_for_a_cached_shape_give_their_own_answer(tmp_path):
+def test_new_numbers_for_a_cached_shape_give_their_own_answer(tmp_path, run_cli, monkeypatch):
     _chalk(CRITICAL, tmp_path)
     argv = ["solve", "critical_batch_size", "--given", "chip_flops=2250e12 FLOP/s",
             "--given", "hbm_bandwidth=8 TB/s", "--given", "bytes_per_param=1 byte/param",
@@ -89,11 +96,12 @@ def test_new_numbers_for_a_cached_shape_give_their_own_answer(tmp_path):
     value = json.loads(out)["results"]["critical_batch_size"]
     assert value["unit"] == "sequence"
     assert value["value"] == pytest.approx(expected, rel=1e-12)
-    assert out == _chalk(argv, tmp_path, no_cache=True)[1]
+    assert out == _in_full(run_cli, monkeypatch, argv)[1]
 
 
 @pytest.mark.slow
-def test_the_regime_a_cached_max_takes_is_chosen_again_from_the_numbers(tmp_path):
+def test_the_regime_a_cached_max_takes_is_chosen_again_from_the_numbers(tmp_path, run_cli,
+                                                                         monkeypatch):
     memory_bound = QUESTIONS["step time through max()"]
     _chalk(memory_bound, tmp_path)
     compute_bound = [a.replace("batch_size=64", "batch_size=20000")
@@ -102,7 +110,7 @@ def test_the_regime_a_cached_max_takes_is_chosen_again_from_the_numbers(tmp_path
                      for a in memory_bound]
     status, out, _, loaded = _chalk(compute_bound, tmp_path)
     assert status == 0 and not loaded
-    assert out == _chalk(compute_bound, tmp_path, no_cache=True)[1]
+    assert out == _in_full(run_cli, monkeypatch, compute_bound)[1]
     # 20,000 sequences · 2 FLOP/param/token · 36.7e9 active params over 64 H100s at
     # 989 TFLOP/s (no attention shape given: the conventions leave attention out)
     t_compute = 20000 * 2 * 36.7e9 / (64 * 989e12)
