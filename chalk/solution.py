@@ -13,6 +13,7 @@ from chalk.solvers.bulk.uncertainty import SENSITIVITY_METHOD, Propagation, elas
 from chalk.solvers.execution.blocks import MULTI_START
 from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.pinning.pinned import Pin
+from chalk.solvers.planning.forward import downstream, whole_counts
 from chalk.solvers.planning.plan import Plan
 from chalk.solvers.records.derivation import Derivation
 from chalk.solvers.records.notes import Note, texts
@@ -148,11 +149,29 @@ class Solution:
                     suffix = f" (derived; {entry['origin']} states it too)"
                 shown = format_quantity(self.value(t), self.derivation.model.variables[t]
                                         .pint_unit)
-                lines.append(f"{t} = {shown}{suffix}")
+                lines.append(f"{t} = {shown}{suffix}{self._rounded(t)}")
             else:
                 lines.append(f"{t} = {self._show(t, summary.median)} (median; 90% interval "
                              f"{self._show(t, summary.low)} to {self._show(t, summary.high)})")
         return "\n".join(lines)
+
+    def _rounded(self, name: str) -> str:
+        """For a whole count, the continuous counts it was rounded up from, beside it:
+        `` (whole: replicas = 16.67 rounded up to 17)``; empty for any other quantity."""
+        model = self.derivation.model
+        if name not in whole_counts(model):
+            return ""
+        shown = []
+        for relation in model.relations.values():
+            whole = relation.lhs.name if relation.lhs.is_Symbol else None
+            if whole is None or not (whole == name or name in downstream(model, whole)):
+                continue
+            for inner in sorted(model.variables_in(relation.name)):
+                low, high = self.base_value(inner), self.base_value(whole)
+                if relation.rounds(inner) and low is not None and high is not None:
+                    shown.append(f"{inner} = {self._show(inner, low)} rounded up to "
+                                 f"{self._show(whole, high)}")
+        return f" (whole: {'; '.join(shown)})" if shown else ""
 
     def summary(self) -> str:
         """The answers, then what is reported beside them (``memory_fill``), then flags."""

@@ -48,7 +48,7 @@ output_tokens_per_second_per_chip request_cost_per_token prefill_requests_per_se
 decode_requests_per_second disaggregated_requests_per_second
 disaggregated_tokens_per_second_per_chip
 decode_tokens_per_step verify_tokens_per_step t_draft_step t_draft
-replicas fleet_chips fleet_tokens_per_second
+replicas fleet_chips fleet_tokens_per_second replicas_needed chips_needed fleet_chips_needed
 """.split())
 
 # Whole-number counts of a model's config (config.json): a model preset states them, and
@@ -572,6 +572,12 @@ VARIABLES += (
     _v("fleet_chips", "chip", "chips of every replica in the fleet", FLEET, typical=1000),
     _v("fleet_tokens_per_second", "token/s", "decode throughput of the whole fleet", FLEET,
        typical=1e6),
+    _v("replicas_needed", "1", "whole replicas a deployment runs: replicas rounded up",
+       FLEET, lower=1, typical=10),
+    _v("chips_needed", "chip", "whole chips of one replica: n_chips rounded up", FLEET,
+       lower=1, typical=72),
+    _v("fleet_chips_needed", "chip", "chips of a fleet of whole replicas, each on whole "
+       "chips", FLEET, lower=1, typical=1000),
 )
 
 BY_NAME = {v.name: v for v in VARIABLES}

@@ -145,6 +145,12 @@ class Relation:
         return any(isinstance(n, sympy.Min) and (first is None or first in n.args)
                    for n in self._regime_nodes)
 
+    def rounds(self, name: str) -> bool:
+        """Whether quantity ``name`` appears inside a ceiling(): the relation gives a whole
+        count from it, and cannot give it back (every value of an interval rounds alike)."""
+        return any(name in {s.name for s in n.free_symbols}
+                   for n in (self.lhs.atoms(sympy.ceiling) | self.rhs.atoms(sympy.ceiling)))
+
     def inside_regime_node(self, name: str) -> bool:
         """Whether quantity ``name`` appears inside the max()/min(): solving for it must
         choose a regime, where solving for anything else evaluates the max() forwards."""
