@@ -104,13 +104,15 @@ RELATIONS = (
       topic=TOPIC),
     R("params_read",
       q.params_read + q.input_embedding_params + q.expert_params * q.unread_expert_fraction,
-      q.total_params,
+      q.total_params + q.replicated_attention_params,
       "a step reads every parameter but the input-embedding table (a token looks up one "
       "row) and the routed experts none of its tokens picks: the dense part plus the "
-      "experts it touches",
+      "experts it touches, and each data-parallel attention group its own attention copy",
       UNIFORM_ROUTING,
       ("experts are equal in size", "with every expert read (unread_expert_fraction = 0, "
-       "the lecture's assumption and the large-batch limit) it is all the weights"),
+       "the lecture's assumption and the large-batch limit) it is all the weights",
+       "replicated_attention_params 0 (the conventions) unless attention is data-parallel "
+       "(knowledge/tensor_parallel.py)"),
       topic=TOPIC),
     R("t_weight_fetch_touched",
       q.t_weight_fetch_touched, q.params_read * q.bytes_per_param / q.replica_hbm_bandwidth,

@@ -49,6 +49,7 @@ decode_requests_per_second disaggregated_requests_per_second
 disaggregated_tokens_per_second_per_chip
 decode_tokens_per_step verify_tokens_per_step t_draft_step t_draft
 replicas fleet_chips fleet_tokens_per_second replicas_needed chips_needed fleet_chips_needed
+replicated_attention_params
 """.split())
 
 # Whole-number counts of a model's config (config.json): a model preset states them, and
@@ -291,6 +292,18 @@ VARIABLES: tuple[Variable, ...] = (
        scale_like=False),
     _v("t_ep_comm", "s", "expert-parallel all-to-all time on a decode step's critical path",
        MOE, allow_zero=True, typical=1e-3),
+    _v("attention_tensor_parallelism", "chip", "chips one attention layer's weights are "
+       "split over (Megatron-style); each such group serves its own sequences",
+       PARALLELISM, lower=1, typical=8),
+    _v("attention_data_parallelism", "1", "groups of attention_tensor_parallelism chips in a "
+       "replica, each holding the whole attention weights and serving its share of the batch "
+       "(1: attention split over every chip)", PARALLELISM, lower=1, typical=1),
+    _v("replicated_attention_params", "param", "attention weights held and read beyond one "
+       "copy: one more copy per extra data-parallel attention group", PARALLELISM,
+       allow_zero=True, typical=1e10),
+    _v("allreduces_per_layer", "1", "tensor-parallel all-reduces of the activations in one "
+       "layer's forward pass (Megatron: 2, after attention and after the MLP)", PARALLELISM,
+       allow_zero=True, typical=2),
     _v("moe_tensor_parallelism", "1", "ways each expert's matmuls are split over chips inside "
        "a stage (TensorRT-LLM's moe_tp_size): 1 when every chip holds whole experts",
        PARALLELISM, lower=1, typical=1),
@@ -395,9 +408,10 @@ VARIABLES: tuple[Variable, ...] = (
        typical=1e-5),
     _v("tp_allreduce_bytes", "byte", "bytes each chip sends in one ring all-reduce of a "
        "step's activations (0 on one chip)", PARALLELISM, allow_zero=True, typical=1e6),
-    _v("t_allreduce", "s", "time of one all-reduce of a step's activations over the n_chips",
+    _v("t_allreduce", "s", "time of one all-reduce of a step's activations over an attention "
+       "tensor-parallel group",
        PARALLELISM, allow_zero=True, typical=1e-5),
-    _v("t_tp_comm", "s", "time of a decode step's tensor-parallel all-reduces (two per layer)",
+    _v("t_tp_comm", "s", "time of a decode step's tensor-parallel all-reduces",
        PARALLELISM, allow_zero=True, typical=1e-3),
     # Parameter counts from the architecture
     _v("vocab_size", "1", "tokens in the vocabulary (rows of the embedding table)",

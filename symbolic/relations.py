@@ -69,6 +69,13 @@ def _as_expr(side, name: str) -> sympy.Expr:
     raise TypeError(f"relation {name}: a side must be a sympy expression, not {type(side)}")
 
 
+def continuous(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every ceiling() replaced by its argument: the smooth relaxation in
+    which a whole count equals the count it rounds, for analyses that need derivatives
+    (what a relation can determine, a consistent reference point), never for values."""
+    return expr.replace(sympy.ceiling, lambda argument: argument)
+
+
 @dataclass(frozen=True)
 class Relation:
     """An equation ``lhs = rhs`` between declared quantities.

@@ -133,6 +133,8 @@ def _variant(d) -> str:
 def _gave_way(kind: str) -> Callable[[Mapping], str]:
     def render(d) -> str:
         shown = kind or (" (a zero: absence)" if d["zero"] else "")
+        if kind and d["origin"].startswith("conventions"):  # a default, not a publication
+            shown = " (a default until something determines it)"
         return (f"{d['origin']} value {d['shown']}{shown} of {d['name']} set aside: "
                 f"{_joined(d['behind'])} determine it")
     return render
