@@ -26,7 +26,8 @@ output_input_price_ratio long_context_price_ratio decode_mfu_ratio tier_drain_ti
 chinchilla_tokens overtrain_factor train_flops training_time memory_per_chip
 scale_up_out_time_ratio pipeline_latency_added global_batch_size memory_demand memory_fill
 weight_fill chips_per_stage micro_batch_size
-experts_per_chip alltoall_bytes_per_token t_alltoall tokens_per_step experts_touched
+experts_per_chip alltoall_bytes_per_token t_alltoall tokens_per_step tokens_run_per_step
+experts_touched
 params_read t_weight_fetch_touched unread_expert_fraction t_ep_comm rl_compute
 inference_compute rl_cost_ratio
 inference_cost_ratio kv_elements_per_layer kv_window_bytes_per_sequence
@@ -309,6 +310,9 @@ VARIABLES: tuple[Variable, ...] = (
        PARALLELISM, lower=1, typical=1),
     _v("tokens_per_step", "token", "tokens a step produces: batch times tokens per sequence",
        SERVING, typical=64),
+    _v("tokens_run_per_step", "token", "tokens a step runs through the model: batch times "
+       "the k + 1 verified per sequence (the tokens it produces without speculation)", MOE,
+       typical=64),
     _v("experts_touched", "1", "expected distinct routed experts a step's tokens reach, per "
        "layer", MOE, typical=200),
     _v("unread_expert_fraction", "1", "expected share of a layer's routed experts no token of "

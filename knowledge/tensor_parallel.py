@@ -32,7 +32,7 @@ TOPIC = "tensor-parallel communication"
 
 chips = count(BY_NAME["n_chips"])
 group_chips = count(BY_NAME["attention_tensor_parallelism"])
-step_tokens = count(BY_NAME["tokens_per_step"])
+run_tokens = count(BY_NAME["tokens_run_per_step"])
 
 MEGATRON = paper("Shoeybi et al. 2019, 'Megatron-LM', arXiv:1909.08053, sec. 3 and fig. 3",
                  "https://arxiv.org/abs/1909.08053")
@@ -75,13 +75,14 @@ RELATIONS = (
     R("tp_allreduce_bytes",
       q.tp_allreduce_bytes * group_chips * q.attention_data_parallelism,
       # (chips - 1) multiplied in first: sympy would spread a bare 2 over the difference
-      step_tokens * (group_chips - 1) * Integer(2) * q.d_model * q.activation_bytes,
+      run_tokens * (group_chips - 1) * Integer(2) * q.d_model * q.activation_bytes,
       "bytes each chip sends in a ring all-reduce of its group's share of the step's "
       "activations: a reduce-scatter and an all-gather, each passing (n-1)/n of the message",
       RING,
       ("the tensor-parallel group is one attention group (all n_chips in Megatron's layout)",
        "the groups share the step's tokens evenly",
-       "one activation vector of d_model elements per token of the step"),
+       "one activation vector of d_model elements per token the step runs (drafted ones "
+       "included)"),
       topic=TOPIC),
     R("t_allreduce",
       q.t_allreduce, q.allreduce_latency + q.tp_allreduce_bytes / q.scale_up_bandwidth,
