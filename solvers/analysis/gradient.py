@@ -160,7 +160,7 @@ def _unary(inner: Evaluator, function, slope) -> Evaluator:
 
 # each function and its derivative; a whole count's slope is taken as its argument's
 # (ceil follows x on average): structure then sees the count follow what it rounds, and
-# no step solves through it (solvers.execution.execute refuses, naming the interval)
+# no step solves through it (solvers.execution.rounding refuses, naming the interval)
 _UNARY = {
     "ceil": (whole_up, lambda v: 1.0),
     "exp": (math.exp, math.exp),

@@ -1,7 +1,7 @@
 """Whole counts: a relation that rounds a quantity up answers forwards only.
 
-``replicas_needed = ceiling(replicas)`` gives 17 for every replicas above 16 and at most
-17, so a step asked to solve it for the quantity inside the ceiling has no one answer.
+``replicas_needed = ceiling(replicas)`` gives 17 for every value of replicas above 16 and
+at most 17, so a step asked to solve it for the quantity inside the ceiling has no one answer.
 It refuses, and says which interval the known count leaves, rather than let a root scan
 stop at a jump of the step function.
 """
@@ -37,8 +37,8 @@ def refusal(model: Model, relation: Relation, name: str, env: Mapping[str, float
         return RoundedUp(name, f"{given or 'the whole count'} holds for a range of {name}; "
                          f"{advice}")
     shown_low = show(model, name, low) if low > 0 else "0"
-    return RoundedUp(name, f"{given or 'the whole count'} holds for every {name} above "
-                     f"{shown_low} and at most {show(model, name, high)}; {advice}")
+    return RoundedUp(name, f"{given or 'the whole count'} holds for every value of {name} "
+                     f"above {shown_low} and at most {show(model, name, high)}; {advice}")
 
 
 def _interval(relation: Relation, node: sympy.Expr, x: sympy.Symbol,

@@ -82,11 +82,11 @@ def test_a_whole_count_does_not_solve_backwards_and_names_the_interval():
     # replicas_needed = 17 holds for every replicas in (16, 17]: no one number of users
     with pytest.raises(RoundedUp) as refused:
         solve("concurrent_users", {**SMALL, "replicas_needed": "17"})
-    assert "every replicas above 16 and at most 17" in str(refused.value)
+    assert "every value of replicas above 16 and at most 17" in str(refused.value)
     # chips: 8 whole chips hold for n_chips in (7, 8] chip
     with pytest.raises(RoundedUp) as refused:
         solve("n_chips", {"chips_needed": "8 chip"})
-    assert "every n_chips above 7 chip and at most 8 chip" in str(refused.value)
+    assert "every value of n_chips above 7 chip and at most 8 chip" in str(refused.value)
 
 
 def test_a_pinned_whole_count_is_checked_against_the_load():
