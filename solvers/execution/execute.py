@@ -266,10 +266,12 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     survivors = _dedupe(survivors)
     conditioning = ""
     # A product of powers has bounded elasticities (its exponents); only forms with sums
-    # or transcendental functions can amplify rounding.
-    if len(survivors) == 1 and not unbounded and not survivors[0][1].monomial:
+    # or transcendental functions can amplify rounding. A whole count is exact: its jump
+    # at a whole input is the rounding it states, not digits lost.
+    inputs = [v for v in model.variables_in(relation.name) if v != name]
+    if len(survivors) == 1 and not unbounded and not survivors[0][1].monomial \
+            and not any(relation.rounds(v) for v in inputs):
         value, chosen = survivors[0]
-        inputs = [v for v in model.variables_in(relation.name) if v != name]
         conditioning = conditioning_check(name, relation.name, chosen.value, env, inputs,
                                           value)
     survivors = [(value, cc.candidate) for value, cc in survivors]
