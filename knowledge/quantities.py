@@ -50,7 +50,7 @@ decode_requests_per_second disaggregated_requests_per_second
 disaggregated_tokens_per_second_per_chip
 decode_tokens_per_step verify_tokens_per_step t_draft_step t_draft
 replicas fleet_chips fleet_tokens_per_second replicas_needed chips_needed fleet_chips_needed
-replicated_attention_params
+replicated_attention_params attention_tensor_parallelism
 """.split())
 
 # Whole-number counts of a model's config (config.json): a model preset states them, and

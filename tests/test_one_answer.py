@@ -112,10 +112,6 @@ def _agree(outcomes: dict) -> bool:
     return True
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known bug (2026-12-01 merges): at seed 588 (draft_tokens from acceptance_rate, the "
-    "speculative topic) solve refuses as IllConditioned while Question, evaluate and sweep "
-    "answer 8.228: the bulk path does not vouch for conditioning"))
 def test_every_path_gives_solves_answer_or_its_refusal():
     asked, answered, disagreements = 0, 0, []
     seed = 0
