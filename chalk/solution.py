@@ -110,6 +110,11 @@ class Solution:
         """
         body = self.derivation.to_dict()
         results = {t: self.derivation.json_value(t) for t in self.targets}
+        for t in self.targets:  # a whole count carries the continuous counts behind it
+            rounded = {inner: low / self.derivation.model.variables[inner].to_base
+                       for inner, low, _, _ in self._roundings(t)}
+            if rounded:
+                results[t]["rounded_up_from"] = rounded
         for t, entry in self.stated.items():
             if t in self._override:
                 results[t]["value"] = self.value(t)
@@ -158,10 +163,17 @@ class Solution:
     def _rounded(self, name: str) -> str:
         """For a whole count, the continuous counts it was rounded up from, beside it:
         `` (whole: replicas = 16.67 rounded up to 17)``; empty for any other quantity."""
+        shown = [f"{inner} = {self._show(inner, low)} rounded up to "
+                 f"{self._show(whole, high)}" for inner, low, whole, high in self._roundings(name)]
+        return f" (whole: {'; '.join(shown)})" if shown else ""
+
+    def _roundings(self, name: str) -> list[tuple[str, float, str, float]]:
+        """``(continuous, its value, whole, its value)`` in base units for each rounding up
+        behind the whole count ``name`` (none for any other quantity)."""
         model = self.derivation.model
         if name not in whole_counts(model):
-            return ""
-        shown = []
+            return []
+        found = []
         for relation in model.relations.values():
             whole = relation.lhs.name if relation.lhs.is_Symbol else None
             if whole is None or not (whole == name or name in downstream(model, whole)):
@@ -169,9 +181,8 @@ class Solution:
             for inner in sorted(model.variables_in(relation.name)):
                 low, high = self.base_value(inner), self.base_value(whole)
                 if relation.rounds(inner) and low is not None and high is not None:
-                    shown.append(f"{inner} = {self._show(inner, low)} rounded up to "
-                                 f"{self._show(whole, high)}")
-        return f" (whole: {'; '.join(shown)})" if shown else ""
+                    found.append((inner, low, whole, high))
+        return found
 
     def summary(self) -> str:
         """The answers, then what is reported beside them (``memory_fill``), then flags."""

@@ -58,6 +58,9 @@ def test_whole_replicas_and_chips_beside_the_continuous_counts():
     assert s.value("replicas_needed") == 17
     assert s.value("fleet_chips_needed", "chip") == 17 * 8
     assert "replicas_needed = 17 (whole: replicas = 16.67 rounded up to 17)" in s.headline()
+    rounded = s.to_dict()["results"]["fleet_chips_needed"]["rounded_up_from"]
+    assert rounded["replicas"] == pytest.approx(10000 / 600, rel=1e-9)
+    assert rounded["n_chips"] == 8
 
 
 def test_whole_chips_of_a_replica():
