@@ -209,7 +209,8 @@ def _solve_stated(q: Prepared, options: Options) -> Solution:
         about = {"target": t, "origin": pin.origin, "stated": stated_text}
         if t in derivable and not failure:
             derived = values[t]
-            gap = abs(derived - pin.value) / max(abs(derived), abs(pin.value))
+            scale = max(abs(derived), abs(pin.value))  # both zero: they agree
+            gap = abs(derived - pin.value) / scale if scale else 0.0
             entry.update(derived=derived / variable.to_base, relative_difference=gap)
             about.update(derived=format_quantity(derived / variable.to_base,
                                                  variable.pint_unit),

@@ -13,6 +13,7 @@ from chalk.solvers.bulk.uncertainty import SENSITIVITY_METHOD, Propagation, elas
 from chalk.solvers.execution.blocks import MULTI_START
 from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.pinning.pinned import Pin
+from chalk.solvers.planning.forward import downstream, whole_counts
 from chalk.solvers.planning.plan import Plan
 from chalk.solvers.records.derivation import Derivation
 from chalk.solvers.records.notes import Note, texts
@@ -109,6 +110,11 @@ class Solution:
         """
         body = self.derivation.to_dict()
         results = {t: self.derivation.json_value(t) for t in self.targets}
+        for t in self.targets:  # a whole count carries the continuous counts behind it
+            rounded = {inner: low / self.derivation.model.variables[inner].to_base
+                       for inner, low, _, _ in self._roundings(t)}
+            if rounded:
+                results[t]["rounded_up_from"] = rounded
         for t, entry in self.stated.items():
             if t in self._override:
                 results[t]["value"] = self.value(t)
@@ -148,11 +154,35 @@ class Solution:
                     suffix = f" (derived; {entry['origin']} states it too)"
                 shown = format_quantity(self.value(t), self.derivation.model.variables[t]
                                         .pint_unit)
-                lines.append(f"{t} = {shown}{suffix}")
+                lines.append(f"{t} = {shown}{suffix}{self._rounded(t)}")
             else:
                 lines.append(f"{t} = {self._show(t, summary.median)} (median; 90% interval "
                              f"{self._show(t, summary.low)} to {self._show(t, summary.high)})")
         return "\n".join(lines)
+
+    def _rounded(self, name: str) -> str:
+        """For a whole count, the continuous counts it was rounded up from, beside it:
+        `` (whole: replicas = 16.67 rounded up to 17)``; empty for any other quantity."""
+        shown = [f"{inner} = {self._show(inner, low)} rounded up to "
+                 f"{self._show(whole, high)}" for inner, low, whole, high in self._roundings(name)]
+        return f" (whole: {'; '.join(shown)})" if shown else ""
+
+    def _roundings(self, name: str) -> list[tuple[str, float, str, float]]:
+        """``(continuous, its value, whole, its value)`` in base units for each rounding up
+        behind the whole count ``name`` (none for any other quantity)."""
+        model = self.derivation.model
+        if name not in whole_counts(model):
+            return []
+        found = []
+        for relation in model.relations.values():
+            whole = relation.lhs.name if relation.lhs.is_Symbol else None
+            if whole is None or not (whole == name or name in downstream(model, whole)):
+                continue
+            for inner in sorted(model.variables_in(relation.name)):
+                low, high = self.base_value(inner), self.base_value(whole)
+                if relation.rounds(inner) and low is not None and high is not None:
+                    found.append((inner, low, whole, high))
+        return found
 
     def summary(self) -> str:
         """The answers, then what is reported beside them (``memory_fill``), then flags."""

@@ -47,6 +47,24 @@ _SHARED = {
         "1", "every chip of a stage holds whole experts, as in the lecture's layout "
         "(33:53-34:33)", LECTURE_DATE,
         "pin it where each expert is also split over chips (TensorRT-LLM's moe_tp_size)"),
+    "attention_data_parallelism": PresetValue(
+        "1", "Megatron-LM's layout: attention split over every chip of the replica "
+        "(Shoeybi et al. 2019, arXiv:1909.08053, sec. 3), as the lecture's evenly spread "
+        "weights assume (1:17:00-1:18:26)", LECTURE_DATE,
+        "the layout preset dp_attention (or a pinned attention_tensor_parallelism) "
+        "replaces it",
+        # a layout stated by a preset or the user determines it outright (as a headline
+        # yields), whatever it implies: 8 groups of one chip are no disagreement with 1
+        headline=True),
+    "allreduces_per_layer": PresetValue(
+        "2", "Megatron-LM's layout: an all-reduce after attention and after the MLP "
+        "(Shoeybi et al. 2019, arXiv:1909.08053, sec. 3 and fig. 3)", "2019-09-17",
+        "the layout preset dp_attention sets 0; DeepSeek's TP4 attention groups 1"),
+    "replicated_attention_params": PresetValue(
+        "0 param", "one copy of the attention weights, split over the chips (Megatron-LM's "
+        "layout)", LECTURE_DATE,
+        "gives way where attention_data_parallelism and the model's attention widths "
+        "determine it"),
     "attention_flops_per_token": PresetValue(
         "0 FLOP/token", "attention FLOPs left out, as on the lecture's blackboard (3:19-4:04), "
         "until the attention shape is known", LECTURE_DATE,
@@ -204,6 +222,26 @@ EQUAL_SPLIT = Preset(
             LECTURE_DATE, "a heuristic, not a derivation"),
     },
 )
+
+
+# How a replica lays attention and experts over its chips, beside the conventions'
+# Megatron layout.
+DP_ATTENTION = Preset(
+    "dp_attention", "layout",
+    "attention data-parallel over every chip, experts expert-parallel: no all-reduce, the "
+    "MoE all-to-all instead",
+    {
+        "attention_tensor_parallelism": PresetValue(
+            "1 chip", "DeepSeek-V3, arXiv:2412.19437, sec. 3.4.2 (DP attention beside EP "
+            "MoE); SGLang, 'DP, DPA and SGLang DP Router' (--enable-dp-attention with "
+            "--dp-size equal to --tp-size: one attention rank a GPU)", "2024-12-27"),
+        "allreduces_per_layer": PresetValue(
+            "0", "no tensor-parallel group to all-reduce over: each chip's attention is its "
+            "own, and the MoE layers dispatch and combine by all-to-all (DeepSeek-V3, "
+            "arXiv:2412.19437, sec. 3.4.2)", "2024-12-27"),
+    },
+)
+LAYOUTS = {DP_ATTENTION.name: DP_ATTENTION}
 
 
 def _fit(name: str, citation: str, date: str, values: dict, note: str) -> Preset:

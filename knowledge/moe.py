@@ -22,7 +22,7 @@ TOPIC = "mixture of experts on a rack"
 
 one_token = unit_constant("token").symbol
 expert_chips = count(BY_NAME["expert_parallelism"])
-step_tokens = count(BY_NAME["tokens_per_step"])
+run_tokens = count(BY_NAME["tokens_run_per_step"])
 stage_chips = count(BY_NAME["chips_per_stage"])
 
 # The expectation below is exact for top-k routing that picks k distinct experts uniformly
@@ -60,9 +60,19 @@ RELATIONS = (
       "tokens a decode step produces",
       lecture("4:12", "4:45"),
       topic=TOPIC),
+    R("tokens_run_per_step",
+      q.tokens_run_per_step, q.batch_size * q.verify_tokens_per_step,
+      "tokens a step runs through every layer: each sequence's own next token and every "
+      "drafted one, kept or not; each is routed to its experts",
+      paper("Leviathan, Kalman and Matias 2023, arXiv:2211.17192, sec. 3.5 (the target "
+            "runs gamma + 1 tokens in parallel); DeepSeek-V3, arXiv:2412.19437, sec. 2.1.2 "
+            "(every token a MoE layer sees is routed to its top-k experts)",
+            "https://arxiv.org/abs/2211.17192"),
+      ("without speculation it is the batch (one token a sequence)",),
+      topic=TOPIC),
     R("t_alltoall",
       q.t_alltoall * expert_chips * q.scale_up_bandwidth,
-      q.tokens_per_step * q.alltoall_bytes_per_token,
+      q.tokens_run_per_step * q.alltoall_bytes_per_token,
       "all-to-all time when the expert-parallel chips share the traffic over the scale-up "
       "network",
       lecture("35:42", "36:50"),
@@ -74,7 +84,7 @@ RELATIONS = (
       topic=TOPIC),
     R("unread_expert_fraction",
       q.unread_expert_fraction,
-      (1 - q.n_active_experts / q.n_experts) ** step_tokens,
+      (1 - q.n_active_experts / q.n_experts) ** run_tokens,
       "share of a layer's routed experts that none of the step's tokens picks, so the step "
       "reads none of their weights",
       UNIFORM_ROUTING,
@@ -104,13 +114,15 @@ RELATIONS = (
       topic=TOPIC),
     R("params_read",
       q.params_read + q.input_embedding_params + q.expert_params * q.unread_expert_fraction,
-      q.total_params,
+      q.total_params + q.replicated_attention_params,
       "a step reads every parameter but the input-embedding table (a token looks up one "
       "row) and the routed experts none of its tokens picks: the dense part plus the "
-      "experts it touches",
+      "experts it touches, and each data-parallel attention group its own attention copy",
       UNIFORM_ROUTING,
       ("experts are equal in size", "with every expert read (unread_expert_fraction = 0, "
-       "the lecture's assumption and the large-batch limit) it is all the weights"),
+       "the lecture's assumption and the large-batch limit) it is all the weights",
+       "replicated_attention_params 0 (the conventions) unless attention is data-parallel "
+       "(knowledge/tensor_parallel.py)"),
       topic=TOPIC),
     R("t_weight_fetch_touched",
       q.t_weight_fetch_touched, q.params_read * q.bytes_per_param / q.replica_hbm_bandwidth,

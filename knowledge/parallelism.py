@@ -76,9 +76,13 @@ RELATIONS = (
       ("every stage has the same number of chips",),
       topic=TOPIC),
     R("memory_demand",
-      q.memory_demand, q.weight_bytes + q.global_batch_size * q.kv_bytes_per_sequence,
-      "memory the whole system needs: all weights plus every sequence's KV cache",
+      q.memory_demand, q.weight_bytes + q.replicated_attention_params * q.bytes_per_param
+      + q.global_batch_size * q.kv_bytes_per_sequence,
+      "memory the whole system needs: all weights (with each data-parallel attention "
+      "group's own copy of the attention weights) plus every sequence's KV cache",
       lecture("1:04:32", "1:05:13"),
+      ("replicated_attention_params 0 (the conventions) unless attention is data-parallel "
+       "(knowledge/tensor_parallel.py)",),
       topic=TOPIC),
     R("memory_per_chip",
       q.memory_per_chip * chips, q.memory_demand,

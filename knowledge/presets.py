@@ -12,7 +12,7 @@ import difflib
 from functools import lru_cache
 
 from chalk.knowledge import data
-from chalk.knowledge.conventions import CONVENTIONS, EQUAL_SPLIT, FITS, PRECISIONS
+from chalk.knowledge.conventions import CONVENTIONS, EQUAL_SPLIT, FITS, LAYOUTS, PRECISIONS
 from chalk.symbolic.errors import UnknownNameError, UsageError
 from chalk.symbolic.presets import Preset, PresetValue
 from chalk.symbolic.printing.numbers import format_number
@@ -121,6 +121,7 @@ def all_presets() -> dict[str, Preset]:
     presets: dict[str, Preset] = dict(CONVENTIONS)
     presets.update(PRECISIONS)
     presets.update(FITS)
+    presets.update(LAYOUTS)
     presets[EQUAL_SPLIT.name] = EQUAL_SPLIT
     for record in data.accelerators().values():
         for preset in _accelerator_presets(record):

@@ -26,7 +26,8 @@ output_input_price_ratio long_context_price_ratio decode_mfu_ratio tier_drain_ti
 chinchilla_tokens overtrain_factor train_flops training_time memory_per_chip
 scale_up_out_time_ratio pipeline_latency_added global_batch_size memory_demand memory_fill
 weight_fill chips_per_stage micro_batch_size
-experts_per_chip alltoall_bytes_per_token t_alltoall tokens_per_step experts_touched
+experts_per_chip alltoall_bytes_per_token t_alltoall tokens_per_step tokens_run_per_step
+experts_touched
 params_read t_weight_fetch_touched unread_expert_fraction t_ep_comm rl_compute
 inference_compute rl_cost_ratio
 inference_cost_ratio kv_elements_per_layer kv_window_bytes_per_sequence
@@ -48,7 +49,8 @@ output_tokens_per_second_per_chip request_cost_per_token prefill_requests_per_se
 decode_requests_per_second disaggregated_requests_per_second
 disaggregated_tokens_per_second_per_chip
 decode_tokens_per_step verify_tokens_per_step t_draft_step t_draft
-replicas fleet_chips fleet_tokens_per_second
+replicas fleet_chips fleet_tokens_per_second replicas_needed chips_needed fleet_chips_needed
+replicated_attention_params attention_tensor_parallelism
 """.split())
 
 # Whole-number counts of a model's config (config.json): a model preset states them, and
@@ -291,11 +293,26 @@ VARIABLES: tuple[Variable, ...] = (
        scale_like=False),
     _v("t_ep_comm", "s", "expert-parallel all-to-all time on a decode step's critical path",
        MOE, allow_zero=True, typical=1e-3),
+    _v("attention_tensor_parallelism", "chip", "chips one attention layer's weights are "
+       "split over (Megatron-style); each such group serves its own sequences",
+       PARALLELISM, lower=1, typical=8),
+    _v("attention_data_parallelism", "1", "groups of attention_tensor_parallelism chips in a "
+       "replica, each holding the whole attention weights and serving its share of the batch "
+       "(1: attention split over every chip)", PARALLELISM, lower=1, typical=1),
+    _v("replicated_attention_params", "param", "attention weights held and read beyond one "
+       "copy: one more copy per extra data-parallel attention group", PARALLELISM,
+       allow_zero=True, typical=1e10),
+    _v("allreduces_per_layer", "1", "tensor-parallel all-reduces of the activations in one "
+       "layer's forward pass (Megatron: 2, after attention and after the MLP)", PARALLELISM,
+       allow_zero=True, typical=2),
     _v("moe_tensor_parallelism", "1", "ways each expert's matmuls are split over chips inside "
        "a stage (TensorRT-LLM's moe_tp_size): 1 when every chip holds whole experts",
        PARALLELISM, lower=1, typical=1),
     _v("tokens_per_step", "token", "tokens a step produces: batch times tokens per sequence",
        SERVING, typical=64),
+    _v("tokens_run_per_step", "token", "tokens a step runs through the model: batch times "
+       "the k + 1 verified per sequence (the tokens it produces without speculation)", MOE,
+       typical=64),
     _v("experts_touched", "1", "expected distinct routed experts a step's tokens reach, per "
        "layer", MOE, typical=200),
     _v("unread_expert_fraction", "1", "expected share of a layer's routed experts no token of "
@@ -395,9 +412,10 @@ VARIABLES: tuple[Variable, ...] = (
        typical=1e-5),
     _v("tp_allreduce_bytes", "byte", "bytes each chip sends in one ring all-reduce of a "
        "step's activations (0 on one chip)", PARALLELISM, allow_zero=True, typical=1e6),
-    _v("t_allreduce", "s", "time of one all-reduce of a step's activations over the n_chips",
+    _v("t_allreduce", "s", "time of one all-reduce of a step's activations over an attention "
+       "tensor-parallel group",
        PARALLELISM, allow_zero=True, typical=1e-5),
-    _v("t_tp_comm", "s", "time of a decode step's tensor-parallel all-reduces (two per layer)",
+    _v("t_tp_comm", "s", "time of a decode step's tensor-parallel all-reduces",
        PARALLELISM, allow_zero=True, typical=1e-3),
     # Parameter counts from the architecture
     _v("vocab_size", "1", "tokens in the vocabulary (rows of the embedding table)",
@@ -572,6 +590,12 @@ VARIABLES += (
     _v("fleet_chips", "chip", "chips of every replica in the fleet", FLEET, typical=1000),
     _v("fleet_tokens_per_second", "token/s", "decode throughput of the whole fleet", FLEET,
        typical=1e6),
+    _v("replicas_needed", "1", "whole replicas a deployment runs: replicas rounded up",
+       FLEET, lower=1, typical=10),
+    _v("chips_needed", "chip", "whole chips of one replica: n_chips rounded up", FLEET,
+       lower=1, typical=72),
+    _v("fleet_chips_needed", "chip", "chips of a fleet of whole replicas, each on whole "
+       "chips", FLEET, lower=1, typical=1000),
 )
 
 BY_NAME = {v.name: v for v in VARIABLES}

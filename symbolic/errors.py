@@ -353,6 +353,16 @@ class IllConditioned(NoSolution):
 
 
 @dataclass(eq=False)
+class RoundedUp(NoSolution):
+    """A whole count is known and the quantity it rounds up is asked: every value of an
+    interval rounds to the same count, so none is the answer (``reason`` names it)."""
+
+    @property
+    def message(self) -> str:
+        return f"cannot recover {self.name} from a whole count: {self.reason}"
+
+
+@dataclass(eq=False)
 class AmbiguousSolution(ChalkError, ValueError):
     """Several physical values fit; the user must say which regime or root is meant.
 

@@ -19,8 +19,9 @@ Nodes: ``["num", x]``, ``["sym", name]``, ``["add", [term...]]``,
 ``["mul", [numerator...], [denominator...]]``, ``["inv", x]``, ``["sq", x]``,
 ``["sqrt", x]``, ``["pow", x, exponent]`` (a number), ``["powx", x, y]`` (x**y),
 ``["max", [arg...]]``, ``["min", [arg...]]``, ``["exp", x]``, ``["log", x]``,
-``["abs", x]``, ``["piecewise", [[value, condition]...]]`` (the first true condition's
-value, nan if none holds). Conditions: ``["true"]``, ``["false"]``,
+``["abs", x]``, ``["ceil", x]`` (the least whole number at or above x),
+``["piecewise", [[value, condition]...]]`` (the first true condition's value, nan if
+none holds). Conditions: ``["true"]``, ``["false"]``,
 ``["lt"|"le"|"gt"|"ge", lhs, rhs]``, ``["and"|"or", [condition...]]``.
 """
 
@@ -33,7 +34,7 @@ from collections.abc import Callable, Mapping
 Evaluator = Callable[[Mapping[str, object]], object]
 
 _POWERS = {1.0: None, -1.0: "inv", 2.0: "sq", 0.5: "sqrt"}
-_FUNCTIONS = {"exp": "exp", "log": "log", "Abs": "abs"}
+_FUNCTIONS = {"exp": "exp", "log": "log", "Abs": "abs", "ceiling": "ceil"}
 _EXTREMES = {"Max": "max", "Min": "min"}
 _COMPARISONS = {"StrictLessThan": "lt", "LessThan": "le", "StrictGreaterThan": "gt",
                 "GreaterThan": "ge"}
@@ -267,7 +268,22 @@ _UNARY: dict[str, Callable[[], Callable]] = {
     "exp": lambda: _numpy().exp,
     "log": lambda: _numpy().log,
     "abs": lambda: _numpy().abs,
+    "ceil": lambda: whole_up,
 }
+
+
+# Float noise on an exact whole count (16.999999999999996 replicas for 17) must not add
+# one: a value within this relative distance above a whole number rounds up to it.
+WHOLE_SLACK = 1e-9
+
+
+def whole_up(value):
+    """The least whole number at or above ``value``, forgiving float noise of
+    :data:`WHOLE_SLACK` (relative) above a whole number; elementwise on arrays."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(math.ceil(value - abs(value) * WHOLE_SLACK))
+    np = _numpy()
+    return np.ceil(value - np.abs(value) * WHOLE_SLACK)
 
 
 def _piecewise(branches) -> Evaluator:

@@ -69,6 +69,13 @@ def _as_expr(side, name: str) -> sympy.Expr:
     raise TypeError(f"relation {name}: a side must be a sympy expression, not {type(side)}")
 
 
+def continuous(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every ceiling() replaced by its argument: the smooth relaxation in
+    which a whole count equals the count it rounds, for analyses that need derivatives
+    (what a relation can determine, a consistent reference point), never for values."""
+    return expr.replace(sympy.ceiling, lambda argument: argument)
+
+
 @dataclass(frozen=True)
 class Relation:
     """An equation ``lhs = rhs`` between declared quantities.
@@ -144,6 +151,12 @@ class Relation:
         first = self.regimes[0][1] if self.regimes else None
         return any(isinstance(n, sympy.Min) and (first is None or first in n.args)
                    for n in self._regime_nodes)
+
+    def rounds(self, name: str) -> bool:
+        """Whether quantity ``name`` appears inside a ceiling(): the relation gives a whole
+        count from it, and cannot give it back (every value of an interval rounds alike)."""
+        return any(name in {s.name for s in n.free_symbols}
+                   for n in (self.lhs.atoms(sympy.ceiling) | self.rhs.atoms(sympy.ceiling)))
 
     def inside_regime_node(self, name: str) -> bool:
         """Whether quantity ``name`` appears inside the max()/min(): solving for it must

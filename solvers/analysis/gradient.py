@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
-from chalk.symbolic.ir import to_ir
+from chalk.symbolic.ir import to_ir, whole_up
 from chalk.symbolic.logspace import Evaluator, Gradient
 
 # the exponent of each power node (the others name it in the node)
@@ -158,8 +158,11 @@ def _unary(inner: Evaluator, function, slope) -> Evaluator:
     return unary
 
 
-# each function and its derivative
+# each function and its derivative; a whole count's slope is taken as its argument's
+# (ceil follows x on average): structure then sees the count follow what it rounds, and
+# no step solves through it (solvers.execution.rounding refuses, naming the interval)
 _UNARY = {
+    "ceil": (whole_up, lambda v: 1.0),
     "exp": (math.exp, math.exp),
     "log": (math.log, lambda v: 1.0 / v),
     "abs": (abs, lambda v: float(np.sign(v))),

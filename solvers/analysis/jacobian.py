@@ -20,6 +20,7 @@ import numpy as np
 from chalk.solvers.analysis.gradient import compile_log_gradient
 from chalk.symbolic.logspace import log_row, monomial_row
 from chalk.symbolic.model import Model
+from chalk.symbolic.relations import continuous
 
 Number = Fraction | float
 
@@ -86,6 +87,7 @@ def regime_rows(model: Model) -> tuple[tuple[tuple[str, ...], Mapping[str, LogRo
 def _log_row(model: Model, name: str, lhs, rhs) -> LogRow:
     """The row of ``lhs = rhs``: exact for products of powers, else at the reference point
     (a max or min there as a mixture of its arguments)."""
+    lhs, rhs = continuous(lhs), continuous(rhs)  # a whole count follows what it rounds
     exact = monomial_row(lhs, rhs)
     if exact is not None:
         return LogRow(name, {k: v for k, v in exact.items() if k in model.variables}, True)

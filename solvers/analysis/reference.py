@@ -25,6 +25,7 @@ from chalk.solvers.analysis.gradient import compile_log_gradient
 from chalk.solvers.tolerances import REFERENCE
 from chalk.symbolic.logspace import log_row
 from chalk.symbolic.model import Model
+from chalk.symbolic.relations import continuous
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,10 @@ def consistent_point(model: Model, seed: int, spread: float,
     names = sorted(v for v in model.variables if model.relations_of(v))
     index = {n: i for i, n in enumerate(names)}
     sides = _sides(model)
-    rng = np.random.default_rng(seed)
     y = np.array([math.log(start[n]) if start is not None and n in start
                   else math.log((model.variables[n].typical or 1.0)
                                 * model.variables[n].to_base)
-                  for n in names]) + rng.normal(0.0, spread, len(names))
+                  for n in names]) + np.array([_nudge(seed, n, spread) for n in names])
     for i, n in enumerate(names):  # start inside each quantity's declared bounds
         variable = model.variables[n]
         if variable.lower is not None and variable.lower > 0:
@@ -114,12 +114,22 @@ def consistent_point(model: Model, seed: int, spread: float,
     return ReferencePoint(_values(names, y), worst, worst <= atol)
 
 
+def _nudge(seed: int, name: str, spread: float) -> float:
+    """A quantity's random log-nudge, drawn from ``seed`` and its name alone: a quantity
+    added to the model moves no other quantity's start."""
+    import zlib
+
+    return float(np.random.default_rng([seed, zlib.crc32(name.encode())]).normal(0.0, spread))
+
+
 @lru_cache(maxsize=16)
 def _sides(model: Model) -> tuple:
     """Value-and-gradient evaluators of both sides of every relation (cached per model:
     a probe draws hundreds of points of one model)."""
     constants = model.constant_values()
-    return tuple((compile_log_gradient(r.lhs, constants), compile_log_gradient(r.rhs, constants))
+    # whole counts relaxed to the counts they round: the point is one of smooth relations
+    return tuple((compile_log_gradient(continuous(r.lhs), constants),
+                  compile_log_gradient(continuous(r.rhs), constants))
                  for r in model.relations.values())
 
 

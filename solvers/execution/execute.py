@@ -21,6 +21,7 @@ from chalk.solvers.analysis.conditioning import cannot_amplify
 from chalk.solvers.analysis.conditioning import check as conditioning_check
 from chalk.solvers.execution import numeric
 from chalk.solvers.execution.blocks import MULTI_START, run_block
+from chalk.solvers.execution.rounding import refusal
 from chalk.solvers.execution.steps import (
     GUARD_RTOL,
     CheckRecord,
@@ -42,7 +43,7 @@ from chalk.solvers.execution.symbolic_solve import (
 from chalk.solvers.execution.tearing import tear
 from chalk.solvers.planning.plan import Plan, Step, make_plan
 from chalk.solvers.tolerances import STEPS
-from chalk.symbolic.errors import AmbiguousSolution, NoSolution, SearchFailed
+from chalk.symbolic.errors import AmbiguousSolution, NoSolution, RoundedUp, SearchFailed
 from chalk.symbolic.evaluate import compile_expr
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import plain
@@ -144,7 +145,12 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
                                     for label, expr in relation.regimes]
             compiled.regime_low_wins = relation.is_min()
         return compiled
-    # A simultaneous block: one smooth system per combination of regimes.
+    # A simultaneous block: one smooth system per combination of regimes. A whole count
+    # solved together with what it rounds would let the search stop anywhere in a step.
+    rounded = sorted(v for r in relations for v in step.variables if r.rounds(v))
+    if rounded:
+        raise RoundedUp(rounded[0], f"it is solved together with the whole count it rounds "
+                        f"up to, which any value of a range gives; pin {rounded[0]} itself")
     unknown_symbols = {s for r in relations for s in r.symbols if s.name in step.variables}
     per_relation = [branches(r, unknown_symbols) for r in relations]
     compiled = CompiledStep(step, "block", relations)
@@ -336,9 +342,13 @@ def _sides(model: Model, cstep: CompiledStep) -> tuple:
 
 def conditioning_inputs(model: Model, cstep: CompiledStep) -> list[str]:
     """The quantities an explicit step's answer is measured against for conditioning
-    (solvers.analysis.conditioning): every other quantity of its relation."""
+    (solvers.analysis.conditioning): every other quantity of its relation but those it
+    rounds to a whole count (exact: its jump at a whole input is the rounding the
+    relation states, not digits lost)."""
     name = cstep.step.variables[0]
-    return [v for v in model.variables_in(cstep.relations[0].name) if v != name]
+    relation = cstep.relations[0]
+    return [v for v in model.variables_in(relation.name)
+            if v != name and not relation.rounds(v)]
 
 
 def _monomial(expr) -> bool:
@@ -371,6 +381,8 @@ def run_numeric(model: Model, cstep: CompiledStep, env, pick=None) -> StepRecord
     range of its unknown; ``env`` holds the values known so far (base units)."""
     relation = cstep.relations[0]
     name = cstep.step.variables[0]
+    if relation.rounds(name):
+        raise refusal(model, relation, name, env)
     low, high = search_range(model.variables[name])
     roots = [r for r in numeric.roots_1d(cstep.equation, name, env, low, high)
              if physical(model, name, r, name in cstep.provisional)]

@@ -43,6 +43,15 @@ def downstream(model: Model, name: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@lru_cache(maxsize=16)
+def whole_counts(model: Model) -> frozenset[str]:
+    """Quantities a relation gives by rounding another up (``replicas_needed``), and those
+    computed from them: they run forwards only, so none is a ground for what it rounds."""
+    whole = {v for r in model.relations.values() for v in model.variables_in(r.name)
+             if any(r.rounds(u) for u in model.variables_in(r.name)) and not r.rounds(v)}
+    return frozenset(whole.union(*(downstream(model, w) for w in whole)))
+
+
 def computed_from(model: Model, name: str, known, zeros=frozenset()) -> frozenset[str] | None:
     """The ``known`` quantities from which ``name`` is computed, one relation at a time;
     None if they do not compute it.

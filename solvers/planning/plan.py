@@ -24,7 +24,7 @@ from chalk.solvers.analysis.jacobian import regime_rows
 from chalk.solvers.analysis.rank import RankAnalysis, analyse
 from chalk.solvers.analysis.structure import dulmage_mendelsohn, incidence_graph, solve_order
 from chalk.solvers.planning.completions import combination, completions, spans
-from chalk.solvers.planning.forward import defining_relation
+from chalk.solvers.planning.forward import defining_relation, downstream, whole_counts
 from chalk.solvers.planning.regimes import free_in_every_regime, regimes_reach
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
 from chalk.symbolic.model import Model
@@ -249,7 +249,11 @@ def _structure(model: Model, pinned: frozenset[str]):
     unknowns_of = {r: model.variables_in(r) - pinned for r in model.relations
                    if r not in consequences}
     unknowns = {v for v in model.variables if v not in pinned and model.relations_of(v)}
-    partition = dulmage_mendelsohn(incidence_graph(unknowns_of, unknowns))
+    # A relation rounding a quantity up is not matched to it: another relation fixes it
+    # where one can, leaving the rounding a forwards step or a check
+    forwards = {r: {v for v in vs if not model.relations[r].rounds(v)}
+                for r, vs in unknowns_of.items()}
+    partition = dulmage_mendelsohn(incidence_graph(forwards, unknowns))
     blocks = solve_order(partition, unknowns_of)
     order = [r for relations, _ in blocks for r in relations]
     order += sorted(partition.under_relations)
@@ -367,7 +371,10 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
         used |= _pins_near(model, explained, t)
     unused = tuple(sorted(p for p in pinned if p not in used))
 
-    candidates = {v for v in model.variables if v not in pinned and model.relations_of(v)}
+    # a whole count completes only a question about what it feeds forward into
+    whole = whole_counts(model)
+    candidates = {v for v in model.variables if v not in pinned and model.relations_of(v)
+                  and (v not in whole or set(undetermined) <= downstream(model, v))}
 
     def rank_key(extra):
         return (sum(model.variables[v].derived for v in extra),

@@ -140,6 +140,9 @@ def _yielded(d, names) -> str:
 
 
 def _headline(d, names) -> str:
+    if d["origin"].startswith("conventions"):  # a default, not a publication
+        return (f"{d['name']} is computed from {names(d['behind'])}, not the default "
+                f"{d['shown']} of {d['origin']}")
     return (f"{d['name']} is computed from the architecture ({names(d['behind'])}), "
             f"not the published {d['shown']} of {d['origin']}")
 

@@ -234,11 +234,12 @@ def test_an_entry_holds_its_notes_as_kind_and_data(run_cli, folder):
     path = _entry(folder)
     entry = json.loads(path.read_text())
     # 8 KV heads of 128 pick grouped-query attention; the careful conventions' zero
-    # input-embedding table gives way to the untied vocabulary x width; the zero MoE
-    # layers take the expert terms out. Each holds whatever the numbers are, so the
-    # answer is stored; the notes are classified and stored by kind, not by wording.
+    # input-embedding table gives way to the untied vocabulary x width, its zero attention
+    # copies to the attention widths in one attention group; the zero MoE layers take the
+    # expert terms out. Each holds whatever the numbers are, so the answer is stored; the
+    # notes are classified and stored by kind, not by wording.
     kinds = [n["kind"] for n in entry["notes"]]
-    assert kinds == ["variant", "yielded", "absent"]
+    assert kinds == ["variant", "yielded", "yielded", "absent"]
     assert entry["notes"][0]["data"]["chosen"] == ["gqa"]
     assert entry["notes"][1]["data"]["zero"] is True
     entry["notes"][1]["kind"] = "guess"  # no kind of note: the full solver answers

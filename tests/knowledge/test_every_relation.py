@@ -14,7 +14,7 @@ import random
 import pytest
 import sympy
 from chalk.knowledge import load_model
-from chalk.symbolic.errors import AmbiguousSolution, NoSolution
+from chalk.symbolic.errors import AmbiguousSolution, NoSolution, RoundedUp
 from chalk.symbolic.units import Q_
 from selfcheck import submodel
 
@@ -93,6 +93,10 @@ def test_relation_round_trip(relation_name, unknown):
     pins = {n: Q_(x, MODEL.variables[n].pint_unit) for n, x in state.items() if n != unknown}
     try:
         solution = solve(unknown, given=pins, presets=["none"], model=single)
+    except RoundedUp:
+        # A whole count gives back no one value of what it rounds up: refused by design.
+        assert relation.rounds(unknown)
+        return
     except NoSolution:
         # Cancellation can leave nothing of a quantity the relation barely depends on.
         assert sensitivity(relation, state, unknown) < 1e-3

@@ -103,8 +103,12 @@ def test_the_fill_is_reported_with_no_zero_pinned():
     # the reported memory_fill to the plan failed on the zero bookkeeping. By hand:
     # (1e12 byte + 10 x 1e9 byte) / (8 x 80e9 byte) = 1.578. With no conventions the step's
     # weights read, its exposed all-to-all and its draft time are pinned too (none at zero),
-    # and so are the achieved bandwidth and usable HBM (the conventions' 1: peak, all of it).
+    # and so are the achieved bandwidth and usable HBM (the conventions' 1: peak, all of it)
+    # and the layout (one attention group: no attention copy beyond the first, which the
+    # relations compute as (1 - 1) x 80 x 1e9 = 0).
     s = solve("step_time", {"hbm_bandwidth_efficiency": 1, "usable_hbm_fraction": 1,
+                            "attention_data_parallelism": 1, "n_layers": 80,
+                            "attention_layer_params": "1e9 param",
                             "total_params": "1e12 param", "bytes_per_param": "1 byte/param",
                             "batch_size": "10 sequence", "kv_bytes_per_sequence":
                             "1e9 byte/sequence", "n_chips": "8 chip", "hbm_capacity": "80 GB",

@@ -93,3 +93,28 @@ def test_no_speculation_stands_beside_an_moe_models_expert_coverage():
                "hbm_bandwidth": "1 TB/s", "batch_size": "2 sequence"})
     assert s.value("decode_tokens_per_step", "token/sequence") == 1
     assert s.value("t_weight_fetch_touched", "ms") == pytest.approx(10, rel=1e-12)
+
+
+def test_an_moe_step_routes_every_verified_token():
+    # Issue 23: speculation's experts and all-to-all follow the tokens a step runs, not
+    # those it keeps. 100e9 params, 80e9 in 4 experts of which a token picks 2; one
+    # sequence drafting k = 3 with alpha = 0.5 keeps (1 - 0.5^4) / 0.5 = 1.875 tokens but
+    # runs 4: an expert is left unpicked with (1/2)^4 = 1/16 (not (1/2)^1.875 = 0.2726), so
+    # the step reads 100e9 - 80e9 / 16 = 95e9 one-byte params over 8 TB/s: 11.875 ms.
+    # The all-to-all sends 4 tokens x 2 x 10 layers x 2 experts x 4096 x 2 bytes over
+    # 4 chips x 450 GB/s: 1,310,720 / 1.8e12 = 0.7282 us
+    s = solve(["decode_tokens_per_step", "tokens_run_per_step", "unread_expert_fraction",
+               "t_weight_fetch_touched", "t_alltoall"],
+              {"total_params": "100e9 param", "expert_params": "80e9 param", "n_experts": 4,
+               "n_active_experts": 2, "bytes_per_param": "1 byte/param", "n_chips": "8 chip",
+               "hbm_bandwidth": "1 TB/s", "batch_size": "1 sequence",
+               "draft_tokens": "3 token/sequence", "acceptance_rate": "0.5",
+               "n_layers": 10, "d_model": 4096, "activation_bytes": "2 byte",
+               "expert_parallelism": "4 chip", "scale_up_bandwidth": "450 GB/s",
+               "moe_tensor_parallelism": 2})
+    assert s.value("decode_tokens_per_step", "token/sequence") == pytest.approx(1.875)
+    assert s.value("tokens_run_per_step", "token") == pytest.approx(4)
+    assert s.value("unread_expert_fraction") == pytest.approx(1 / 16, rel=1e-12)
+    assert s.value("t_weight_fetch_touched", "ms") == pytest.approx(11.875, rel=1e-12)
+    assert s.value("t_alltoall", "s") == pytest.approx(4 * 2 * 10 * 2 * 4096 * 2 / 1.8e12,
+                                                       rel=1e-12)

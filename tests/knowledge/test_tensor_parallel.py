@@ -88,3 +88,90 @@ def test_readme_example_llama_3_1_70b_on_eight_h100s():
     # (138.999e9 + 41.943e9) byte / 26.8e12 byte/s = 6.752 ms, plus 1.763 ms of all-reduces
     assert s.value("step_time_with_comm", "ms") == pytest.approx(8.51, abs=0.005)
     assert s.value("t_tp_comm", "ms") == pytest.approx(1.76, abs=0.005)
+
+
+# Layouts (issue 23 item 1): Megatron tensor parallel (the conventions) beside attention
+# data-parallel with the experts expert-parallel (preset dp_attention). A small MoE: 10
+# layers of 1e9 attention parameters, 2e10 dense and 8e10 expert parameters (8 of 64
+# experts a token), 1 byte each, on 8 chips of 1 TB/s and 1 PFLOP/s; batch 256 with 1e7
+# bytes of KV a sequence; experts over the 8 chips, 450 GB/s scale-up, 10 us latency.
+SMALL_MOE = {"dense_params": "2e10 param", "expert_params": "8e10 param", "n_experts": "64",
+             "n_active_experts": "8", "n_layers": "10", "attention_layer_params": "1e9 param",
+             "d_model": "4096", "activation_bytes": "2 byte",
+             "bytes_per_param": "1 byte/param", "n_chips": "8 chip",
+             "hbm_bandwidth": "1e12 byte/s", "chip_flops": "1e15 FLOP/s",
+             "kv_bytes_per_sequence": "1e7 byte/sequence", "batch_size": "256 sequence",
+             "expert_parallelism": "8 chip", "scale_up_bandwidth": "4.5e11 byte/s",
+             "allreduce_latency": "10 us"}
+# 256 tokens reach all 64 experts but (56/64)^256 = 1.4e-15 of them: every weight read.
+# KV: 256 x 1e7 / 8e12 = 0.32 ms. Compute: 256 x 2 x (2e10 + 8e10 x 8/64) / 8e15 =
+# 1.92 ms, under the memory time in both layouts.
+KV_TIME = 256 * 1e7 / 8e12
+# The all-to-all, the same in both: 2 x 10 layers x 8 experts x 4096 x 2 bytes a token,
+# 256 tokens over 8 x 450 GB/s, 7/8 of it to other chips
+EP_COMM = 256 * (2 * 10 * 8 * 4096 * 2) / (8 * 4.5e11) * 7 / 8
+
+
+def test_megatron_layout_is_the_named_default():
+    # weights 1e11 / 8e12 = 12.5 ms; each chip sends 256 x 7/8 x 2 x 4096 x 2 bytes per
+    # all-reduce (3,670,016), two all-reduces a layer
+    s = solve(["step_time_with_comm", "t_tp_comm", "memory_demand"], SMALL_MOE)
+    allreduce = 10e-6 + 256 * 7 / 8 * 2 * 4096 * 2 / 4.5e11
+    assert s.value("t_tp_comm", "s") == pytest.approx(2 * 10 * allreduce, rel=1e-9)
+    assert s.value("step_time_with_comm", "s") == pytest.approx(
+        1e11 / 8e12 + KV_TIME + EP_COMM + 2 * 10 * allreduce, rel=1e-9)
+    assert s.value("memory_demand", "byte") == pytest.approx(1e11 + 256 * 1e7, rel=1e-9)
+    layout = [line.split() for line in str(s).splitlines()
+              if line.strip().startswith("attention_data_parallelism ")]
+    assert layout and layout[0][1:4] == ["1", "conventions", "careful"]
+
+
+def test_attention_data_parallel_with_expert_parallel():
+    # Each of the 8 chips holds all 10 x 1e9 attention weights: 7e10 more held and read,
+    # 1.7e11 bytes over 8e12 byte/s = 21.25 ms; no all-reduce, the all-to-all stays
+    s = solve(["step_time_with_comm", "t_tp_comm", "memory_demand",
+               "attention_data_parallelism"], SMALL_MOE, presets=["dp_attention"])
+    assert s.value("attention_data_parallelism") == pytest.approx(8)
+    assert s.value("t_tp_comm", "s") == 0
+    assert s.value("step_time_with_comm", "s") == pytest.approx(
+        1.7e11 / 8e12 + KV_TIME + EP_COMM, rel=1e-9)
+    assert s.value("memory_demand", "byte") == pytest.approx(1.7e11 + 256 * 1e7, rel=1e-9)
+    assert "preset dp_attention" in str(s)
+
+
+def test_deepseek_style_attention_groups_of_four_chips():
+    # TP4 attention groups on 8 chips: 2 groups, 1e10 attention weights more (13.75 ms of
+    # weights); one all-reduce a layer over 4 chips of the group's 128 tokens:
+    # 128 x 3/4 x 2 x 4096 x 2 = 1,572,864 bytes
+    s = solve(["step_time_with_comm", "t_tp_comm"],
+              {**SMALL_MOE, "attention_tensor_parallelism": "4 chip",
+               "allreduces_per_layer": "1"})
+    allreduce = 10e-6 + 128 * 3 / 4 * 2 * 4096 * 2 / 4.5e11
+    assert s.value("t_tp_comm", "s") == pytest.approx(10 * allreduce, rel=1e-9)
+    assert s.value("step_time_with_comm", "s") == pytest.approx(
+        1.1e11 / 8e12 + KV_TIME + EP_COMM + 10 * allreduce, rel=1e-9)
+
+
+def test_batch_backwards_from_the_memory_of_a_dp_attention_deployment():
+    # 1.7256e11 bytes = 1e11 weights + 7 x 10 x 1e9 attention copies + B x 1e7 gives
+    # B = 2.56e9 / 1e7 = 256 sequences (with one copy, Megatron's, it would be 7,256)
+    # (the embedding table stated absent: the conventions' zero would otherwise give way
+    # to the measured memory, with the batch, as the question's unknowns)
+    pins = {**{k: v for k, v in SMALL_MOE.items() if k != "batch_size"},
+            "input_embedding_params": "0 param"}
+    s = solve("batch_size", {**pins, "memory_demand": "1.7256e11 byte"},
+              presets=["dp_attention"])
+    assert s.value("batch_size", "sequence") == pytest.approx(256, rel=1e-9)
+    megatron = solve("batch_size", {**pins, "memory_demand": "1.7256e11 byte"})
+    assert megatron.value("batch_size", "sequence") == pytest.approx(7256, rel=1e-9)
+
+
+def test_explain_names_the_expert_parallelism_in_the_dp_attention_layout():
+    from chalk import explain
+
+    given = {k: v for k, v in SMALL_MOE.items() if k != "batch_size"}
+    text = explain("step_time_with_comm", given={**given, "batch_size": "64 sequence"},
+                   presets=["dp_attention"]).text()
+    needed = [line for line in text.splitlines() if line.startswith("pins not needed")]
+    assert not needed or "expert_parallelism" not in needed[0]
+    assert "t_ep_comm" in text and "attention_tensor_parallelism" in text

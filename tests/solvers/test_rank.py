@@ -225,10 +225,12 @@ def test_explain_names_the_combination_a_degenerate_set_fixes():
     # replica_flops = n chip_flops and replica bandwidth = n hbm_bandwidth: with their ratio
     # pinned too, the pins fix chip_flops only together with hbm_bandwidth (or n_chips, or
     # chips_per_stage, which is n_chips in the conventions' single pipeline stage, or
-    # expert_parallelism, which is chips_per_stage with whole experts on each chip)
+    # expert_parallelism, which is chips_per_stage with whole experts on each chip, or
+    # attention_tensor_parallelism, which is n_chips in the conventions' one attention group)
     assert "fix only chip_flops·expert_parallelism" in info.value.message
     assert set(map(tuple, info.value.completions)) == {("hbm_bandwidth",), ("n_chips",),
                                                        ("chips_per_stage",),
-                                                       ("expert_parallelism",)}
+                                                       ("expert_parallelism",),
+                                                       ("attention_tensor_parallelism",)}
     text = explain("chip_flops", pins).text()
     assert "n_chips" in text

@@ -280,11 +280,15 @@ def test_a_measured_rate_below_the_peak_bound_names_the_efficiency_to_ask_for():
     assert error.side == "4.01x below"  # 120.24 / 30 = 4.008
     assert error.difference == pytest.approx(1 - 30 / PEAK_RATE, rel=1e-6)
     # memory-bound: the bandwidth efficiency first; the FLOP/s efficiency would read the
-    # gap too, though only once the step turns compute-bound
-    assert error.readers == ("hbm_bandwidth_efficiency", "flops_efficiency")
-    assert set(error.defaults) == EFFICIENCIES and error.within == "below 1"
+    # gap too, though only once the step turns compute-bound, and so would the default
+    # layout's one attention group (each extra group reads its own copy of the attention
+    # weights: the engine does not hold it to n_chips groups when nothing computes the
+    # chips of a group)
+    assert error.readers[0] == "hbm_bandwidth_efficiency"
+    assert set(error.readers) == EFFICIENCIES | {"attention_data_parallelism"}
+    assert set(error.defaults) == set(error.readers) and error.within == "below 1 or above 1"
     assert not EFFICIENCIES & set(error.pins) and "flops_per_param" not in error.pins
-    assert "ask for hbm_bandwidth_efficiency (or flops_efficiency)" in error.message
+    assert "ask for hbm_bandwidth_efficiency (or " in error.message
     # and the advice answers: the share of peak bandwidth the step uses, 30 / 120.24
     asked = solve("hbm_bandwidth_efficiency", given, SERVING_PRESETS)
     assert asked.value("hbm_bandwidth_efficiency") == pytest.approx(30 / PEAK_RATE, rel=1e-9)
@@ -297,8 +301,10 @@ def test_a_measured_rate_above_the_peak_bound_is_no_efficiency():
     with pytest.raises(PastDefaultBound) as caught:
         solve("step_time", given, SERVING_PRESETS)
     error = caught.value
-    assert error.readers == () and error.bounded == ("hbm_bandwidth_efficiency",)
-    assert error.defaults == ("hbm_bandwidth_efficiency",)
+    # more attention groups (the layout's default is one) would only read more
+    assert error.readers == ()
+    assert error.bounded == ("hbm_bandwidth_efficiency", "attention_data_parallelism")
+    assert error.defaults == error.bounded
     assert error.bound == "120.2 token/s" and error.side == "4.16x above"
     assert "tokens_per_second_per_user" in error.pins and not EFFICIENCIES & set(error.pins)
     assert "a pin cannot beat a physical bound; fix or drop one of: " in error.message
@@ -381,6 +387,6 @@ def test_what_a_zero_feeds_is_no_ground_for_it():
                          {"n_local_layers"}) == {"n_layers", "n_local_layers"}
     # but no absence is solved through as a number: t_alltoall = 0 (no all-to-all) says
     # nothing of the bytes a token would send (0 x ... = bytes x tokens)
-    sends = {"t_alltoall", "expert_parallelism", "scale_up_bandwidth", "tokens_per_step"}
+    sends = {"t_alltoall", "expert_parallelism", "scale_up_bandwidth", "tokens_run_per_step"}
     assert computed_from(model, "alltoall_bytes_per_token", sends) is not None
     assert computed_from(model, "alltoall_bytes_per_token", sends, {"t_alltoall"}) is None

@@ -46,6 +46,8 @@ EXAMPLES = [
     errors.NoSolution("batch_size", "every root is negative"),
     errors.SearchFailed("batch_size", "the scan found no sign change"),
     errors.IllConditioned("batch_size", "rounding leaves no digit"),
+    errors.RoundedUp("replicas", "replicas_needed = 17 holds for every value of replicas "
+                     "above 16 and at most 17"),
     errors.AmbiguousSolution("batch_size", ["64 sequence", "8 sequence"], "choose a --regime"),
     errors.UsageError("name at least one quantity to solve for"),
     errors.DataError("presets.yaml", "h100", "chip_flops", "needs a unit"),
