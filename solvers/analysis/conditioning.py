@@ -199,20 +199,75 @@ def block_elasticities(own: np.ndarray, given: np.ndarray):
 
 
 def block_verdicts(own: np.ndarray, given: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per point of stacked block Jacobians (see :func:`block_elasticities`), what
-    ``solve`` makes of the block's solution there, as two masks: ``refused`` where an
-    elasticity is at or above ``CONDITIONING.refuse`` (:func:`verdict` raises
-    IllConditioned), and ``flat`` elsewhere where a direction is left open (solve keeps
-    one point of the family and decides over the whole question whether a target
-    moves along it)."""
-    elasticity, reach, _ = block_elasticities(own, given)
+    """Per point, what ``solve`` makes of a block's solution there, as two masks:
+    ``refused`` where an elasticity is at or above ``CONDITIONING.refuse``
+    (:func:`verdict` raises IllConditioned), and ``flat`` elsewhere where a direction is
+    left open (solve keeps one point of the family and decides over the whole question
+    whether a target moves along it); see :func:`block_elasticities`.
+
+    Parameters
+    ----------
+    own, given : arrays (r, k, n) and (r, m, n)
+        The block's log-space Jacobian rows over its k quantities and its m inputs at
+        each of n points (the points last, as solvers.analysis.jacobian.log_jacobians
+        gives them).
+
+    Most points are far from either line, and a bound settles them without a singular
+    value decomposition: every elasticity and every direction's reach is at most
+    ``max(|given|, 1/2) / σ_min``, and ``1/σ_min <= |own|^(k-1) / |det own|`` (Frobenius
+    norms; the other k - 1 singular values are at most ``|own|``), so where that bound
+    is below the line nothing is refused or flat. The rest are measured in full.
+    """
+    r, k, n = own.shape
+    refused = np.zeros(n, dtype=bool)
+    flat = np.zeros(n, dtype=bool)
+    if r == k:
+        with np.errstate(all="ignore"):
+            bound = (np.maximum(_frobenius(given), 0.5) * _frobenius(own) ** (k - 1)
+                     / np.abs(_determinant(own)))
+        doubtful = ~(bound < CONDITIONING.refuse)  # nan is doubtful too
+    else:
+        doubtful = np.ones(n, dtype=bool)
+    if not doubtful.any():
+        return refused, flat
+    refused[doubtful], flat[doubtful] = measured_verdicts(own[..., doubtful],
+                                                         given[..., doubtful])
+    return refused, flat
+
+
+def measured_verdicts(own: np.ndarray, given: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`block_verdicts` measured in full at every point (no bound first)."""
+    elasticity, reach, _ = block_elasticities(np.moveaxis(own, -1, 0),
+                                              np.moveaxis(given, -1, 0))
     size = elasticity.shape[-2] * elasticity.shape[-1]
-    largest = (np.abs(elasticity).reshape(*elasticity.shape[:-2], size).max(axis=-1)
-               if size else np.zeros(reach.shape[:-1]))
+    largest = (np.abs(elasticity).reshape(-1, size).max(axis=-1) if size
+               else np.zeros(reach.shape[0]))
     finite = np.isfinite(largest)
     refused = finite & (largest >= CONDITIONING.refuse)
-    flat = ~refused & (~finite | (reach >= CONDITIONING.refuse).any(axis=-1))
-    return refused, flat
+    return refused, ~refused & (~finite | (reach >= CONDITIONING.refuse).any(axis=-1))
+
+
+def _frobenius(rows: np.ndarray) -> np.ndarray:
+    """The Frobenius norm of each matrix ``rows[:, :, i]``."""
+    total = np.zeros(rows.shape[2:])
+    for row in rows:
+        for entry in row:
+            total += entry * entry
+    return np.sqrt(total)
+
+
+def _determinant(rows: np.ndarray) -> np.ndarray:
+    """The determinant of each square matrix ``rows[:, :, i]``: written out up to 3 by 3
+    (a LAPACK call per matrix costs more than the arithmetic at that size)."""
+    k = rows.shape[0]
+    if k == 1:
+        return rows[0, 0]
+    if k == 2:
+        return rows[0, 0] * rows[1, 1] - rows[0, 1] * rows[1, 0]
+    if k == 3:
+        (a, b, c), (d, e, f), (g, h, i) = rows
+        return a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    return np.linalg.det(np.moveaxis(rows, -1, 0))
 
 
 def cannot_amplify(expr) -> bool:

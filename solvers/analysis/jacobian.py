@@ -176,14 +176,15 @@ def log_jacobian_at(model: Model, relations: Iterable[str], values: Mapping[str,
 def log_jacobians(model: Model, relations: Sequence[str], values: Mapping[str, object],
                   columns: Sequence[str], regimes: Mapping[str, str], size: int) -> np.ndarray:
     """:func:`log_jacobian_at` at many points at once: ``values`` hold arrays of ``size``
-    elements (or floats), and the result has shape ``(size, rows, columns)``; an entry
-    is nan or inf where a side is off its domain at that element."""
+    elements (or floats), and the result has shape ``(rows, columns, size)`` (the points
+    last, so that arithmetic over them runs on contiguous arrays); an entry is nan or inf
+    where a side is off its domain at that element."""
     index = {n: i for i, n in enumerate(columns)}
-    out = np.empty((size, len(relations), len(columns)))
+    out = np.empty((len(relations), len(columns), size))
     with np.errstate(all="ignore"):
         for i, name in enumerate(relations):
             (a, ga), (b, gb) = _sides(model, name, values, regimes)
-            out[:, i, :] = _row(ga, gb, np.abs(a) + np.abs(b), index, (size,)).T
+            out[i] = _row(ga, gb, np.abs(a) + np.abs(b), index, (size,))
     return out
 
 

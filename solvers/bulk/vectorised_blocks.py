@@ -113,7 +113,7 @@ def _verdicts(model, cstep, env, found, where, size) -> tuple[np.ndarray, np.nda
         index = np.flatnonzero(mine)[:1] if constant else np.flatnonzero(mine)
         rows = log_jacobians(model, relations, subset(scope, index, size), columns, regimes,
                              index.size)
-        bad, open_ = block_verdicts(rows[:, :, :len(names)], rows[:, :, len(names):])
+        bad, open_ = block_verdicts(rows[:, :len(names)], rows[:, len(names):])
         if constant:
             refused |= mine & bad[0]
             flat |= mine & open_[0]
