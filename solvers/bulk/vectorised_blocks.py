@@ -4,7 +4,11 @@ Each regime combination of a block is solved for all elements together: by its c
 forms in sequence, by a scan of its one torn quantity, or by batched Newton
 (solvers.bulk.batched_newton) when it is torn at several, seeded by the block's own search
 on a few pilot elements. Every solution is verified on all the block's relations; an
-element the batched search does not settle is solved alone and counted.
+element the batched search does not settle is solved alone and counted. Each element's
+solution then gets solve's verdict on the block (solvers.analysis.conditioning
+.block_verdicts, on the exact log-space Jacobian there): one solve would refuse as
+ill-conditioned, or where the block is flat, becomes NaN and is counted, so that
+chalk.compiled hands it to solve.
 """
 
 from __future__ import annotations
