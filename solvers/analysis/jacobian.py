@@ -169,7 +169,9 @@ def log_jacobian_at(model: Model, relations: Iterable[str], values: Mapping[str,
         scale = abs(a) + abs(b)
         if skip_undefined and (not scale or not np.isfinite(scale)):
             continue
-        rows.append(_row(ga, gb, scale, index, ()))
+        row = np.zeros(len(columns))
+        _fill(row, ga, gb, scale, index)
+        rows.append(row)
     return np.array(rows).reshape(len(rows), len(columns))
 
 
@@ -180,11 +182,11 @@ def log_jacobians(model: Model, relations: Sequence[str], values: Mapping[str, o
     last, so that arithmetic over them runs on contiguous arrays); an entry is nan or inf
     where a side is off its domain at that element."""
     index = {n: i for i, n in enumerate(columns)}
-    out = np.empty((len(relations), len(columns), size))
+    out = np.zeros((len(relations), len(columns), size))
     with np.errstate(all="ignore"):
-        for i, name in enumerate(relations):
+        for row, name in zip(out, relations, strict=True):
             (a, ga), (b, gb) = _sides(model, name, values, regimes)
-            out[i] = _row(ga, gb, np.abs(a) + np.abs(b), index, (size,))
+            _fill(row, ga, gb, np.abs(a) + np.abs(b), index)
     return out
 
 
@@ -194,14 +196,12 @@ def _sides(model: Model, name: str, values, regimes: Mapping[str, str]) -> tuple
     return lhs(values), rhs(values)
 
 
-def _row(ga, gb, scale, index: Mapping[str, int], shape: tuple) -> np.ndarray:
-    """One relation's row over the columns ``index`` names, from its sides' gradients:
-    shape ``(columns, *shape)``."""
-    row = np.zeros((len(index), *shape))
+def _fill(row: np.ndarray, ga, gb, scale, index: Mapping[str, int]) -> None:
+    """Add one relation's row over the columns ``index`` names into ``row`` (zeros), from
+    its sides' gradients and ``|lhs| + |rhs|``."""
     for n, d in ga.items():
         if n in index:
             row[index[n]] += d / scale
     for n, d in gb.items():
         if n in index:
             row[index[n]] -= d / scale
-    return row
