@@ -249,11 +249,7 @@ def measured_verdicts(own: np.ndarray, given: np.ndarray) -> tuple[np.ndarray, n
 
 def _frobenius(rows: np.ndarray) -> np.ndarray:
     """The Frobenius norm of each matrix ``rows[:, :, i]``."""
-    total = np.zeros(rows.shape[2:])
-    for row in rows:
-        for entry in row:
-            total += entry * entry
-    return np.sqrt(total)
+    return np.sqrt(np.einsum("ijk,ijk->k", rows, rows))
 
 
 def _determinant(rows: np.ndarray) -> np.ndarray:

@@ -115,7 +115,10 @@ def _power(base: Evaluator, e: float) -> Evaluator:
         b, g = base(env)
         value = b ** e
         if isinstance(b, np.ndarray):
-            at_zero = 0.0 if e > 1 else math.inf
+            if e >= 1:  # b**(e-1) neither overflows where b**e does not nor divides by 0
+                slope = e * b ** (e - 1) if e != 2 else 2 * b
+                return value, {k: slope * d for k, d in g.items()}
+            at_zero = math.inf
             with np.errstate(all="ignore"):  # the elements at 0 take ``at_zero`` instead
                 return value, {k: np.where(b == 0, d * at_zero, e * value * (d / b))
                                for k, d in g.items()}
