@@ -275,6 +275,35 @@ def bench_sweep(points: int = 10_000, repeats: int = 7) -> dict:
     return {"chalk_s": c, "numpy_s": h, "ratio": c / h}
 
 
+def bench_block_sweep(points: int = 10_000, repeats: int = 7) -> dict:
+    """A sweep of t over 10,000 values of b through a block of two sums (a scan per
+    point, each solution's conditioning verdict measured per point, as solve measures
+    it), against the same answers by hand; issue 22 asks that the verdict stay cheap."""
+    import numpy as np
+    from synthetic import sums_model
+
+    from chalk.applications.sweep import sweep
+
+    model = sums_model()
+    given = {"a": 3}
+
+    def with_chalk(_):
+        return sweep("t", "b", 3.5, 5.9, points, given=given, presets=["none"], model=model)
+
+    def by_hand(_):
+        b = np.linspace(3.5, 5.9, points)
+        y = b - 3
+        return (3 - y) * y ** 2
+
+    with_chalk(0)
+    c, h = _median_call(with_chalk, repeats), _median_call(by_hand, repeats)
+    print(f"chalk sweep of t over {points:,} values of b through a two-sum block: median "
+          f"{c * 1e3:.1f} ms")
+    print(f"hand-written numpy (the block solved by hand): median {h * 1e3:.3f} ms")
+    print(f"  ratio chalk/numpy = {c / h:.0f}")
+    return {"chalk_s": c, "numpy_s": h, "ratio": c / h}
+
+
 def bench_planning(repeats: int = 5) -> dict:
     """Planning a synthetic model of 2,000 relations and 2,000 quantities: matching,
     Dulmage-Mendelsohn, the log-space rank analysis and the block order, from scratch
@@ -692,7 +721,8 @@ def bench_atlas(repeats: int = 3) -> dict:
 BENCHMARKS = {"cold": bench_cold, "explain": bench_explain_underdetermined,
               "warm": bench_warm, "monte_carlo": bench_monte_carlo,
               "numeric_block": bench_numeric_block,
-              "sweep": bench_sweep, "planning": bench_planning,
+              "sweep": bench_sweep, "block_sweep": bench_block_sweep,
+              "planning": bench_planning,
               "completions": bench_completions, "range_through_max": bench_range_through_max,
               "versus_sympy": bench_versus_sympy,
               "llm_analysis": bench_llm_analysis, "serving_bounds": bench_serving_bounds,

@@ -61,3 +61,15 @@ def squares_model():
         Relation("sum_xy", p, x ** 2 + y ** 2, "synthetic", definition()),
         Relation("sum_yz", q, y ** 2 + z ** 2, "synthetic", definition()),
         Relation("sum_zx", r, z ** 2 + x ** 2, "synthetic", definition())])
+
+
+def sums_model():
+    """a = x + y and b = x + 2·y, with t = x·y²: x and y from a and b form a block the
+    vectorised run solves by a scan of one torn quantity (each sum has a closed form for
+    either quantity, but not both at once). By hand, y = b - a, x = a - y."""
+    variables = [Variable(n, "1", "synthetic", typical=1.0) for n in ("a", "b", "x", "y", "t")]
+    a, b, x, y, t = (v.symbol for v in variables)
+    return build_model(variables, [
+        Relation("sum_a", a, x + y, "synthetic", definition()),
+        Relation("sum_b", b, x + 2 * y, "synthetic", definition()),
+        Relation("product_t", t, x * y ** 2, "synthetic", definition())])

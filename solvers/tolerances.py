@@ -47,9 +47,9 @@ class RankOptions:
         into it. Exact rows (products of powers) are compared with zero exactly.
     pivot_threshold : a floating-point pivot must be at least this fraction of the
         largest eligible entry of its row (threshold partial pivoting).
-    rtol_at, null_component : at a solution, singular values below ``rtol_at`` times the
-        largest count as zero, and a target whose share of a null direction is above
-        ``null_component`` is not fixed there.
+    null_component : at a solution, a target whose share of a null direction (one along
+        which rounding reaches ``CONDITIONING.refuse``, solvers.analysis.at_solution) is
+        above this is not fixed there.
     exact_block_limit : blocks of products of powers up to this size are tested for
         singularity in exact fractions; larger ones in floating point at ``rtol``.
     completion_pool : sets of three or more extra pins are grown from the candidates
@@ -61,7 +61,6 @@ class RankOptions:
     rtol: float = 1e-9
     pivot_threshold: float = 1e-3
     exact_block_limit: int = 12
-    rtol_at: float = 1e-9
     null_component: float = 1e-6
     completion_pool: int = 30
     max_completion_size: int = 3

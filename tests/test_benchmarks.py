@@ -18,6 +18,7 @@ import run  # noqa: E402  (benchmarks/run.py)
 def test_monte_carlo_sweep_and_planning_run():
     assert run.bench_monte_carlo(samples=1000, repeats=1)["ratio"] > 0
     assert run.bench_sweep(points=50, repeats=1)["ratio"] > 0
+    assert run.bench_block_sweep(points=50, repeats=1)["ratio"] > 0
     assert run.bench_numeric_block(samples=2000, repeats=1)["ratio"] > 0
     assert run.bench_planning(repeats=1)["plan_s"] > 0
     figures = run.bench_fit(repeats=1, subjects=2)  # 2 subjects: 5 + 5 + 5 observations

@@ -5,7 +5,11 @@ as a mixture of its regimes, sums linearised at the model's reference point. At 
 solution itself the numbers can say otherwise: the regime they land in may leave a
 target free, or a block may be flat along a direction (the pins fix only a
 combination of its quantities). Both are decided here from the log-space Jacobian at
-the solution, with exact gradients, by singular values at ``RANK.rtol_at``.
+the solution, with exact gradients, by the conditioning rule
+(solvers.analysis.conditioning.block_elasticities): a direction along which rounding
+in the inputs or in the relations moves the quantities ``CONDITIONING.refuse`` times
+as much is not fixed by them. A nearly flat direction short of that is a genuine if
+small sensitivity, answered with the conditioning's warning, never called a family.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+from chalk.solvers.analysis.conditioning import block_elasticities
 from chalk.solvers.analysis.jacobian import log_jacobian_at
-from chalk.solvers.tolerances import BLOCK, RANK
+from chalk.solvers.tolerances import BLOCK, CONDITIONING, RANK
 from chalk.symbolic.model import Model
 
 
@@ -22,21 +27,22 @@ def flat_at(model: Model, relations: Sequence[str], values: Mapping[str, float],
             names: Sequence[str], regimes: Mapping[str, str] | None = None) -> list[str]:
     """Quantities along which ``relations`` are flat at ``values`` (base units).
 
-    The relations' log-space Jacobian over ``names`` is taken with exact gradients (each
-    max() or min() in the regime ``regimes`` names for it), so a singular value below
-    ``RANK.rtol_at`` times the largest is rounding, not a small but genuine sensitivity.
-    A quantity is named when its share of a null direction is above
-    ``BLOCK.flat_share`` of the largest share; empty if the Jacobian is regular (or
-    cannot be evaluated there).
+    The relations' log-space Jacobian over ``names`` (and over their other quantities,
+    the inputs) is taken with exact gradients (each max() or min() in the regime
+    ``regimes`` names for it); a direction is flat when rounding reaches
+    ``CONDITIONING.refuse`` along it (:func:`_null_directions`). A quantity is named
+    when its share of a null direction is above ``BLOCK.flat_share`` of the largest
+    share; empty if the Jacobian is regular (or cannot be evaluated there).
     """
+    inputs = _inputs(model, relations, names)
     try:
         with np.errstate(all="ignore"):
-            rows = log_jacobian_at(model, relations, values, names, regimes)
+            rows = log_jacobian_at(model, relations, values, [*names, *inputs], regimes)
     except (ArithmeticError, ValueError, KeyError):
         return []
     if not rows.size or not np.all(np.isfinite(rows)):
         return []
-    null = _null_directions(rows)
+    null = _null_directions(rows, len(names))
     if not null.size:
         return []
     weight = np.max(np.abs(null), axis=0)
@@ -58,20 +64,28 @@ def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
     if not names:
         return ()
     index = {n: i for i, n in enumerate(names)}
-    rows = log_jacobian_at(model, relations, values, names, regimes, skip_undefined=True)
+    relations = list(relations)
+    inputs = _inputs(model, relations, names)
+    rows = log_jacobian_at(model, relations, values, [*names, *inputs], regimes,
+                           skip_undefined=True)
     if not len(rows):
         return tuple(t for t in targets if t in index)
-    null = _null_directions(rows)
+    null = _null_directions(rows, len(names))
     if not null.size:
         return ()
     return tuple(t for t in targets if t in index
                  and float(np.max(np.abs(null[:, index[t]]))) > RANK.null_component)
 
 
-def _null_directions(rows: np.ndarray) -> np.ndarray:
-    """Unit vectors spanning the null space of ``rows`` (one per row of the result):
-    singular values below ``RANK.rtol_at`` times the largest count as zero."""
-    _, singular, vt = np.linalg.svd(rows)
-    largest = singular[0] if singular.size else 0.0
-    rank = int(np.sum(singular > RANK.rtol_at * largest)) if largest else 0
-    return vt[rank:]
+def _inputs(model: Model, relations: Iterable[str], names: Sequence[str]) -> list[str]:
+    """The quantities of ``relations`` other than ``names``: what rounding enters by."""
+    return sorted({v for r in relations for v in model.variables_in(r)} - set(names))
+
+
+def _null_directions(rows: np.ndarray, count: int) -> np.ndarray:
+    """Unit vectors over the first ``count`` columns of ``rows`` (the unknowns; the rest
+    are inputs) that the relations leave open, one per row of the result: the directions
+    along which rounding reaches ``CONDITIONING.refuse`` (the rule that refuses an
+    ill-conditioned answer)."""
+    _, reach, directions = block_elasticities(rows[:, :count], rows[:, count:])
+    return directions[reach >= CONDITIONING.refuse]

@@ -8,11 +8,19 @@ value above 1e9 means no digit of the answer survives, and the step is refused
 with an explanation; above 1e5 it is kept with a warning in the derivation (both
 declared in solvers.tolerances.CONDITIONING).
 
-Every path measures the same way (:func:`elasticities`) and applies the same
-thresholds: a scalar solve step (:func:`check`) and a simultaneous block
-(solvers.execution.blocks) through :func:`verdict`; the vectorised run through
-:func:`refused`, per element, so that a sweep point or a Monte Carlo sample that
-``solve`` would refuse is not taken from the run (chalk.compiled then asks ``solve``).
+Every path measures the same way and applies the same thresholds: a closed form by
+a one-sided difference (:func:`elasticities`), a scalar solve step (:func:`check`)
+through :func:`verdict` and the vectorised run through :func:`refused`, per element;
+a simultaneous block from its log-space Jacobian (:func:`block_elasticities`, one
+point or a stack of them), in solve (solvers.execution.blocks) through :func:`verdict`
+and in the vectorised run (solvers.bulk.vectorised_blocks) through
+:func:`block_verdicts`. So a sweep point or a Monte Carlo sample that ``solve`` would
+refuse is not taken from the run (chalk.compiled then asks ``solve``).
+
+The same measure says when relations leave a direction open at a solution
+(solvers.analysis.at_solution): one along which rounding moves the quantities
+``CONDITIONING.refuse`` times as much is not fixed by them, whether the singular value
+is exactly 0 or merely that small. Ill-conditioning and flatness are one rule.
 """
 
 from __future__ import annotations
@@ -144,6 +152,118 @@ def refused(evaluator, env: dict, inputs, value) -> np.ndarray:
     if not names:
         return np.zeros(np.shape(value), dtype=bool)
     return stacked.max(axis=0) >= CONDITIONING.refuse
+
+
+def block_elasticities(own: np.ndarray, given: np.ndarray):
+    """Elasticities of a block's quantities, and how far rounding reaches along each of
+    its directions, from log-space Jacobian rows (solvers.analysis.jacobian).
+
+    Parameters
+    ----------
+    own : array (..., r, k)
+        Rows of the r relations over the k quantities solved for (one point, or a stack).
+    given : array (..., r, m)
+        The same rows over the m inputs.
+
+    Returns
+    -------
+    elasticity : array (..., k, m)
+        d ln(quantity) / d ln(input), ``-own⁺ given``; not finite where ``own`` is
+        singular.
+    reach : array (..., k)
+        Per right singular direction of ``own`` (the rows of ``directions``), how many
+        times a relative rounding moves the quantities along it: the largest of the
+        inputs' pull on it and a relation's own rounding, over its singular value. A
+        relation's row is ``d(lhs - rhs) / (|lhs| + |rhs|)``, so rounding one side by
+        ρ moves it by ρ/2 at a solution: each relation counts as an input of weight
+        1/2. Infinite along a direction ``own`` has no singular value for (fewer
+        relations than quantities) or a zero one.
+    directions : array (..., k, k)
+        The right singular vectors, one per row.
+    """
+    u, singular, directions = np.linalg.svd(own)
+    count = singular.shape[-1]
+    u = u[..., :count]  # (..., r, p): the left vectors of the singular values
+    with np.errstate(all="ignore"):
+        pull = np.abs(np.swapaxes(u, -1, -2) @ given)  # (..., p, m)
+        push = np.maximum(pull.max(axis=-1, initial=0.0), np.abs(u).max(axis=-2) / 2)
+        reach = np.where(singular > 0, push / singular, np.inf)
+        # -V Σ⁻¹ Uᵀ given, over the directions that have a singular value
+        scaled = (np.swapaxes(u, -1, -2) @ given) / singular[..., None]
+        elasticity = -np.swapaxes(directions[..., :count, :], -1, -2) @ scaled
+    missing = directions.shape[-2] - count
+    if missing:
+        reach = np.concatenate([reach, np.full((*reach.shape[:-1], missing), np.inf)],
+                               axis=-1)
+    return elasticity, reach, directions
+
+
+def block_verdicts(own: np.ndarray, given: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per point, what ``solve`` makes of a block's solution there, as two masks:
+    ``refused`` where an elasticity is at or above ``CONDITIONING.refuse``
+    (:func:`verdict` raises IllConditioned), and ``flat`` elsewhere where a direction is
+    left open (solve keeps one point of the family and decides over the whole question
+    whether a target moves along it); see :func:`block_elasticities`.
+
+    Parameters
+    ----------
+    own, given : arrays (r, k, n) and (r, m, n)
+        The block's log-space Jacobian rows over its k quantities and its m inputs at
+        each of n points (the points last, as solvers.analysis.jacobian.log_jacobians
+        gives them).
+
+    Most points are far from either line, and a bound settles them without a singular
+    value decomposition: every elasticity and every direction's reach is at most
+    ``max(|given|, 1/2) / σ_min``, and ``1/σ_min <= |own|^(k-1) / |det own|`` (Frobenius
+    norms; the other k - 1 singular values are at most ``|own|``), so where that bound
+    is below the line nothing is refused or flat. The rest are measured in full.
+    """
+    r, k, n = own.shape
+    refused = np.zeros(n, dtype=bool)
+    flat = np.zeros(n, dtype=bool)
+    if r == k:
+        with np.errstate(all="ignore"):
+            bound = (np.maximum(_frobenius(given), 0.5) * _frobenius(own) ** (k - 1)
+                     / np.abs(_determinant(own)))
+        doubtful = ~(bound < CONDITIONING.refuse)  # nan is doubtful too
+    else:
+        doubtful = np.ones(n, dtype=bool)
+    if not doubtful.any():
+        return refused, flat
+    refused[doubtful], flat[doubtful] = measured_verdicts(own[..., doubtful],
+                                                         given[..., doubtful])
+    return refused, flat
+
+
+def measured_verdicts(own: np.ndarray, given: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`block_verdicts` measured in full at every point (no bound first)."""
+    elasticity, reach, _ = block_elasticities(np.moveaxis(own, -1, 0),
+                                              np.moveaxis(given, -1, 0))
+    size = elasticity.shape[-2] * elasticity.shape[-1]
+    largest = (np.abs(elasticity).reshape(-1, size).max(axis=-1) if size
+               else np.zeros(reach.shape[0]))
+    finite = np.isfinite(largest)
+    refused = finite & (largest >= CONDITIONING.refuse)
+    return refused, ~refused & (~finite | (reach >= CONDITIONING.refuse).any(axis=-1))
+
+
+def _frobenius(rows: np.ndarray) -> np.ndarray:
+    """The Frobenius norm of each matrix ``rows[:, :, i]``."""
+    return np.sqrt(np.einsum("ijk,ijk->k", rows, rows))
+
+
+def _determinant(rows: np.ndarray) -> np.ndarray:
+    """The determinant of each square matrix ``rows[:, :, i]``: written out up to 3 by 3
+    (a LAPACK call per matrix costs more than the arithmetic at that size)."""
+    k = rows.shape[0]
+    if k == 1:
+        return rows[0, 0]
+    if k == 2:
+        return rows[0, 0] * rows[1, 1] - rows[0, 1] * rows[1, 0]
+    if k == 3:
+        (a, b, c), (d, e, f), (g, h, i) = rows
+        return a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    return np.linalg.det(np.moveaxis(rows, -1, 0))
 
 
 def cannot_amplify(expr) -> bool:

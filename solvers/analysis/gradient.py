@@ -5,7 +5,10 @@ is ``x * d(value)/dx``. The form is lowered once by :func:`chalk.symbolic.ir.to_
 tree evaluation runs (and the cache stores), and differentiated forward over that tree:
 there is no second lowering from sympy. The arithmetic is Python's on floats, so a value
 off its domain raises (ZeroDivisionError, OverflowError, ValueError) where numpy would
-give inf or nan; callers treat either as "no row here".
+give inf or nan; callers treat either as "no row here". Given arrays (one element per
+point, as the vectorised run holds them) the same tree runs elementwise in numpy, each
+max() or min() taking its active argument per element, and a value off its domain is
+nan or inf there.
 """
 
 from __future__ import annotations
@@ -111,6 +114,14 @@ def _power(base: Evaluator, e: float) -> Evaluator:
     def power(env):
         b, g = base(env)
         value = b ** e
+        if isinstance(b, np.ndarray):
+            if e >= 1:  # b**(e-1) neither overflows where b**e does not nor divides by 0
+                slope = e * b ** (e - 1) if e != 2 else 2 * b
+                return value, {k: slope * d for k, d in g.items()}
+            at_zero = math.inf
+            with np.errstate(all="ignore"):  # the elements at 0 take ``at_zero`` instead
+                return value, {k: np.where(b == 0, d * at_zero, e * value * (d / b))
+                               for k, d in g.items()}
         if b == 0:
             slope = 0.0 if e > 1 else math.inf
             return value, {k: d * slope for k, d in g.items()}
@@ -126,8 +137,9 @@ def _general_power(base: Evaluator, exponent: Evaluator) -> Evaluator:
         (b, gb), (e, ge) = base(env), exponent(env)
         value = b ** e
         grad = {k: value * e * d / b for k, d in gb.items()}
+        log_b = np.log(b) if isinstance(b, np.ndarray) else math.log(b)
         for k, d in ge.items():
-            grad[k] = grad.get(k, 0.0) + value * math.log(b) * d
+            grad[k] = grad.get(k, 0.0) + value * log_b * d
         return value, grad
 
     return general_power
@@ -136,6 +148,8 @@ def _general_power(base: Evaluator, exponent: Evaluator) -> Evaluator:
 def _extreme(parts, pick, surrogate: bool) -> Evaluator:
     def extreme(env):
         evaluated = [part(env) for part in parts]
+        if any(isinstance(v, np.ndarray) for v, _ in evaluated):
+            return _elementwise_extreme(evaluated, pick, surrogate)
         value = pick(v for v, _ in evaluated)
         if not surrogate:
             return next((v, g) for v, g in evaluated if v == value)
@@ -149,11 +163,32 @@ def _extreme(parts, pick, surrogate: bool) -> Evaluator:
     return extreme
 
 
+def _elementwise_extreme(evaluated, pick, surrogate: bool) -> tuple:
+    """:func:`_extreme` on arrays: per element, the active argument's gradient (the
+    first argument that attains the extreme, as on floats), or the surrogate mixture."""
+    values = np.broadcast_arrays(*(v for v, _ in evaluated))
+    value = (np.maximum if pick is max else np.minimum).reduce(values)
+    names = {k for _, g in evaluated for k in g}
+    if surrogate:
+        total = sum(values)
+        return value, {k: sum(g.get(k, 0.0) for _, g in evaluated) * value / total
+                       for k in names}
+    grad = dict.fromkeys(names, 0.0)
+    # the last argument first, so that where several attain it the first one's stays
+    for v, (_, g) in zip(reversed(values), reversed(evaluated), strict=True):
+        active = v == value
+        grad = {k: np.where(active, g.get(k, 0.0), grad[k]) for k in names}
+    return value, grad
+
+
 def _unary(inner: Evaluator, function, slope) -> Evaluator:
     def unary(env):
         v, g = inner(env)
-        s = slope(v)
-        return function(v), {k: d * s for k, d in g.items()}
+        if isinstance(v, np.ndarray):
+            value, s = _ARRAY_UNARY[function](v)
+        else:
+            value, s = function(v), slope(v)
+        return value, {k: d * s for k, d in g.items()}
 
     return unary
 
@@ -166,4 +201,10 @@ _UNARY = {
     "exp": (math.exp, math.exp),
     "log": (math.log, lambda v: 1.0 / v),
     "abs": (abs, lambda v: float(np.sign(v))),
+}
+# the same on arrays: each function's value and slope per element
+_ARRAY_UNARY = {
+    math.exp: lambda v: (np.exp(v), np.exp(v)),
+    math.log: lambda v: (np.log(v), 1.0 / v),
+    abs: lambda v: (np.abs(v), np.sign(v)),
 }

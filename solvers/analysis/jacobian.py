@@ -125,20 +125,27 @@ def _generic_weight(relation: str, name: str) -> float:
 
 
 @lru_cache(maxsize=4096)
+def relation_sides(relation, regime: str | None = None) -> tuple:
+    """The relation's two sympy sides, in the regime named (the whole relation if it
+    names none of its branches)."""
+    from chalk.solvers.execution.symbolic_solve import branches
+
+    if regime is not None:
+        for branch in branches(relation, set(relation.symbols)):
+            if branch.regime == regime:
+                return branch.lhs, branch.rhs
+    return relation.lhs, relation.rhs
+
+
+@lru_cache(maxsize=4096)
 def relation_gradients(relation, regime: str | None = None) -> tuple:
     """Value-and-gradient evaluators of a relation's two sides: in the regime named, or
     else in whichever argument of a max/min is larger (smaller) where it is evaluated."""
-    from chalk.solvers.execution.symbolic_solve import branches
     from chalk.symbolic.variables import known_constant
 
     constants = {s.name: known_constant(s.name).base_value for s in relation.symbols
                  if known_constant(s.name) is not None}
-    lhs, rhs = relation.lhs, relation.rhs
-    if regime is not None:
-        for branch in branches(relation, set(relation.symbols)):
-            if branch.regime == regime:
-                lhs, rhs = branch.lhs, branch.rhs
-                break
+    lhs, rhs = relation_sides(relation, regime)
     return (compile_log_gradient(lhs, constants), compile_log_gradient(rhs, constants))
 
 
@@ -155,9 +162,8 @@ def log_jacobian_at(model: Model, relations: Iterable[str], values: Mapping[str,
     index = {n: i for i, n in enumerate(columns)}
     rows = []
     for name in relations:
-        lhs, rhs = relation_gradients(model.relations[name], regimes.get(name))
         try:
-            (a, ga), (b, gb) = lhs(values), rhs(values)
+            (a, ga), (b, gb) = _sides(model, name, values, regimes)
         except (ArithmeticError, ValueError, KeyError):
             if skip_undefined:
                 continue
@@ -166,11 +172,38 @@ def log_jacobian_at(model: Model, relations: Iterable[str], values: Mapping[str,
         if skip_undefined and (not scale or not np.isfinite(scale)):
             continue
         row = np.zeros(len(columns))
-        for n, d in ga.items():
-            if n in index:
-                row[index[n]] += d / scale
-        for n, d in gb.items():
-            if n in index:
-                row[index[n]] -= d / scale
+        _fill(row, ga, gb, scale, index)
         rows.append(row)
     return np.array(rows).reshape(len(rows), len(columns))
+
+
+def log_jacobians(model: Model, relations: Sequence[str], values: Mapping[str, object],
+                  columns: Sequence[str], regimes: Mapping[str, str], size: int) -> np.ndarray:
+    """:func:`log_jacobian_at` at many points at once: ``values`` hold arrays of ``size``
+    elements (or floats), and the result has shape ``(rows, columns, size)`` (the points
+    last, so that arithmetic over them runs on contiguous arrays); an entry is nan or inf
+    where a side is off its domain at that element."""
+    index = {n: i for i, n in enumerate(columns)}
+    out = np.zeros((len(relations), len(columns), size))
+    with np.errstate(all="ignore"):
+        for row, name in zip(out, relations, strict=True):
+            (a, ga), (b, gb) = _sides(model, name, values, regimes)
+            _fill(row, ga, gb, np.abs(a) + np.abs(b), index)
+    return out
+
+
+def _sides(model: Model, name: str, values, regimes: Mapping[str, str]) -> tuple:
+    """Value and gradient of relation ``name``'s two sides at ``values``."""
+    lhs, rhs = relation_gradients(model.relations[name], regimes.get(name))
+    return lhs(values), rhs(values)
+
+
+def _fill(row: np.ndarray, ga, gb, scale, index: Mapping[str, int]) -> None:
+    """Add one relation's row over the columns ``index`` names into ``row`` (zeros), from
+    its sides' gradients and ``|lhs| + |rhs|``."""
+    for n, d in ga.items():
+        if n in index:
+            row[index[n]] += d / scale
+    for n, d in gb.items():
+        if n in index:
+            row[index[n]] -= d / scale

@@ -4,19 +4,26 @@ Each regime combination of a block is solved for all elements together: by its c
 forms in sequence, by a scan of its one torn quantity, or by batched Newton
 (solvers.bulk.batched_newton) when it is torn at several, seeded by the block's own search
 on a few pilot elements. Every solution is verified on all the block's relations; an
-element the batched search does not settle is solved alone and counted.
+element the batched search does not settle is solved alone and counted. Each element's
+solution then gets solve's verdict on the block (solvers.analysis.conditioning
+.block_verdicts, on the exact log-space Jacobian there): one solve would refuse as
+ill-conditioned, or where the block is flat, becomes NaN and is counted, so that
+chalk.compiled hands it to solve.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from chalk.solvers.analysis.conditioning import block_verdicts
+from chalk.solvers.analysis.jacobian import log_jacobians, relation_sides
 from chalk.solvers.bulk import batched_newton
 from chalk.solvers.bulk.elementwise import admits, element, holds, one_by_one, sign_changes, subset
 from chalk.solvers.bulk.prediction import Prediction, samples_needed
-from chalk.solvers.execution.blocks import run_block, set_aside
+from chalk.solvers.execution.blocks import block_inputs, branch_regimes, run_block, set_aside
 from chalk.solvers.execution.strategies import NEWTON_MULTI_START, search_range
 from chalk.solvers.tolerances import BATCH_NEWTON, BLOCK, NEWTON, SCAN
 from chalk.symbolic.errors import AmbiguousSolution, ChalkError
+from chalk.symbolic.logspace import monomial_row
 
 
 def solve_block(model, cstep, env, regime, size, result, seeds, index):
@@ -70,10 +77,14 @@ def solve_block(model, cstep, env, regime, size, result, seeds, index):
                     found.add(model, cstep, branch, scope, unsolved)
     ambiguous = found.count > 1
     failed = found.count == 0
+    refused, flat = _verdicts(model, cstep, env, found, ~(ambiguous | failed), size)
+    ambiguous |= flat  # a family of solutions: solve keeps one and decides whether it matters
     for n in names:
-        env[n] = np.where(ambiguous | failed, np.nan, found.chosen[n])
+        env[n] = np.where(ambiguous | failed | refused, np.nan, found.chosen[n])
         if ambiguous.any():
             result.ambiguous[n] = int(ambiguous.sum())
+        if refused.any():
+            result.ill_conditioned[n] = result.ill_conditioned.get(n, 0) + int(refused.sum())
     if searched and failed.any():  # Newton proves nothing: the block's own search decides
         result.one_at_a_time[", ".join(names)] = int(failed.sum())
         one_by_one(model, cstep, env, regime, size, result, np.flatnonzero(failed))
@@ -84,15 +95,49 @@ def solve_block(model, cstep, env, regime, size, result, seeds, index):
         result.regimes[names[0]] = found.labels
 
 
+def _verdicts(model, cstep, env, found, where, size) -> tuple[np.ndarray, np.ndarray]:
+    """Among the elements ``where`` (one solution each), those whose solution ``solve``
+    would refuse as ill-conditioned, and those where the block is flat (see
+    solvers.analysis.conditioning.block_verdicts): both measured on the block's exact
+    log-space Jacobian at each element, in the regimes of the branch that solved it. A
+    branch of products of powers has the same Jacobian at every solution (its rows are
+    the exponents, halved), so one element answers for all of its elements."""
+    refused, flat = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
+    relations = list(cstep.step.relations)
+    names = list(found.names)
+    columns = [*names, *block_inputs(model, cstep)]
+    scope = {**env, **found.chosen}
+    for number, branch in enumerate(found.branches):
+        mine = where & (found.source == number)
+        if not mine.any():
+            continue
+        regimes = branch_regimes(model, cstep, branch)
+        constant = all(monomial_row(*relation_sides(model.relations[r], regimes.get(r)))
+                       is not None for r in relations)
+        index = np.flatnonzero(mine)[:1] if constant else np.flatnonzero(mine)
+        rows = log_jacobians(model, relations, subset(scope, index, size), columns, regimes,
+                             index.size)
+        bad, open_ = block_verdicts(rows[:, :len(names)], rows[:, len(names):])
+        if constant:
+            refused |= mine & bad[0]
+            flat |= mine & open_[0]
+        else:
+            refused[index], flat[index] = bad, open_
+    return refused, flat
+
+
 class _Found:
     """The distinct verified solutions of a block found so far, per element: the first
-    one's values and regime labels, and how many there are."""
+    one's values, regime labels and branch (its position in ``branches``), and how
+    many there are."""
 
     def __init__(self, names, size):
         self.names, self.size = names, size
         self.chosen = {n: np.full(size, np.nan) for n in names}
         self.count = np.zeros(size, dtype=int)
         self.labels = np.full(size, "", dtype=object)
+        self.branches = []
+        self.source = np.full(size, -1)
 
     def add(self, model, cstep, branch, scope, within=None):
         """Count ``scope`` where it is a solution (every quantity physical, the regime's
@@ -119,6 +164,11 @@ class _Found:
         self.count += new
         for n in self.names:
             self.chosen[n] = np.where(first, values[n], self.chosen[n])
+        if first.any():
+            if not any(b is branch for b in self.branches):
+                self.branches.append(branch)
+            number = next(i for i, b in enumerate(self.branches) if b is branch)
+            self.source = np.where(first, number, self.source)
         if branch.labels:
             self.labels = np.where(first, ", ".join(branch.labels), self.labels)
 

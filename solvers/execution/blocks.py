@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 from chalk.solvers.analysis.at_solution import flat_at
-from chalk.solvers.analysis.conditioning import verdict
+from chalk.solvers.analysis.conditioning import block_elasticities, verdict
+from chalk.solvers.analysis.jacobian import log_jacobian_at
 from chalk.solvers.analysis.reference import reference_point
 from chalk.solvers.execution import numeric
 from chalk.solvers.execution.steps import StepRecord, guards_hold, inputs_of, physical, show
@@ -165,23 +166,33 @@ def _conditioning(model: Model, cstep, env, names, branch) -> str:
     """A warning when the block's answer amplifies relative changes in its inputs a
     great deal (a saturated relation inverted, say); raises IllConditioned when no
     digit of it survives. Elasticities come from the block's log-space Jacobian at
-    the solution: d ln x / d ln inputs = -J_x^-1 J_inputs."""
-    from chalk.solvers.analysis.jacobian import log_jacobian_at
-
+    the solution (solvers.analysis.conditioning.block_elasticities, as the vectorised
+    run measures each point): d ln x / d ln inputs = -J_x^-1 J_inputs."""
     relations = list(cstep.step.relations)
-    inputs = sorted({v for r in relations for v in model.variables_in(r)} - set(names))
-    regimes = {r: label for r in relations for label, _ in model.relations[r].regimes
-               if label in branch.labels}
+    inputs = block_inputs(model, cstep)
     try:
-        own = log_jacobian_at(model, relations, env, names, regimes)
-        given = log_jacobian_at(model, relations, env, inputs, regimes)
-        elasticity = -np.linalg.solve(own, given) if inputs else np.zeros((len(names), 0))
-    except (np.linalg.LinAlgError, ArithmeticError, ValueError, KeyError):
+        rows = log_jacobian_at(model, relations, env, [*names, *inputs],
+                               branch_regimes(model, cstep, branch))
+    except (ArithmeticError, ValueError, KeyError):
         return ""
+    elasticity, _, _ = block_elasticities(rows[:, :len(names)], rows[:, len(names):])
     if not elasticity.size or not np.all(np.isfinite(elasticity)):
-        return ""
+        return ""  # singular: a flat family, which the question's own check decides
     i, j = np.unravel_index(np.argmax(np.abs(elasticity)), elasticity.shape)
     return verdict(names[i], float(abs(elasticity[i, j])), inputs[j], relations)
+
+
+def block_inputs(model: Model, cstep) -> list[str]:
+    """The quantities a block's relations read besides those it solves for."""
+    return sorted({v for r in cstep.step.relations for v in model.variables_in(r)}
+                  - set(cstep.step.variables))
+
+
+def branch_regimes(model: Model, cstep, branch) -> dict[str, str]:
+    """Relation name -> the regime ``branch`` takes it in (its relations with a max or
+    min)."""
+    return {r: label for r in cstep.step.relations for label, _ in model.relations[r].regimes
+            if label in branch.labels}
 
 
 def _admissible(model: Model, branch, names, scope, provisional=frozenset()) -> bool:

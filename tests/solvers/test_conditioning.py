@@ -125,3 +125,33 @@ def test_only_differences_and_transcendental_forms_are_measured():
     assert not cannot_amplify(log(a) / log(b))
     assert not cannot_amplify(log(a))
     assert not cannot_amplify(a * (1 - b))
+
+
+def test_a_block_verdict_by_its_bound_is_the_verdict_measured_in_full():
+    # The bound screens points out without a singular value decomposition; it must never
+    # change a verdict. Rows (1, 1) and (1, 1 + e) over two quantities: the smaller
+    # singular value is about e/2, along u = (1, -1)/sqrt(2). An input column (1/2, 1/2)
+    # pulls nothing along u, so the relations' own rounding decides: it reaches
+    # (|u|max / 2) / (e/2) = 0.71/e, which crosses the line of 1e9 between e = 1e-9 and
+    # 1e-10 (e = 0 is flat). Then random 2x2 and 3x3 blocks, 50 of them nearly singular.
+    from chalk.solvers.analysis.conditioning import block_verdicts, measured_verdicts
+
+    rng = np.random.default_rng(0)
+    e = np.concatenate([10.0 ** -np.arange(2, 13), [0.0]])
+    own = np.array([[np.ones_like(e), np.ones_like(e)], [np.ones_like(e), 1 + e]])
+    given = np.full((2, 1, e.size), 0.5)
+    refused, flat = block_verdicts(own, given)
+    expected = measured_verdicts(own, given)
+    assert np.array_equal(refused, expected[0]) and np.array_equal(flat, expected[1])
+    # the elasticity itself is 1/2 (the input moves both quantities alike): nothing is
+    # refused as ill-conditioned, and the direction is open from e = 1e-10 on
+    assert not refused.any()
+    assert not flat[e >= 1e-9].any() and flat[e <= 1e-10].all()
+    for k in (2, 3):
+        own = rng.normal(size=(k, k, 500))
+        given = rng.normal(size=(k, 2, 500))
+        own[:, :, :50] = own[:1, :, :50] * (1 + 1e-12 * rng.normal(size=(k, k, 50)))
+        expected = measured_verdicts(own, given)
+        assert all(np.array_equal(a, b) for a, b in zip(block_verdicts(own, given), expected,
+                                                        strict=True))
+        assert expected[0][:50].any() or expected[1][:50].any()
