@@ -62,10 +62,11 @@ def consistent_point(model: Model, seed: int, spread: float,
     names = sorted(v for v in model.variables if model.relations_of(v))
     index = {n: i for i, n in enumerate(names)}
     sides = _sides(model)
+    rng = np.random.default_rng(seed)
     y = np.array([math.log(start[n]) if start is not None and n in start
                   else math.log((model.variables[n].typical or 1.0)
                                 * model.variables[n].to_base)
-                  for n in names]) + np.array([_nudge(seed, n, spread) for n in names])
+                  for n in names]) + rng.normal(0.0, spread, len(names))
     for i, n in enumerate(names):  # start inside each quantity's declared bounds
         variable = model.variables[n]
         if variable.lower is not None and variable.lower > 0:
@@ -112,14 +113,6 @@ def consistent_point(model: Model, seed: int, spread: float,
             break
     worst = float(np.max(np.abs(residual))) if residual.size else 0.0
     return ReferencePoint(_values(names, y), worst, worst <= atol)
-
-
-def _nudge(seed: int, name: str, spread: float) -> float:
-    """A quantity's random log-nudge, drawn from ``seed`` and its name alone: a quantity
-    added to the model moves no other quantity's start."""
-    import zlib
-
-    return float(np.random.default_rng([seed, zlib.crc32(name.encode())]).normal(0.0, spread))
 
 
 @lru_cache(maxsize=16)

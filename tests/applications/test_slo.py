@@ -58,3 +58,19 @@ def test_an_impossible_ttft_names_the_best_reachable():
     # with that bound in the message
     with pytest.raises(NoSolution, match=r"time_to_first_token is at least 25\.01 ms"):
         best_under_slo("throughput", None, "20 ms", {**SMALL, "n_chips": "8 chip"})
+
+
+# Regression (2026-12-01 merge): a reference point drawn per quantity name made the
+# planner judge the fast-mode block determined here, so the chip price and fast mode's
+# relations joined a rate's plan as a cross-check through a stand-in (21 s a solve, and
+# the searches above ran for many minutes). A rate a chip produces never rests on its price.
+def test_the_rates_of_a_request_rest_on_no_price():
+    from chalk import solve
+
+    s = solve(["output_tokens_per_second_per_chip", "time_per_output_token"],
+              {**SMALL, "n_chips": "8 chip", "batch_size": "30 sequence"})
+    assert "chip_price" in s.derivation.unused_pins
+    assert not any("fast" in name for step in s.derivation.steps for name in step.variables)
+    # 8 chips read 1e11 byte in 12.5 ms; 30 sequences of 1.1005e8 byte add 0.4127 ms
+    assert s.value("time_per_output_token", "s/token") == pytest.approx(
+        12.5e-3 + 30 * KV / 8e12, rel=1e-9)
