@@ -204,6 +204,7 @@ _UNARY = {
 }
 # the same on arrays: each function's value and slope per element
 _ARRAY_UNARY = {
+    whole_up: lambda v: (whole_up(v), np.ones_like(v)),
     math.exp: lambda v: (np.exp(v), np.exp(v)),
     math.log: lambda v: (np.log(v), 1.0 / v),
     abs: lambda v: (np.abs(v), np.sign(v)),
