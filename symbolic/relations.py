@@ -152,11 +152,15 @@ class Relation:
         return any(isinstance(n, sympy.Min) and (first is None or first in n.args)
                    for n in self._regime_nodes)
 
+    @cached_property
+    def _rounded(self) -> frozenset[str]:
+        return frozenset(s.name for n in self.lhs.atoms(sympy.ceiling) | self.rhs.atoms(
+            sympy.ceiling) for s in n.free_symbols)
+
     def rounds(self, name: str) -> bool:
         """Whether quantity ``name`` appears inside a ceiling(): the relation gives a whole
         count from it, and cannot give it back (every value of an interval rounds alike)."""
-        return any(name in {s.name for s in n.free_symbols}
-                   for n in (self.lhs.atoms(sympy.ceiling) | self.rhs.atoms(sympy.ceiling)))
+        return name in self._rounded
 
     def inside_regime_node(self, name: str) -> bool:
         """Whether quantity ``name`` appears inside the max()/min(): solving for it must

@@ -34,7 +34,7 @@ def flat_at(model: Model, relations: Sequence[str], values: Mapping[str, float],
     when its share of a null direction is above ``BLOCK.flat_share`` of the largest
     share; empty if the Jacobian is regular (or cannot be evaluated there).
     """
-    inputs = _inputs(model, relations, names)
+    inputs = other_quantities(model, relations, names)
     try:
         with np.errstate(all="ignore"):
             rows = log_jacobian_at(model, relations, values, [*names, *inputs], regimes)
@@ -65,7 +65,7 @@ def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
         return ()
     index = {n: i for i, n in enumerate(names)}
     relations = list(relations)
-    inputs = _inputs(model, relations, names)
+    inputs = other_quantities(model, relations, names)
     rows = log_jacobian_at(model, relations, values, [*names, *inputs], regimes,
                            skip_undefined=True)
     if not len(rows):
@@ -77,8 +77,10 @@ def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
                  and float(np.max(np.abs(null[:, index[t]]))) > RANK.null_component)
 
 
-def _inputs(model: Model, relations: Iterable[str], names: Sequence[str]) -> list[str]:
-    """The quantities of ``relations`` other than ``names``: what rounding enters by."""
+def other_quantities(model: Model, relations: Iterable[str], names: Iterable[str]
+                     ) -> list[str]:
+    """The quantities of ``relations`` other than ``names`` (sorted): the inputs of a
+    block solved for ``names``, what rounding enters by."""
     return sorted({v for r in relations for v in model.variables_in(r)} - set(names))
 
 

@@ -12,7 +12,7 @@ of a flat family) are registered here as strategies too.
 from __future__ import annotations
 
 import numpy as np
-from chalk.solvers.analysis.at_solution import flat_at
+from chalk.solvers.analysis.at_solution import flat_at, other_quantities
 from chalk.solvers.analysis.conditioning import block_elasticities, verdict
 from chalk.solvers.analysis.jacobian import log_jacobian_at
 from chalk.solvers.analysis.reference import reference_point
@@ -184,8 +184,7 @@ def _conditioning(model: Model, cstep, env, names, branch) -> str:
 
 def block_inputs(model: Model, cstep) -> list[str]:
     """The quantities a block's relations read besides those it solves for."""
-    return sorted({v for r in cstep.step.relations for v in model.variables_in(r)}
-                  - set(cstep.step.variables))
+    return other_quantities(model, cstep.step.relations, cstep.step.variables)
 
 
 def branch_regimes(model: Model, cstep, branch) -> dict[str, str]:

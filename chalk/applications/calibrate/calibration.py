@@ -136,7 +136,7 @@ class Calibration:
 
     def text(self) -> str:
         f = self.fitted
-        kind = ("chip/engine/architecture" if any(g.count("/") == 2 for g in self.groups)
+        kind = ("chip/engine/architecture" if any(family_of(g) for g in self.groups)
                 else "chip/engine")
         lines = [f"Calibrated {len(self.rows)} measurements in {len(self.groups)} groups "
                  f"({kind}); 90% intervals.",
@@ -247,7 +247,7 @@ def checked_prediction(target: str, given, group: str | None, groups: Sequence[s
         if not any(n == chip or str(n).startswith(chip + "_") for n in names):
             raise UsageError(f"group {group!r} was calibrated on {chip}; name its chip preset "
                              f"(e.g. --preset {chip}) or leave the group out")
-        kind = group.split("/")[2] if group.count("/") == 2 else None
+        kind = family_of(group)
         models = [n for n in names if n in data.models()]
         if kind is not None and not any(architecture_of(n) == kind for n in models):
             raise UsageError(f"group {group!r} was calibrated on {kind} models; name a {kind} "
