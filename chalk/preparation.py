@@ -238,7 +238,8 @@ def drop_pins(state: State) -> State:
 def choose_variant(state: State) -> State:
     """The kind of model the pins are about (latent or grouped-query attention, say); a
     plan before zeros are put in is a first look (:attr:`State.explain`)."""
-    model, chosen = for_pins(state.model, state.pins)
+    # a statement says what kind of model this is whether or not it is asked for
+    model, chosen = for_pins(state.model, {**state.pins, **state.stated})
     explain = not zero_pins(state.pins)
     if model is state.model and explain == state.explain:
         return state
@@ -273,10 +274,20 @@ def one_size_per_model(state: State) -> State:
     to the chip): repeated until nothing more gives way. Each round sets pins aside, so
     it ends."""
     while True:
-        headlines = yield_headlines(state.model, state.pins)
-        if not headlines.notes:
+        # statements of asked targets are facts here as when not asked (the fp8 preset's
+        # matmul share derives H200's FP8 peak whether or not the share is the question)
+        headlines = yield_headlines(state.model, {**state.stated, **state.pins})
+        # An asked headline the other pins determine stays a statement, their value its
+        # cross-check; one that gives way only to another statement (H200's datasheet
+        # FLOP/s to fp8's matmul share, both asked) is derived like any target.
+        kept = {k for k, pin in state.stated.items() if k in headlines.pins or k not in
+                yield_headlines(state.model, {**state.pins, k: pin}).pins}
+        notes = tuple(n for n in headlines.notes if n.data["name"] not in kept)
+        if not notes:
             return state
-        state = yield_lower_layers(_repinned(state, headlines.pins, headlines.notes))
+        stated = {k: v for k, v in state.stated.items() if k in kept}
+        pins = {k: v for k, v in headlines.pins.items() if k in state.pins}  # held counts stay
+        state = yield_lower_layers(_repinned(state, pins, notes, stated=stated))
 
 
 def user_pins_stand(state: State) -> State:

@@ -88,3 +88,35 @@ def test_a_users_chip_flops_stands_over_the_precision_presets_format_peak():
     assert note == ("chip_flops: you gave 500 TFLOP/s; presets bf16 and h800 give "
                     "989 TFLOP/s: 49.4% apart (relation matmul_peak_by_format set aside: "
                     "your value stands)")
+
+
+def test_a_stated_count_asked_alone_is_the_statement():
+    # Regression: asking DeepSeek-V3's kv_lora_rank alone refused with "pins disagree in
+    # relation attention_width_mla". Set aside as the question's target, the preset's 512
+    # no longer marked the model as latent attention, so the grouped-query and latent
+    # forms of the attention widths both stayed and over-determined each other. The kind
+    # of model is read from every statement, asked or not: the config's kv_lora_rank is
+    # 512 (DeepSeek-V3 config_671B.json).
+    from chalk import solve
+
+    for presets in (["deepseek_v3"], ["h200", "fp8", "deepseek_v3"]):
+        s = solve("kv_lora_rank", presets=presets)
+        assert s.value("kv_lora_rank") == 512
+
+
+def test_a_stated_share_asked_alone_is_the_statement():
+    # Regression: asking fp8's matmul share on an H200 refused: set aside as the target,
+    # the share no longer derived the chip's FP8-era peak, so H200's datasheet headline
+    # (989 TFLOP/s, its dense BF16 figure) stayed and gave 989/1979 = 0.5 against the
+    # statement's 1. The headline gives way to the statement whether or not it is asked,
+    # so the share is 1 and the chip's peak is its FP8 figure, 1979 TFLOP/s (NVIDIA H200
+    # datasheet, dense), asked alone or together.
+    from chalk import solve
+
+    s = solve("matmul_fp8_share", presets=["h200", "fp8"])
+    assert s.value("matmul_fp8_share") == 1
+    both = solve(["matmul_fp8_share", "chip_flops"], presets=["h200", "fp8"])
+    alone = solve("chip_flops", presets=["h200", "fp8"])
+    assert both.value("matmul_fp8_share") == 1
+    assert both.value("chip_flops", "TFLOP/s") == pytest.approx(1979, rel=1e-12)
+    assert alone.value("chip_flops", "TFLOP/s") == pytest.approx(1979, rel=1e-12)

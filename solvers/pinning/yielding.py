@@ -96,10 +96,10 @@ def _headline_figure(pin: Pin) -> bool:
     return pin.headline and pin.value != 0
 
 
-def _yield_note(pin: Pin, higher) -> Note:
+def _yield_note(pin: Pin, higher, **more) -> Note:
     kind = Kind.HEADLINE if _headline_figure(pin) else Kind.YIELDED
     return Note(kind, {"origin": pin.origin, "shown": pin.text, "name": pin.name,
-                       "behind": tuple(sorted(higher)), "zero": pin.value == 0})
+                       "behind": tuple(sorted(higher)), "zero": pin.value == 0, **more})
 
 
 def _over_determined(model: Model, pins: Mapping[str, Pin], targets: tuple[str, ...],
@@ -226,7 +226,9 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
         for without in (alone, {n: p for n, p in pins.items() if n != name}):
             behind = _determined_by(model, without, pins[name])
             if behind is not None:
-                notes.append(_yield_note(pins[name], behind))
+                # a model's size comes from its architecture; a chip's peak from its parts
+                notes.append(_yield_note(pins[name], behind,
+                                         architecture=model.variables[name].unit == "param"))
                 del pins[name]
                 break
     return Yielded(pins, tuple(notes))

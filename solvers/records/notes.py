@@ -143,7 +143,9 @@ def _headline(d, names) -> str:
     if d["origin"].startswith("conventions"):  # a default, not a publication
         return (f"{d['name']} is computed from {names(d['behind'])}, not the default "
                 f"{d['shown']} of {d['origin']}")
-    return (f"{d['name']} is computed from the architecture ({names(d['behind'])}), "
+    source = (f"the architecture ({names(d['behind'])})" if d.get("architecture", True)
+              else names(d["behind"]))
+    return (f"{d['name']} is computed from {source}, "
             f"not the published {d['shown']} of {d['origin']}")
 
 
