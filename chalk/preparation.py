@@ -308,8 +308,11 @@ def put_in_zeros(state: State) -> State:
     zeros = zero_pins(state.pins)
     if zeros:
         state = planned(state)
-        if state.plan.determined and not zeros & used_quantities(state.model, state.plan):
-            zeros = frozenset()  # no relation the answer rests on has an absent term
+        if (state.plan.determined and not zeros & used_quantities(state.model, state.plan)
+                and not _beside_given(state.model, state.pins, zeros)):
+            # no relation the answer rests on has an absent term, and no user pin's
+            # cross-check waits on one
+            zeros = frozenset()
     absent = put_zeros(state.model, zeros)
     if absent.model is state.model:
         if state.explain:
@@ -322,6 +325,18 @@ def put_in_zeros(state: State) -> State:
                       (note,) if note else (), model=absent.model, original=state.model,
                       explain=True)
     return user_pins_stand(yield_lower_layers(state))
+
+
+def _beside_given(model: Model, pins: Mapping[str, Pin], zeros: frozenset[str]) -> bool:
+    """Whether the zeros take an unpinned quantity out of a relation that keeps a user's
+    single-valued pin: with them in, the presets may determine that pin's quantity (an
+    H100's ``chip_flops`` from its bf16 peak once bf16's zero FP4 share removes the
+    unknown FP4 peak), and :func:`user_pins_stand` then makes theirs its cross-check."""
+    absent = put_zeros(model, zeros).model
+    given = {n for n, p in pins.items() if p.layer is Layer.GIVEN and p.spread is None}
+    kept = {r for g in given for r in model.relations_of(g) if r in absent.relations}
+    return any(n not in pins for r in kept
+               for n in model.variables_in(r) - absent.variables_in(r))
 
 
 def settle(state: State) -> State:
