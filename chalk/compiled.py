@@ -115,7 +115,7 @@ class CompiledQuestion:
     @cached_property
     def _main(self) -> Prepared:
         """The question as it is run: targets a preset states but the other pins do not
-        determine are taken from the statement (:func:`chalk.api.stated_plan`)."""
+        determine are taken from the statement (:func:`chalk.preparation.stated_plan`)."""
         return stated_plan(self.prepared) if self.prepared.stated else self.prepared
 
     @cached_property
