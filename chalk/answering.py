@@ -4,7 +4,9 @@
 options and returns a :class:`~chalk.solution.Solution` or raises the refusal. Only
 :meth:`chalk.compiled.CompiledQuestion.outcome` calls it, and turns the refusal into an
 :class:`~chalk.solution.Outcome`'s data; :func:`chalk.solve` and every other path ask
-through that compiled question.
+through that compiled question. Targets a preset or the conventions state a value for are
+answered here too: :func:`stated_plan` is the question as run, :func:`stated_answers`
+says whether each answer is the statement or what the other pins derive.
 """
 
 from __future__ import annotations
@@ -12,18 +14,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from chalk.options import Options
-from chalk.preparation import (
-    Prepared,
-    answered_with,
-    derivable_statements,
-    stated_answers,
-    stated_plan,
-    used_quantities,
-)
+from chalk.preparation import Prepared, settled_plan, used_quantities
 from chalk.solution import Solution
 from chalk.solvers.bulk.ranged_pins import judge_ranges
 from chalk.solvers.bulk.uncertainty import propagate
 from chalk.solvers.execution.solving import compute
+from chalk.solvers.pinning.pinned import Layer
+from chalk.solvers.pinning.yielding import outranked
 from chalk.solvers.planning.plan import make_plan
 from chalk.solvers.records.counts import fractional_counts, redrawn_counts
 from chalk.solvers.records.derivation import Derivation
@@ -135,3 +132,60 @@ def _solve_stated(q: Prepared, options: Options) -> Solution:
     derivation = replace(solution.derivation, remarks=solution.derivation.remarks + tuple(notes),
                          targets=names)
     return Solution(names, derivation, solution.plan, solution.uncertainty, info, override)
+
+
+def stated_plan(q: Prepared) -> Prepared:
+    """The question as run when presets state some targets: a stated target the other
+    pins determine is solved for (its statement checks it); one they do not is taken
+    from the statement as a pin."""
+    derivable = derivable_statements(q)
+    return answered_with(q, {**q.pins, **{t: p for t, p in q.stated.items()
+                                          if t not in derivable}})
+
+
+def answered_with(q: Prepared, pins: dict) -> Prepared:
+    """``q`` run with ``pins`` (statements among them), settled as :func:`prepare`
+    settles, so the reported conditions (``memory_fill``) and the ranges set aside do not
+    depend on which targets a statement answers."""
+    names = q.targets
+    rest = tuple(t for t in names if t not in pins) or names
+    plan, pins, extra, ranged = settled_plan(q.model, pins, rest,
+                                             make_plan(q.model, frozenset(pins), rest),
+                                             q.range_checks)
+    return replace(q, pins=pins, stated={}, plan=plan, reported=extra, range_checks=ranged)
+
+
+def derivable_statements(q: Prepared) -> set[str]:
+    """The stated targets the other pins determine: solved for, the statement their
+    check. A held count (:func:`chalk.solvers.pinning.yielding.held_counts`) is pinned, so the
+    plan "determines" it only as a pin."""
+    return {t for t in q.stated if t not in q.pins and q.plan.determines(t)}
+
+
+def statement_outranked(q: Prepared, target: str) -> bool:
+    """Whether what derives a stated target outranks the statement.
+
+    As pins yield (:func:`~chalk.solvers.pinning.yielding.outranked`), and one more
+    way: a conventions default of an asked target (``hbm_bandwidth_efficiency = 1``, a
+    bound at peak) gives way to a derivation that rests on at least one of the user's
+    pins (a measured rate), the other conventions defaults beside them. Asking for a
+    quantity the conventions only default, with evidence that fixes it, asks for that
+    derivation; the default stays as its cross-check. A preset's statement (a model's
+    stated counts) gives way only as a pin would.
+    """
+    stated = q.stated[target]
+    behind = [q.pins[b] for b in q.plan.analysis.pins_behind(q.model, target)]
+    if stated.layer is Layer.CONVENTIONS and any(b.layer is Layer.GIVEN for b in behind):
+        return True
+    return outranked(stated, behind, q.model)
+
+
+def stated_answers(q: Prepared, prefer: str) -> dict[str, str]:
+    """For each stated target, ``"stated"`` or ``"derived"``: which one is the answer
+    when the other pins can be solved (as :func:`solve` decides)."""
+    out = {}
+    derivable = derivable_statements(q)
+    for t in q.stated:
+        out[t] = ("derived" if t in derivable and (prefer == "derived" or statement_outranked(q, t))
+                  else "stated")
+    return out

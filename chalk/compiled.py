@@ -33,16 +33,9 @@ from functools import cached_property
 
 import numpy as np
 
-from chalk.answering import solve_prepared
+from chalk.answering import solve_prepared, stated_answers, stated_plan
 from chalk.options import Options, checked_arguments
-from chalk.preparation import (
-    Given,
-    Prepared,
-    moved_pin,
-    prepare,
-    stated_answers,
-    stated_plan,
-)
+from chalk.preparation import Given, Prepared, moved_pin, prepare
 from chalk.solution import Outcome, Solution
 from chalk.solvers.bulk.vectorised import evaluate as evaluate_plan
 from chalk.solvers.execution.execute import CompiledPlan, compile_plan
@@ -115,7 +108,7 @@ class CompiledQuestion:
     @cached_property
     def _main(self) -> Prepared:
         """The question as it is run: targets a preset states but the other pins do not
-        determine are taken from the statement (:func:`chalk.preparation.stated_plan`)."""
+        determine are taken from the statement (:func:`chalk.answering.stated_plan`)."""
         return stated_plan(self.prepared) if self.prepared.stated else self.prepared
 
     @cached_property

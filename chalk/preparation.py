@@ -32,7 +32,6 @@ from chalk.solvers.pinning.pins import ResolvedPins, read_value, resolve_pins
 from chalk.solvers.pinning.variants import for_pins
 from chalk.solvers.pinning.yielding import (
     held_counts,
-    outranked,
     override_presets,
     yield_defaults,
     yield_headlines,
@@ -345,8 +344,8 @@ def settle(state: State) -> State:
     (``memory_fill``) are planned with the targets: the same whichever targets were
     asked."""
     state = planned(state)
-    plan, pins, extra, ranged = _settle(state.model, state.pins, state.targets, state.plan,
-                                        state.range_checks)
+    plan, pins, extra, ranged = settled_plan(state.model, state.pins, state.targets,
+                                             state.plan, state.range_checks)
     if plan is not state.plan and state.original is not None:
         plan = _zeros_used(plan, state.original, zero_pins(pins))
     return replace(state, pins=pins, plan=plan, reported=extra, range_checks=ranged)
@@ -357,8 +356,8 @@ PASSES = (move_values, drop_pins, choose_variant, hold_counts, yield_lower_layer
           one_size_per_model, user_pins_stand, put_in_zeros, settle)
 
 
-def _settle(model: Model, pins: dict[str, Pin], names: tuple[str, ...], plan: Plan,
-            ranged: Mapping[str, Pin] | None = None) -> tuple:
+def settled_plan(model: Model, pins: dict[str, Pin], names: tuple[str, ...], plan: Plan,
+                 ranged: Mapping[str, Pin] | None = None) -> tuple:
     """The last passes over a final pin set, the same whichever targets were asked.
 
     Ranged pins that the other pins determine are set aside (each is judged against what
@@ -410,65 +409,3 @@ def moved_pin(model: Model, pin: Pin, value: float) -> Pin:
     # read as a value the user typed: the same bounds and finiteness checks
     base, text = read_value(variable, Q_(float(value) / variable.to_base, variable.pint_unit))
     return replace(pin, value=base, text=text, spread=None)  # a ranged pin at one point
-
-
-
-def stated_plan(q: Prepared) -> Prepared:
-    """The question as run when presets state some targets: a stated target the other
-    pins determine is solved for (its statement checks it); one they do not is taken
-    from the statement as a pin."""
-    derivable = derivable_statements(q)
-    return answered_with(q, {**q.pins, **{t: p for t, p in q.stated.items()
-                                          if t not in derivable}})
-
-
-
-def answered_with(q: Prepared, pins: dict) -> Prepared:
-    """``q`` run with ``pins`` (statements among them), settled as :func:`prepare`
-    settles, so the reported conditions (``memory_fill``) and the ranges set aside do not
-    depend on which targets a statement answers."""
-    names = q.targets
-    rest = tuple(t for t in names if t not in pins) or names
-    plan, pins, extra, ranged = _settle(q.model, pins, rest,
-                                        make_plan(q.model, frozenset(pins), rest),
-                                        q.range_checks)
-    return replace(q, pins=pins, stated={}, plan=plan, reported=extra, range_checks=ranged)
-
-
-
-def derivable_statements(q: Prepared) -> set[str]:
-    """The stated targets the other pins determine: solved for, the statement their
-    check. A held count (:func:`chalk.solvers.pinning.yielding.held_counts`) is pinned, so the
-    plan "determines" it only as a pin."""
-    return {t for t in q.stated if t not in q.pins and q.plan.determines(t)}
-
-
-
-def statement_outranked(q: Prepared, target: str) -> bool:
-    """Whether what derives a stated target outranks the statement.
-
-    As pins yield (:func:`~chalk.solvers.pinning.yielding.outranked`), and one more
-    way: a conventions default of an asked target (``hbm_bandwidth_efficiency = 1``, a
-    bound at peak) gives way to a derivation that rests on at least one of the user's
-    pins (a measured rate), the other conventions defaults beside them. Asking for a
-    quantity the conventions only default, with evidence that fixes it, asks for that
-    derivation; the default stays as its cross-check. A preset's statement (a model's
-    stated counts) gives way only as a pin would.
-    """
-    stated = q.stated[target]
-    behind = [q.pins[b] for b in q.plan.analysis.pins_behind(q.model, target)]
-    if stated.layer is Layer.CONVENTIONS and any(b.layer is Layer.GIVEN for b in behind):
-        return True
-    return outranked(stated, behind, q.model)
-
-
-
-def stated_answers(q: Prepared, prefer: str) -> dict[str, str]:
-    """For each stated target, ``"stated"`` or ``"derived"``: which one is the answer
-    when the other pins can be solved (as :func:`solve` decides)."""
-    out = {}
-    derivable = derivable_statements(q)
-    for t in q.stated:
-        out[t] = ("derived" if t in derivable and (prefer == "derived" or statement_outranked(q, t))
-                  else "stated")
-    return out
