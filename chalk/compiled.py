@@ -18,8 +18,10 @@ of those pins, in two ways that cannot disagree:
   refusal.
 
 :class:`chalk.Question`, sweeps, optimisation curves, fits and reports go through here
-(``chalk.solve`` runs the same body, :func:`chalk.api.solve_prepared`, at the pins as
-given); nothing outside the engine plans, compiles or evaluates on its own.
+and so does ``chalk.solve`` (the compiled question's :meth:`CompiledQuestion.outcome` at the
+pins as given); nothing outside the engine plans, compiles or evaluates on its own. Each
+path runs :func:`chalk.answering.solve_prepared` through :meth:`CompiledQuestion.outcome`
+and raises, where it raises, by :meth:`~chalk.solution.Outcome.result`.
 """
 
 from __future__ import annotations
@@ -31,16 +33,9 @@ from functools import cached_property
 
 import numpy as np
 
-from chalk.api import solve_prepared
+from chalk.answering import solve_prepared, stated_answers, stated_plan
 from chalk.options import Options, checked_arguments
-from chalk.preparation import (
-    Given,
-    Prepared,
-    moved_pin,
-    prepare,
-    stated_answers,
-    stated_plan,
-)
+from chalk.preparation import Given, Prepared, moved_pin, prepare
 from chalk.solution import Outcome, Solution
 from chalk.solvers.bulk.vectorised import evaluate as evaluate_plan
 from chalk.solvers.execution.execute import CompiledPlan, compile_plan
@@ -83,10 +78,12 @@ class CompiledQuestion:
     Made by :func:`compile_question`; see the module docstring for the contract.
     """
 
-    def __init__(self, prepared: Prepared, options: Options, source: dict):
+    def __init__(self, prepared: Prepared, options: Options, arguments: dict):
         self.prepared = prepared
         self.options = options
-        self._source = source  # what compile_question was given, to prepare again
+        # what compile_question was given (targets, given, presets, model, drop), each
+        # checked and read once: to prepare again, and for chalk.solve's refusals
+        self.arguments = arguments
 
     # what it is ------------------------------------------------------------------------
     @property
@@ -111,7 +108,7 @@ class CompiledQuestion:
     @cached_property
     def _main(self) -> Prepared:
         """The question as it is run: targets a preset states but the other pins do not
-        determine are taken from the statement (:func:`chalk.api.stated_plan`)."""
+        determine are taken from the statement (:func:`chalk.answering.stated_plan`)."""
         return stated_plan(self.prepared) if self.prepared.stated else self.prepared
 
     @cached_property
@@ -176,7 +173,7 @@ class CompiledQuestion:
         except ChalkError as exc:
             return Outcome.refused(exc)
         solution.question = self
-        return Outcome.solved(solution, self._answered)
+        return Outcome.solved(solution)
 
     def point(self, values: Mapping[str, float] | None = None) -> dict[str, float]:
         """The targets and reported quantities (base units) at one point: what
@@ -264,15 +261,12 @@ class CompiledQuestion:
         for index in pending[:settle]:
             point = {n: a if isinstance(a, float) else float(a[index])
                      for n, a in arrays.items()}
-            try:
-                solution = self.solve(point)
-            except ChalkError as exc:
-                result.refusals[int(index)] = exc
-                continue
+            outcome = self.outcome(point)
+            if outcome.error is not None:
+                result.refusals[int(index)] = outcome.error
             for n in names:
-                base = solution.base_value(n)
-                if base is not None:
-                    out[n][index] = base
+                if n in outcome.values:
+                    out[n][index] = outcome.values[n]
         result.settled = int(min(len(pending), settle))
         result.unsettled[pending[settle:]] = True
         return result
@@ -360,9 +354,9 @@ class CompiledQuestion:
 
     def _prepared_at(self, changes: Mapping[str, float]) -> Prepared:
         """The question prepared afresh with ``changes`` in place of the pins' values."""
-        source = self._source
-        return prepare(source["targets"], source["given"], source["presets"],
-                       source["model"], source["drop"], values=changes)
+        asked = self.arguments
+        return prepare(asked["targets"], asked["given"], asked["presets"], asked["model"],
+                       asked["drop"], values=changes)
 
 
 def compile_question(targets: str | Sequence[str], given: Given = (), presets=(), *,
@@ -384,9 +378,9 @@ def compile_question(targets: str | Sequence[str], given: Given = (), presets=()
     targets, given, presets, drop = checked_arguments(targets, given, presets, options, drop)
     given = list(given.items()) if isinstance(given, Mapping) else list(given)
     q = prepare(targets, given, presets, model, drop)
-    source = {"targets": targets, "given": given, "presets": presets, "model": model,
-              "drop": tuple(drop)}
-    return CompiledQuestion(q, options, source)
+    arguments = {"targets": targets, "given": given, "presets": presets, "model": model,
+                 "drop": tuple(drop)}
+    return CompiledQuestion(q, options, arguments)
 
 
 def _scalar(value) -> float:

@@ -32,7 +32,6 @@ from chalk.solvers.pinning.pins import ResolvedPins, read_value, resolve_pins
 from chalk.solvers.pinning.variants import for_pins
 from chalk.solvers.pinning.yielding import (
     held_counts,
-    outranked,
     override_presets,
     yield_defaults,
     yield_headlines,
@@ -319,8 +318,11 @@ def put_in_zeros(state: State) -> State:
     zeros = zero_pins(state.pins)
     if zeros:
         state = planned(state)
-        if state.plan.determined and not zeros & used_quantities(state.model, state.plan):
-            zeros = frozenset()  # no relation the answer rests on has an absent term
+        if (state.plan.determined and not zeros & used_quantities(state.model, state.plan)
+                and not _beside_given(state.model, state.pins, zeros)):
+            # no relation the answer rests on has an absent term, and no user pin's
+            # cross-check waits on one
+            zeros = frozenset()
     absent = put_zeros(state.model, zeros)
     if absent.model is state.model:
         if state.explain:
@@ -335,14 +337,26 @@ def put_in_zeros(state: State) -> State:
     return user_pins_stand(yield_lower_layers(state))
 
 
+def _beside_given(model: Model, pins: Mapping[str, Pin], zeros: frozenset[str]) -> bool:
+    """Whether the zeros take an unpinned quantity out of a relation that keeps a user's
+    single-valued pin: with them in, the presets may determine that pin's quantity (an
+    H100's ``chip_flops`` from its bf16 peak once bf16's zero FP4 share removes the
+    unknown FP4 peak), and :func:`user_pins_stand` then makes theirs its cross-check."""
+    absent = put_zeros(model, zeros).model
+    given = {n for n, p in pins.items() if p.layer is Layer.GIVEN and p.spread is None}
+    kept = {r for g in given for r in model.relations_of(g) if r in absent.relations}
+    return any(n not in pins for r in kept
+               for n in model.variables_in(r) - absent.variables_in(r))
+
+
 def settle(state: State) -> State:
     """Ranged pins the others determine are set aside (each judged against what the
     plan derives) and the quantities conditions report beside the answers
     (``memory_fill``) are planned with the targets: the same whichever targets were
     asked."""
     state = planned(state)
-    plan, pins, extra, ranged = _settle(state.model, state.pins, state.targets, state.plan,
-                                        state.range_checks)
+    plan, pins, extra, ranged = settled_plan(state.model, state.pins, state.targets,
+                                             state.plan, state.range_checks)
     if plan is not state.plan and state.original is not None:
         plan = _zeros_used(plan, state.original, zero_pins(pins))
     return replace(state, pins=pins, plan=plan, reported=extra, range_checks=ranged)
@@ -353,8 +367,8 @@ PASSES = (move_values, drop_pins, choose_variant, hold_counts, yield_lower_layer
           one_size_per_model, user_pins_stand, put_in_zeros, settle)
 
 
-def _settle(model: Model, pins: dict[str, Pin], names: tuple[str, ...], plan: Plan,
-            ranged: Mapping[str, Pin] | None = None) -> tuple:
+def settled_plan(model: Model, pins: dict[str, Pin], names: tuple[str, ...], plan: Plan,
+                 ranged: Mapping[str, Pin] | None = None) -> tuple:
     """The last passes over a final pin set, the same whichever targets were asked.
 
     Ranged pins that the other pins determine are set aside (each is judged against what
@@ -406,65 +420,3 @@ def moved_pin(model: Model, pin: Pin, value: float) -> Pin:
     # read as a value the user typed: the same bounds and finiteness checks
     base, text = read_value(variable, Q_(float(value) / variable.to_base, variable.pint_unit))
     return replace(pin, value=base, text=text, spread=None)  # a ranged pin at one point
-
-
-
-def stated_plan(q: Prepared) -> Prepared:
-    """The question as run when presets state some targets: a stated target the other
-    pins determine is solved for (its statement checks it); one they do not is taken
-    from the statement as a pin."""
-    derivable = derivable_statements(q)
-    return answered_with(q, {**q.pins, **{t: p for t, p in q.stated.items()
-                                          if t not in derivable}})
-
-
-
-def answered_with(q: Prepared, pins: dict) -> Prepared:
-    """``q`` run with ``pins`` (statements among them), settled as :func:`prepare`
-    settles, so the reported conditions (``memory_fill``) and the ranges set aside do not
-    depend on which targets a statement answers."""
-    names = q.targets
-    rest = tuple(t for t in names if t not in pins) or names
-    plan, pins, extra, ranged = _settle(q.model, pins, rest,
-                                        make_plan(q.model, frozenset(pins), rest),
-                                        q.range_checks)
-    return replace(q, pins=pins, stated={}, plan=plan, reported=extra, range_checks=ranged)
-
-
-
-def derivable_statements(q: Prepared) -> set[str]:
-    """The stated targets the other pins determine: solved for, the statement their
-    check. A held count (:func:`chalk.solvers.pinning.yielding.held_counts`) is pinned, so the
-    plan "determines" it only as a pin."""
-    return {t for t in q.stated if t not in q.pins and q.plan.determines(t)}
-
-
-
-def statement_outranked(q: Prepared, target: str) -> bool:
-    """Whether what derives a stated target outranks the statement.
-
-    As pins yield (:func:`~chalk.solvers.pinning.yielding.outranked`), and one more
-    way: a conventions default of an asked target (``hbm_bandwidth_efficiency = 1``, a
-    bound at peak) gives way to a derivation that rests on at least one of the user's
-    pins (a measured rate), the other conventions defaults beside them. Asking for a
-    quantity the conventions only default, with evidence that fixes it, asks for that
-    derivation; the default stays as its cross-check. A preset's statement (a model's
-    stated counts) gives way only as a pin would.
-    """
-    stated = q.stated[target]
-    behind = [q.pins[b] for b in q.plan.analysis.pins_behind(q.model, target)]
-    if stated.layer is Layer.CONVENTIONS and any(b.layer is Layer.GIVEN for b in behind):
-        return True
-    return outranked(stated, behind, q.model)
-
-
-
-def stated_answers(q: Prepared, prefer: str) -> dict[str, str]:
-    """For each stated target, ``"stated"`` or ``"derived"``: which one is the answer
-    when the other pins can be solved (as :func:`solve` decides)."""
-    out = {}
-    derivable = derivable_statements(q)
-    for t in q.stated:
-        out[t] = ("derived" if t in derivable and (prefer == "derived" or statement_outranked(q, t))
-                  else "stated")
-    return out

@@ -226,9 +226,10 @@ class Solution:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What solving a question at one point computed, as data: the public edge
-    (:func:`chalk.solve`, :meth:`chalk.compiled.CompiledQuestion.solve`) raises from it,
-    as :meth:`result` does.
+    """What solving a question at one point computed, as data. Every public edge
+    (:func:`chalk.solve`, :meth:`chalk.compiled.CompiledQuestion.solve`, and so
+    :class:`chalk.Question`, sweeps, fits and reports) raises a refusal only through
+    :meth:`result`.
 
     Attributes
     ----------
@@ -255,10 +256,12 @@ class Outcome:
     solution: Solution | None = None
 
     @classmethod
-    def solved(cls, solution: Solution, names: Sequence[str]) -> Outcome:
-        """The outcome of ``solution``, with the values of ``names`` it fixes."""
-        values = {n: v for n in names if (v := solution.base_value(n)) is not None}
+    def solved(cls, solution: Solution) -> Outcome:
+        """The outcome of ``solution``, with the values it fixes of its targets and of the
+        quantities reported beside them."""
         derivation = solution.derivation
+        names = solution.targets + tuple(n for n, _ in derivation.reported)
+        values = {n: v for n in names if (v := solution.base_value(n)) is not None}
         proven = not any(step.method == MULTI_START for step in derivation.steps)
         return cls("solved", values, proven, derivation.remarks, solution=solution)
 

@@ -157,3 +157,18 @@ def test_an_outcome_carries_its_notes_as_data():
     # the zero takes the attention term out: 64 x 2 x 37e9 / (8 x 989e12) = 0.5986 ms
     assert done.values["t_compute"] == pytest.approx(WITHOUT_ATTENTION, rel=1e-9)
     assert Kind.ABSENT in {n.kind for n in done.notes}
+
+
+def test_chalk_solve_answers_through_the_compiled_question_and_raises_its_refusal():
+    # chalk.solve is the compiled question's outcome at the pins as given: the solution
+    # carries that question (288e9 byte / 20e12 byte/s = 14.4 ms), and a refusal is the
+    # Outcome's error raised at the edge, the same type and words
+    s = solve("hbm_drain_time", {"hbm_capacity": "288 GB", "hbm_bandwidth": "20 TB/s"})
+    assert s.value("hbm_drain_time", "ms") == pytest.approx(14.4, rel=1e-12)
+    assert s.question is not None and s.question.targets == ("hbm_drain_time",)
+    asked = ("hardware_intensity", {**DRAIN, "chip_flops": "100 TFLOP/s"})
+    refused = compile_question(*asked).outcome()
+    assert refused.status == "refused" and isinstance(refused.error, InconsistentPins)
+    with pytest.raises(InconsistentPins) as raised:
+        solve(*asked)
+    assert raised.value.message == refused.error.message

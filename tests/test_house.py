@@ -217,8 +217,8 @@ def test_the_wheel_installs_one_import_name_chalk(tmp_path):
 
 # The engine's one entry (issue 22): planning, compiling and evaluating a question happen
 # inside the engine only, so every path answers as chalk.solve does.
-ENGINE = {"chalk.api", "chalk.compiled", "chalk.preparation", "chalk.solution",
-          "chalk.options"}
+ENGINE = {"chalk.api", "chalk.answering", "chalk.compiled", "chalk.preparation",
+          "chalk.solution", "chalk.options"}
 ENGINE_INTERNALS = {
     "chalk.solvers.planning.plan": {"make_plan"},
     "chalk.solvers.execution.execute": {"compile_plan", "run_numeric"},

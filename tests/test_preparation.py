@@ -120,3 +120,53 @@ def test_a_stated_share_asked_alone_is_the_statement():
     assert both.value("matmul_fp8_share") == 1
     assert both.value("chip_flops", "TFLOP/s") == pytest.approx(1979, rel=1e-12)
     assert alone.value("chip_flops", "TFLOP/s") == pytest.approx(1979, rel=1e-12)
+
+
+# The cross-check of a user's chip_flops over an H100 in bf16: the H100's dense BF16 peak,
+# 989 TFLOP/s (knowledge/data/accelerators.yaml, the H100 datasheet), all of the matmuls
+# in bf16 (bf16's shares 1, 0, 0): 1 / (1 / 989e12) = 989 TFLOP/s; against the user's
+# 500, (989 - 500) / 989 = 0.4944 -> "49.4% apart".
+CHIP_FLOPS_NOTE = ("chip_flops: you gave 500 TFLOP/s; presets bf16 and h100 give 989 TFLOP/s: "
+                   "49.4% apart (relation matmul_peak_by_format set aside: your value stands)")
+CHIP_FLOPS_ASKED = ("hardware_intensity", "--preset", "h100", "--preset", "bf16",
+                    "--given", "chip_flops=500 TFLOP/s")
+
+
+def test_a_users_chip_flops_is_cross_checked_where_the_answer_rests_on_no_zero():
+    # Regression (issue 22): hardware_intensity = chip_flops / hbm_bandwidth rests on no
+    # relation with an absent term, so the zeros were not put in, bf16's zero FP4 share
+    # never took the H100's unknown FP4 peak out of matmul_peak_by_format, and the
+    # user's chip_flops stood over the presets' 989 TFLOP/s without a word
+    from chalk import solve
+
+    s = solve("hardware_intensity", {"chip_flops": "500 TFLOP/s"}, ["h100", "bf16"])
+    # the user's value is used: 500e12 FLOP/s / 3.35e12 byte/s (H100 HBM3) = 149.25
+    assert s.value("hardware_intensity", "FLOP/byte") == pytest.approx(500 / 3.35, rel=1e-12)
+    assert CHIP_FLOPS_NOTE in s.derivation.notes
+    assert CHIP_FLOPS_NOTE in s.to_dict()["notes"]
+
+
+@pytest.mark.parametrize("flag", [None, "--brief", "--json"])
+def test_the_chip_flops_cross_check_is_printed_by_every_solve_output(run_cli, flag):
+    import json
+
+    for _ in range(2):  # asked again: from the cache of compiled questions, if it kept it
+        status, out, err = run_cli("solve", *CHIP_FLOPS_ASKED, *([flag] if flag else []))
+        assert status == 0, err
+        if flag == "--json":
+            assert CHIP_FLOPS_NOTE in json.loads(out)["notes"]
+        else:
+            assert f"note: {CHIP_FLOPS_NOTE}" in out
+
+
+def test_every_imply_deduction_cross_checks_a_users_chip_flops():
+    # Regression (issue 22): the decode-utilisation deduction (prices alone) rests on no
+    # zero, and it was the one deduction of the sheet without the cross-check
+    from chalk.applications.imply import imply
+
+    result = imply("deepseek_v3_chat", {"chip_flops": "500 TFLOP/s"}, ["h100", "bf16"])
+    solved = [d for d in result.deductions if d.solution is not None]
+    assert len(solved) >= 4  # decode ratio, cache prices, cache reads, cost floor
+    for d in solved:
+        assert CHIP_FLOPS_NOTE in d.solution.derivation.notes, d.title
+    assert result.text().count(f"note: {CHIP_FLOPS_NOTE}") == len(solved)
