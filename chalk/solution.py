@@ -111,10 +111,9 @@ class Solution:
         body = self.derivation.to_dict()
         results = {t: self.derivation.json_value(t) for t in self.targets}
         for t in self.targets:  # a whole count carries the continuous counts behind it
-            rounded = {inner: low / self.derivation.model.variables[inner].to_base
-                       for inner, low, _, _ in self._roundings(t)}
-            if rounded:
-                results[t]["rounded_up_from"] = rounded
+            for inner, low, _, _, way in self._roundings(t):
+                results[t].setdefault(f"rounded_{way}_from", {})[inner] = (
+                    low / self.derivation.model.variables[inner].to_base)
         for t, entry in self.stated.items():
             if t in self._override:
                 results[t]["value"] = self.value(t)
@@ -161,15 +160,17 @@ class Solution:
         return "\n".join(lines)
 
     def _rounded(self, name: str) -> str:
-        """For a whole count, the continuous counts it was rounded up from, beside it:
-        `` (whole: replicas = 16.67 rounded up to 17)``; empty for any other quantity."""
-        shown = [f"{inner} = {self._show(inner, low)} rounded up to "
-                 f"{self._show(whole, high)}" for inner, low, whole, high in self._roundings(name)]
+        """For a whole count, the continuous counts it was rounded from, beside it:
+        `` (whole: replicas = 16.67 rounded up to 17)``, `` (whole: max_batch_size = 150.6
+        rounded down to 150)``; empty for any other quantity."""
+        shown = [f"{inner} = {self._show(inner, low)} rounded {way} to "
+                 f"{self._show(whole, high)}"
+                 for inner, low, whole, high, way in self._roundings(name)]
         return f" (whole: {'; '.join(shown)})" if shown else ""
 
-    def _roundings(self, name: str) -> list[tuple[str, float, str, float]]:
-        """``(continuous, its value, whole, its value)`` in base units for each rounding up
-        behind the whole count ``name`` (none for any other quantity)."""
+    def _roundings(self, name: str) -> list[tuple[str, float, str, float, str]]:
+        """``(continuous, its value, whole, its value, "up" or "down")`` in base units for
+        each rounding behind the whole count ``name`` (none for any other quantity)."""
         model = self.derivation.model
         if name not in whole_counts(model):
             return []
@@ -181,7 +182,7 @@ class Solution:
             for inner in sorted(model.variables_in(relation.name)):
                 low, high = self.base_value(inner), self.base_value(whole)
                 if relation.rounds(inner) and low is not None and high is not None:
-                    found.append((inner, low, whole, high))
+                    found.append((inner, low, whole, high, relation.rounding(inner)))
         return found
 
     def summary(self) -> str:

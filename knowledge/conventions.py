@@ -63,8 +63,8 @@ _SHARED = {
     "replicated_attention_params": PresetValue(
         "0 param", "one copy of the attention weights, split over the chips (Megatron-LM's "
         "layout)", LECTURE_DATE,
-        "gives way where attention_data_parallelism and the model's attention widths "
-        "determine it"),
+        "gives way where n_chips, the layout (attention_data_parallelism or "
+        "attention_tensor_parallelism) and the model's attention widths determine it"),
     "attention_flops_per_token": PresetValue(
         "0 FLOP/token", "attention FLOPs left out, as on the lecture's blackboard (3:19-4:04), "
         "until the attention shape is known", LECTURE_DATE,

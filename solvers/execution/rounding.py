@@ -1,9 +1,10 @@
-"""Whole counts: a relation that rounds a quantity up answers forwards only.
+"""Whole counts: a relation that rounds a quantity up or down answers forwards only.
 
 ``replicas_needed = ceiling(replicas)`` gives 17 for every value of replicas above 16 and
-at most 17, so a step asked to solve it for the quantity inside the ceiling has no one answer.
-It refuses, and says which interval the known count leaves, rather than let a root scan
-stop at a jump of the step function.
+at most 17 (``floor`` gives 150 for every value from 150 to below 151), so a step asked to
+solve it for the quantity inside the rounding has no one answer. It refuses, and says which
+interval the known count leaves, rather than let a root scan stop at a jump of the step
+function.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from chalk.solvers.execution.symbolic_solve import NoClosedForm, solve_equation
 from chalk.symbolic.errors import RoundedUp
 from chalk.symbolic.evaluate import compile_expr
 from chalk.symbolic.model import Model
-from chalk.symbolic.relations import Relation
+from chalk.symbolic.relations import ROUNDINGS, Relation
 
 
 def refusal(model: Model, relation: Relation, name: str, env: Mapping[str, float]
             ) -> RoundedUp:
     """The error for solving ``relation`` for ``name``, which it rounds up, at ``env``
     (base units of everything else the relation holds)."""
-    node = next(n for n in relation.lhs.atoms(sympy.ceiling) | relation.rhs.atoms(sympy.ceiling)
+    node = next(n for n in relation.lhs.atoms(*ROUNDINGS) | relation.rhs.atoms(*ROUNDINGS)
                 if name in {s.name for s in n.free_symbols})
     x = next(s for s in node.free_symbols if s.name == name)
     whole = sorted(s.name for s in relation.symbols
@@ -37,20 +38,25 @@ def refusal(model: Model, relation: Relation, name: str, env: Mapping[str, float
         return RoundedUp(name, f"{given or 'the whole count'} holds for a range of {name}; "
                          f"{advice}")
     shown_low = show(model, name, low) if low > 0 else "0"
+    # ceiling: count - 1 < x <= count; floor: count <= x < count + 1
+    above, below = ("above", "at most") if isinstance(node, sympy.ceiling) else (
+        "at or above", "below")
     return RoundedUp(name, f"{given or 'the whole count'} holds for every value of {name} "
-                     f"above {shown_low} and at most {show(model, name, high)}; {advice}")
+                     f"{above} {shown_low} and {below} {show(model, name, high)}; {advice}")
 
 
 def _interval(relation: Relation, node: sympy.Expr, x: sympy.Symbol,
               env: Mapping[str, float]) -> tuple[float, float]:
-    """The values of ``x`` (base units) whose ceiling gives the count ``env`` implies:
-    ``count - 1 < argument <= count``, with the argument increasing in ``x``."""
+    """The values of ``x`` (base units) whose rounding gives the count ``env`` implies:
+    ``count - 1 < argument <= count`` for a ceiling, ``count <= argument < count + 1`` for
+    a floor, with the argument increasing in ``x``."""
     k = sympy.Dummy("count", positive=True)
     forms, _ = solve_equation(relation.lhs.xreplace({node: k}),
                               relation.rhs.xreplace({node: k}), k)
     count = round(float(compile_expr(forms[0])(env)))
     bounds = []
-    for edge in (count - 1, count):
+    shift = 0 if isinstance(node, sympy.ceiling) else 1
+    for edge in (count - 1 + shift, count + shift):
         if edge <= 0:
             bounds.append(0.0)
             continue
