@@ -254,7 +254,8 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
                 overflowed = True
             real = not isinstance(value, complex) and np.isfinite(value)
             shown = show(model, name, float(value)) if real else f"{value!s:.10}"
-            rejected.append(f"{plain(cc.candidate.expr)} gives {shown} (not physical)")
+            rejected.append(f"{plain(cc.candidate.expr)} gives {shown} (not physical: "
+                            f"{name} must be {model.variables[name].requirement()})")
             continue
         value = float(value)
         if not cc.monomial:  # sums can cancel in floating point

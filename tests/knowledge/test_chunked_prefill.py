@@ -77,5 +77,8 @@ def test_a_tpot_under_the_decode_step_alone_takes_no_chunk():
 def test_the_chunk_count_answers_forwards_only():
     # 14 chunks of an 8,192-token prompt hold for every chunk from 8,192/14 = 585.1 to
     # below 8,192/13 = 630.2 tokens: no one chunk size
-    with pytest.raises(RoundedUp):
+    with pytest.raises(RoundedUp) as caught:
         solve("prefill_chunk_tokens", {**PINS, "prefill_chunks": "14"})
+    # 13 < 8,192 / C <= 14: the chunk count falls as the chunk grows, so the interval is
+    # closed at its lower end
+    assert ("at or above 585.1 token and below 630.2 token" in caught.value.message)
