@@ -254,7 +254,7 @@ VARIABLES: tuple[Variable, ...] = (
     _v("micro_batch_size", "sequence", "sequences per micro-batch: the batch one decode step "
        "carries through a pipeline stage (batch_size)", PARALLELISM, typical=2000),
     _v("chips_per_stage", "chip", "chips of one pipeline stage (all n_chips without "
-       "pipelining)", PARALLELISM, typical=64),
+       "pipelining)", PARALLELISM, lower=1, typical=64),
     _v("layers_per_stage", "1", "layers between two pipeline cuts", PARALLELISM, typical=15),
     _v("memory_per_chip", "byte", "weights plus KV cache held by one chip", PARALLELISM,
        typical=1e11),

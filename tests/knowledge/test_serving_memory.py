@@ -183,3 +183,13 @@ def test_the_fill_is_reported_whatever_else_is_asked():
         assert s.to_dict()["reported"]["memory_fill"]["holds"] is False
     assert stated.value("chip_flops", "TFLOP/s") == 989  # stated by h100
     assert _lines(alone)[1:] == _lines(stated)[2:]  # the same lines after the answers
+
+
+def test_a_pipeline_stage_has_at_least_one_chip():
+    # 16 stages on 8 chips would give each stage 8 / 16 = 0.5 chip: no deployment
+    from chalk.symbolic.errors import ChalkError
+
+    with pytest.raises(ChalkError, match="at least 1 chip"):
+        solve("chips_per_stage", {"n_chips": "8 chip", "pipeline_stages": 16})
+    s = solve("chips_per_stage", {"n_chips": "8 chip", "pipeline_stages": 8})
+    assert s.value("chips_per_stage", "chip") == pytest.approx(1, rel=1e-12)
