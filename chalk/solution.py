@@ -111,10 +111,8 @@ class Solution:
         body = self.derivation.to_dict()
         results = {t: self.derivation.json_value(t) for t in self.targets}
         for t in self.targets:  # a whole count carries the continuous counts behind it
-            rounded = {inner: low / self.derivation.model.variables[inner].to_base
-                       for inner, low, _, _ in self._roundings(t)}
-            if rounded:
-                results[t]["rounded_up_from"] = rounded
+            for inner, low, _, _, way in self._roundings(t):
+                results[t].setdefault(f"rounded_{way}_from", {})[inner] = low.magnitude
         for t, entry in self.stated.items():
             if t in self._override:
                 results[t]["value"] = self.value(t)
@@ -161,15 +159,24 @@ class Solution:
         return "\n".join(lines)
 
     def _rounded(self, name: str) -> str:
-        """For a whole count, the continuous counts it was rounded up from, beside it:
-        `` (whole: replicas = 16.67 rounded up to 17)``; empty for any other quantity."""
-        shown = [f"{inner} = {self._show(inner, low)} rounded up to "
-                 f"{self._show(whole, high)}" for inner, low, whole, high in self._roundings(name)]
+        """For a whole count, the continuous counts it was rounded from, beside it:
+        `` (whole: replicas = 16.67 rounded up to 17)``, `` (whole: max_batch_size = 150.6
+        rounded down to 150)``; empty for any other quantity."""
+        shown = [f"{inner} = {format_quantity(low.magnitude, low.units)} rounded {way} to "
+                 f"{self._show(whole, high)}"
+                 for inner, low, whole, high, way in self._roundings(name)]
         return f" (whole: {'; '.join(shown)})" if shown else ""
 
-    def _roundings(self, name: str) -> list[tuple[str, float, str, float]]:
-        """``(continuous, its value, whole, its value)`` in base units for each rounding up
-        behind the whole count ``name`` (none for any other quantity)."""
+    def _roundings(self, name: str) -> list[tuple[str, object, str, float, str]]:
+        """``(continuous, its value, whole, its value, "up" or "down")`` for each rounding
+        behind the whole count ``name`` (none for any other quantity): the continuous count
+        is the quantity inside the rounding (``replicas``), or the ratio it takes
+        (``prompt_tokens/prefill_chunk_tokens``) with its pure number; its value a
+        Quantity in its unit, the whole one in base units."""
+        from chalk.symbolic.evaluate import compile_expr
+        from chalk.symbolic.printing.expressions import plain
+        from chalk.symbolic.relations import ROUNDINGS
+
         model = self.derivation.model
         if name not in whole_counts(model):
             return []
@@ -178,10 +185,20 @@ class Solution:
             whole = relation.lhs.name if relation.lhs.is_Symbol else None
             if whole is None or not (whole == name or name in downstream(model, whole)):
                 continue
-            for inner in sorted(model.variables_in(relation.name)):
-                low, high = self.base_value(inner), self.base_value(whole)
-                if relation.rounds(inner) and low is not None and high is not None:
-                    found.append((inner, low, whole, high))
+            high = self.base_value(whole)
+            for node in sorted(relation.rhs.atoms(*ROUNDINGS), key=str):
+                inner = sorted(s.name for s in node.free_symbols if s.name in model.variables)
+                values = {n: self.base_value(n) for n in inner}
+                if high is None or None in values.values():
+                    continue
+                way = relation.rounding(inner[0])
+                if len(inner) == 1:
+                    variable = model.variables[inner[0]]
+                    low = Q_(values[inner[0]] / variable.to_base, variable.pint_unit)
+                    found.append((inner[0], low, whole, high, way))
+                    continue
+                ratio = compile_expr(node.args[0], model.constant_values())(values)
+                found.append((plain(node.args[0]), Q_(float(ratio), ""), whole, high, way))
         return found
 
     def summary(self) -> str:

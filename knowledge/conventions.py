@@ -54,8 +54,10 @@ _SHARED = {
         "the layout preset dp_attention (or a pinned attention_tensor_parallelism) "
         "replaces it",
         # a layout stated by a preset or the user determines it outright (as a headline
-        # yields), whatever it implies: 8 groups of one chip are no disagreement with 1
-        headline=True),
+        # yields), whatever it implies: 8 groups of one chip are no disagreement with 1;
+        # the chips of a group are computed from the groups, but stated they are the
+        # layout said the other way, not a measurement
+        headline=True, gives_way_to=("attention_tensor_parallelism",)),
     "allreduces_per_layer": PresetValue(
         "2", "Megatron-LM's layout: an all-reduce after attention and after the MLP "
         "(Shoeybi et al. 2019, arXiv:1909.08053, sec. 3 and fig. 3)", "2019-09-17",
@@ -63,8 +65,8 @@ _SHARED = {
     "replicated_attention_params": PresetValue(
         "0 param", "one copy of the attention weights, split over the chips (Megatron-LM's "
         "layout)", LECTURE_DATE,
-        "gives way where attention_data_parallelism and the model's attention widths "
-        "determine it"),
+        "gives way where n_chips, the layout (attention_data_parallelism or "
+        "attention_tensor_parallelism) and the model's attention widths determine it"),
     "attention_flops_per_token": PresetValue(
         "0 FLOP/token", "attention FLOPs left out, as on the lecture's blackboard (3:19-4:04), "
         "until the attention shape is known", LECTURE_DATE,

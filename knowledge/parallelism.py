@@ -14,7 +14,7 @@ from chalk.knowledge.quantities import BY_NAME, q
 from chalk.symbolic.relations import Condition, Source, lecture
 from chalk.symbolic.relations import Relation as R
 from chalk.symbolic.variables import count, unit_constant
-from sympy import Integer
+from sympy import Integer, floor
 
 TOPIC = "pipelining and memory capacity"
 
@@ -29,6 +29,12 @@ USABLE_HBM = Source(
     "--gpu-memory-utilization ('the fraction of GPU memory to be used for the model "
     "executor', default 0.9), docs.vllm.ai/en/latest/configuration/engine_args.html",
     "paper")
+
+# floor(x) is the greatest whole number at or below x: a batch that must fit rounds down.
+ROUNDED_DOWN = Source(
+    "Graham, Knuth and Patashnik, 'Concrete Mathematics', 2nd ed. 1994, sec. 3.1 (the "
+    "floor: the greatest integer <= x); a batch stays within the HBM that holds it only if "
+    "its count is rounded down, never up", "book")
 
 RELATIONS = (
     R("scale_up_out_time_ratio",
@@ -90,6 +96,24 @@ RELATIONS = (
       "micro-batches in flight, the KV share per chip is B x KV / C, whatever P",
       lecture("1:05:37", "1:11:58"),
       ("perfect sharding of weights and contexts",),
+      topic=TOPIC),
+    R("max_batch_size",
+      q.max_batch_size * q.pipeline_stages * q.kv_bytes_per_sequence,
+      chips * q.usable_hbm_fraction * q.hbm_capacity - q.weight_bytes
+      - q.replicated_attention_params * q.bytes_per_param,
+      "the largest batch that fits: the usable HBM the weights (and any extra attention "
+      "copies) leave, over the KV cache of each sequence in flight, P micro-batches of it "
+      "with P pipeline stages (memory_fill = 1 in memory_demand)",
+      USABLE_HBM,
+      ("every sequence holds the whole context's KV cache",
+       "usable_hbm_fraction 1 (the conventions): all of HBM holds weights and KV"),
+      topic=TOPIC),
+    R("max_whole_batch_size",
+      q.max_whole_batch_size, floor(q.max_batch_size / one_sequence) * one_sequence,
+      "the largest whole batch that fits: the continuous count rounded down",
+      ROUNDED_DOWN,
+      ("a sequence's KV cache is held whole",
+       "rounding down keeps the batch within the HBM; rounding up would overfill it"),
       topic=TOPIC),
     R("weight_fill",
       q.weight_fill * chips * q.usable_hbm_fraction * q.hbm_capacity, q.weight_bytes,

@@ -51,6 +51,9 @@ disaggregated_tokens_per_second_per_chip
 decode_tokens_per_step verify_tokens_per_step t_draft_step t_draft
 replicas fleet_chips fleet_tokens_per_second replicas_needed chips_needed fleet_chips_needed
 replicated_attention_params attention_tensor_parallelism
+max_batch_size max_whole_batch_size
+t_chunk_compute t_chunk_memory mixed_step_time prefill_chunks chunked_time_to_first_token
+chunked_time_per_output_token
 """.split())
 
 # Whole-number counts of a model's config (config.json): a model preset states them, and
@@ -267,6 +270,11 @@ VARIABLES: tuple[Variable, ...] = (
        PARALLELISM, allow_zero=True, upper=1, typical=0.3, scale_like=False),
     _v("global_batch_size", "sequence", "sequences in flight over all pipeline stages",
        PARALLELISM, typical=8000),
+    _v("max_batch_size", "sequence", "the largest batch the replica's usable HBM holds: the "
+       "room the weights leave over each sequence's KV cache (a continuous count)",
+       PARALLELISM, typical=200),
+    _v("max_whole_batch_size", "sequence", "the largest whole batch that fits: "
+       "max_batch_size rounded down", PARALLELISM, lower=1, typical=200),
     _v("memory_demand", "byte", "weights plus KV cache of every sequence in flight",
        PARALLELISM, typical=1e13),
     _v("memory_fill", "1", "memory_per_chip over the usable HBM of a chip (usable_hbm_fraction "
@@ -527,6 +535,22 @@ VARIABLES += (
     # Whole requests: a prompt in, a generation out
     _v("output_tokens", "token", "tokens one request generates (its first from prefill, the "
        "rest from decode steps)", REQUESTS, typical=500),
+    _v("prefill_chunk_tokens", "token", "prompt tokens a chunked-prefill step carries beside "
+       "its decodes (vLLM's max_num_batched_tokens less the batch's decodes)", REQUESTS,
+       aliases=("chunk_size",), typical=512),
+    _v("prefill_chunks", "1", "steps a chunked prompt takes: prompt_tokens over "
+       "prefill_chunk_tokens, rounded up", REQUESTS, lower=1, typical=4),
+    _v("t_chunk_compute", "s", "compute a prefill chunk adds to a step: its share of the "
+       "prompt's prefill FLOPs", REQUESTS, typical=0.01),
+    _v("t_chunk_memory", "s", "HBM traffic a prefill chunk adds to a step: its own KV written "
+       "and the KV of the prompt's earlier chunks read", REQUESTS, typical=0.001),
+    _v("mixed_step_time", "s", "a decode step that also carries a prefill chunk (chunked "
+       "prefill, stall-free batching)", REQUESTS, typical=0.03),
+    _v("chunked_time_to_first_token", "s", "time to first token when the prompt rides "
+       "prefill_chunks mixed steps", REQUESTS, aliases=("chunked_ttft",), typical=0.5),
+    _v("chunked_time_per_output_token", "s/token", "time between a stream's tokens when "
+       "every decode step carries a prefill chunk", REQUESTS, aliases=("chunked_tpot",),
+       typical=0.03),
     _v("decoded_tokens", "token", "tokens a request gets from decode steps: all its output "
        "but the first, which prefill emits", REQUESTS, typical=500),
     _v("t_prefill_compute", "s", "prefill FLOPs of one prompt over the replica's peak FLOP/s",

@@ -7,7 +7,10 @@ average context of the generation, since the prompt grows by one token a step. A
 replica that prefills and decodes on the same chips spends, per request, the prefill
 and the request's share of the decode steps it rides in with the rest of the batch. A
 disaggregated layout gives prefill its own chips, and the pair serves at the rate of
-the slower pool.
+the slower pool. With chunked prefill (Sarathi-Serve) a prompt is cut into chunks
+that ride along decode steps: each such step does its decodes and one chunk, reading the
+weights once for both, so the stream's TPOT rises by the chunk's work and the first token
+waits for as many of these mixed steps as the prompt has chunks.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from chalk.knowledge.quantities import BY_NAME, q
 from chalk.symbolic.relations import Relation as R
 from chalk.symbolic.relations import Source, definition, lecture, paper
 from chalk.symbolic.variables import count, unit_constant
-from sympy import Integer, Max, Min
+from sympy import Integer, Max, Min, Rational, ceiling
 
 TOPIC = "whole requests"
 
@@ -33,6 +36,14 @@ SARATHI = paper("Agrawal et al. 2024, 'Taming Throughput-Latency Tradeoff in LLM
                 "with Sarathi-Serve', arXiv:2403.02310, sec. 2-3 (a prefill pauses the "
                 "decodes batched with it; prefill reads the weights once for the whole "
                 "prompt)", "https://arxiv.org/abs/2403.02310")
+CHUNKED = paper(
+    "Agrawal et al. 2024, 'Taming Throughput-Latency Tradeoff in LLM Inference with "
+    "Sarathi-Serve', OSDI 2024, arXiv:2403.02310, sec. 4 (chunked prefills and stall-free "
+    "batching: a step carries the batch's decodes and a prefill chunk, the weights read once "
+    "for both, so TPOT rises by the chunk's work and a prompt of n chunks waits n steps); "
+    "vLLM, 'Optimization and Tuning: Chunked Prefill', docs.vllm.ai/en/latest/configuration/"
+    "optimization.html (decodes first, prefill chunks in the rest of max_num_batched_tokens)",
+    "https://arxiv.org/abs/2403.02310")
 
 RELATIONS = (
     R("decoded_tokens",
@@ -62,6 +73,60 @@ RELATIONS = (
        "read", "compute and memory traffic overlap"),
       regimes=(("prefill compute-bound", q.t_prefill_compute),
                ("prefill memory-bound", q.t_prefill_memory)),
+      topic=TOPIC),
+    R("t_chunk_compute",
+      q.t_chunk_compute * q.prompt_tokens, q.prefill_chunk_tokens * q.t_prefill_compute,
+      "a chunk of C prompt tokens does C / prompt of the prompt's prefill compute",
+      CHUNKED,
+      ("the mean chunk: a late chunk attends to more of the prompt than an early one, and "
+       "the chunks of a prompt together do its prefill attention",),
+      topic=TOPIC),
+    R("t_chunk_memory",
+      q.t_chunk_memory * q.replica_hbm_bandwidth,
+      Rational(1, 2) * q.kv_bytes_per_token * (q.prompt_tokens + q.prefill_chunk_tokens),
+      "HBM traffic a chunk adds beside the step's weight read (which it shares): its own "
+      "C tokens of KV written, and its attention reading the KV of the prompt's earlier "
+      "chunks, (prompt - C) / 2 tokens on average: (prompt + C) / 2 tokens in all",
+      Source("derivation: chunk k of n = prompt / C reads the (k - 1) C tokens before it, "
+             "whose mean over k is (prompt - C) / 2, and writes C; Agrawal et al. 2024, "
+             "Sarathi-Serve, arXiv:2403.02310, sec. 4 (a chunk's attention reads the KV "
+             "cache of the prompt's earlier chunks)", "derivation"),
+      ("the weights are read once per step for decodes and chunk together",
+       "activations stay on chip"),
+      topic=TOPIC),
+    R("mixed_step_time",
+      q.mixed_step_time,
+      Max(q.t_compute + q.t_chunk_compute, q.t_memory + q.t_chunk_memory) + q.t_ep_comm
+      + q.t_draft,
+      "a step with a prefill chunk takes the slower of its compute (the decodes' and the "
+      "chunk's) and its memory traffic (the weights once, the decodes' KV, the chunk's KV), "
+      "as a decode step does",
+      CHUNKED,
+      ("compute and memory traffic overlap perfectly",
+       "the all-to-all and the draft as in step_time"),
+      regimes=(("chunk compute-bound", q.t_compute + q.t_chunk_compute),
+               ("chunk memory-bound", q.t_memory + q.t_chunk_memory)),
+      topic=TOPIC),
+    R("chunked_time_per_output_token",
+      q.chunked_time_per_output_token * q.decode_tokens_per_step * one_sequence,
+      q.mixed_step_time,
+      "with a chunk in every decode step, a stream's tokens come one mixed step apart",
+      CHUNKED,
+      ("every decode step carries a chunk: a prompt is always waiting (a loaded replica)",),
+      topic=TOPIC),
+    R("prefill_chunks",
+      q.prefill_chunks, ceiling(q.prompt_tokens / q.prefill_chunk_tokens),
+      "a prompt of P tokens in chunks of C takes P / C steps, the last chunk partial: "
+      "rounded up",
+      CHUNKED,
+      ("one chunk of a prompt per step",),
+      topic=TOPIC),
+    R("chunked_time_to_first_token",
+      q.chunked_time_to_first_token, q.prefill_chunks * q.mixed_step_time,
+      "the first token comes with the prompt's last chunk: one mixed step per chunk",
+      CHUNKED,
+      ("the chunks run in consecutive steps, no queueing before the first",
+       "every step at the mean chunk's time, the last (partial) chunk's included"),
       topic=TOPIC),
     R("request_context",
       Integer(2) * q.context_length, Integer(2) * q.prompt_tokens + q.output_tokens,

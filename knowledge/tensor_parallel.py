@@ -53,8 +53,11 @@ ALPHA_BETA = paper("Hockney 1994, 'The communication challenge for MPP', Paralle
                    "https://doi.org/10.1016/0167-8191(94)90032-9")
 
 RELATIONS = (
+    # attention_tensor_parallelism alone on the left: the groups' count feeds forward into
+    # their chips, and through them into the weights a step reads, so a measured step is
+    # never a ground for the count (solvers.planning.forward)
     R("attention_groups",
-      chips, q.attention_data_parallelism * group_chips,
+      q.attention_tensor_parallelism, q.n_chips / q.attention_data_parallelism,
       "a replica's chips are its data-parallel attention groups, each splitting the attention "
       "weights over its own chips",
       DP_ATTENTION,
@@ -62,11 +65,15 @@ RELATIONS = (
        "attention_data_parallelism 1 (the conventions): Megatron's layout, attention split "
        "over every chip"),
       topic=TOPIC),
+    # Written with the chips of a group, not the count of groups: the count reaches the
+    # answer only through attention_groups, so every path holds a group to at least one
+    # chip (16 groups on 8 chips is no layout).
     R("replicated_attention_params",
-      q.replicated_attention_params,
-      (q.attention_data_parallelism - 1) * q.n_layers * q.attention_layer_params,
+      q.replicated_attention_params * group_chips,
+      (chips - group_chips) * q.n_layers * q.attention_layer_params,
       "every data-parallel attention group holds, and each step reads, its own copy of the "
-      "attention weights: one copy more per group beyond the first",
+      "attention weights: one copy more per group beyond the first, n_chips / "
+      "attention_tensor_parallelism groups in all",
       DP_ATTENTION,
       ("every layer has an attention block of attention_layer_params",
        "the other weights (experts, dense MLPs, embeddings) are held once, split over the "

@@ -354,8 +354,8 @@ class IllConditioned(NoSolution):
 
 @dataclass(eq=False)
 class RoundedUp(NoSolution):
-    """A whole count is known and the quantity it rounds up is asked: every value of an
-    interval rounds to the same count, so none is the answer (``reason`` names it)."""
+    """A whole count is known and the quantity it rounds (up or down) is asked: every value
+    of an interval rounds to the same count, so none is the answer (``reason`` names it)."""
 
     @property
     def message(self) -> str:

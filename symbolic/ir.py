@@ -19,7 +19,8 @@ Nodes: ``["num", x]``, ``["sym", name]``, ``["add", [term...]]``,
 ``["mul", [numerator...], [denominator...]]``, ``["inv", x]``, ``["sq", x]``,
 ``["sqrt", x]``, ``["pow", x, exponent]`` (a number), ``["powx", x, y]`` (x**y),
 ``["max", [arg...]]``, ``["min", [arg...]]``, ``["exp", x]``, ``["log", x]``,
-``["abs", x]``, ``["ceil", x]`` (the least whole number at or above x),
+``["abs", x]``, ``["ceil", x]`` (the least whole number at or above x), ``["floor", x]``
+(the greatest at or below it),
 ``["piecewise", [[value, condition]...]]`` (the first true condition's value, nan if
 none holds). Conditions: ``["true"]``, ``["false"]``,
 ``["lt"|"le"|"gt"|"ge", lhs, rhs]``, ``["and"|"or", [condition...]]``.
@@ -34,7 +35,8 @@ from collections.abc import Callable, Mapping
 Evaluator = Callable[[Mapping[str, object]], object]
 
 _POWERS = {1.0: None, -1.0: "inv", 2.0: "sq", 0.5: "sqrt"}
-_FUNCTIONS = {"exp": "exp", "log": "log", "Abs": "abs", "ceiling": "ceil"}
+_FUNCTIONS = {"exp": "exp", "log": "log", "Abs": "abs", "ceiling": "ceil",
+              "floor": "floor"}
 _EXTREMES = {"Max": "max", "Min": "min"}
 _COMPARISONS = {"StrictLessThan": "lt", "LessThan": "le", "StrictGreaterThan": "gt",
                 "GreaterThan": "ge"}
@@ -269,6 +271,7 @@ _UNARY: dict[str, Callable[[], Callable]] = {
     "log": lambda: _numpy().log,
     "abs": lambda: _numpy().abs,
     "ceil": lambda: whole_up,
+    "floor": lambda: whole_down,
 }
 
 
@@ -284,6 +287,16 @@ def whole_up(value):
         return float(math.ceil(value - abs(value) * WHOLE_SLACK))
     np = _numpy()
     return np.ceil(value - np.abs(value) * WHOLE_SLACK)
+
+
+def whole_down(value):
+    """The greatest whole number at or below ``value``, forgiving float noise of
+    :data:`WHOLE_SLACK` (relative) below a whole number (149.99999999999997 sequences
+    fit as 150); elementwise on arrays."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(math.floor(value + abs(value) * WHOLE_SLACK))
+    np = _numpy()
+    return np.floor(value + np.abs(value) * WHOLE_SLACK)
 
 
 def _piecewise(branches) -> Evaluator:

@@ -18,6 +18,9 @@ class PresetValue:
     # a published, rounded figure ("235B") that the preset's other values may determine
     # more exactly: it gives way to them and is shown beside them as a cross-check
     headline: bool = False
+    # quantities that, stated, give the headline's value though it feeds them: a layout
+    # said either way (attention groups, or the chips of one), not a measurement of it
+    gives_way_to: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -69,11 +69,19 @@ def _as_expr(side, name: str) -> sympy.Expr:
     raise TypeError(f"relation {name}: a side must be a sympy expression, not {type(side)}")
 
 
+# A whole count rounds up where it must cover a load (replicas for the users) and down
+# where it must stay within a limit (the sequences that fit in HBM).
+ROUNDINGS = {sympy.ceiling: "up", sympy.floor: "down"}
+
+
 def continuous(expr: sympy.Expr) -> sympy.Expr:
-    """``expr`` with every ceiling() replaced by its argument: the smooth relaxation in
-    which a whole count equals the count it rounds, for analyses that need derivatives
-    (what a relation can determine, a consistent reference point), never for values."""
-    return expr.replace(sympy.ceiling, lambda argument: argument)
+    """``expr`` with every ceiling() and floor() replaced by its argument: the smooth
+    relaxation in which a whole count equals the count it rounds, for analyses that need
+    derivatives (what a relation can determine, a consistent reference point), never for
+    values."""
+    for rounding in ROUNDINGS:
+        expr = expr.replace(rounding, lambda argument: argument)
+    return expr
 
 
 @dataclass(frozen=True)
@@ -153,14 +161,20 @@ class Relation:
                    for n in self._regime_nodes)
 
     @cached_property
-    def _rounded(self) -> frozenset[str]:
-        return frozenset(s.name for n in self.lhs.atoms(sympy.ceiling) | self.rhs.atoms(
-            sympy.ceiling) for s in n.free_symbols)
+    def _rounded(self) -> dict[str, str]:
+        return {s.name: ROUNDINGS[type(n)] for n in self.lhs.atoms(*ROUNDINGS)
+                | self.rhs.atoms(*ROUNDINGS) for s in n.free_symbols}
 
     def rounds(self, name: str) -> bool:
-        """Whether quantity ``name`` appears inside a ceiling(): the relation gives a whole
-        count from it, and cannot give it back (every value of an interval rounds alike)."""
+        """Whether quantity ``name`` appears inside a ceiling() or floor(): the relation
+        gives a whole count from it, and cannot give it back (every value of an interval
+        rounds alike)."""
         return name in self._rounded
+
+    def rounding(self, name: str) -> str:
+        """``"up"`` (a ceiling) or ``"down"`` (a floor) for a quantity the relation rounds
+        (:meth:`rounds`), empty for any other."""
+        return self._rounded.get(name, "")
 
     def inside_regime_node(self, name: str) -> bool:
         """Whether quantity ``name`` appears inside the max()/min(): solving for it must

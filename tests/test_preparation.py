@@ -24,7 +24,8 @@ def test_a_preset_question_plans_each_pin_set_once(monkeypatch):
     q = prepare("critical_batch_size", presets=["h100", "bf16", "deepseek_v3"])
     # The pin sets this question goes through, by hand: (1) the pins after the MLA
     # variant is chosen; (2) those without the conventions' zero input-embedding table
-    # and zero attention copies (its widths give both), the two headline sizes (36.7e9
+    # (its widths give it; the zero attention copies stay, as the copies are counted
+    # from the chips of a group and no n_chips is pinned), the two headline sizes (36.7e9
     # active, 671e9 total), which the architecture determines, and the H100's datasheet
     # FLOP/s, which bf16's share of the matmuls derives; (3) the model with the absent
     # terms taken out (no all-to-all, no draft), whose zeros fix the quantities they
@@ -33,8 +34,7 @@ def test_a_preset_question_plans_each_pin_set_once(monkeypatch):
     # pins fix neither memory_fill nor weight_fill.
     assert len(calls) == len(set(calls)) == 3
     assert calls[0][1] - calls[1][1] == {"active_params", "total_params", "chip_flops",
-                                         "input_embedding_params",
-                                         "replicated_attention_params"}
+                                         "input_embedding_params"}
     assert calls[1][0] != calls[2][0]  # another model: the absent terms are out
     assert q.plan.determined and q.reported == ()
 

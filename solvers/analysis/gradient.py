@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
-from chalk.symbolic.ir import to_ir, whole_up
+from chalk.symbolic.ir import to_ir, whole_down, whole_up
 from chalk.symbolic.logspace import Evaluator, Gradient
 
 # the exponent of each power node (the others name it in the node)
@@ -194,10 +194,12 @@ def _unary(inner: Evaluator, function, slope) -> Evaluator:
 
 
 # each function and its derivative; a whole count's slope is taken as its argument's
-# (ceil follows x on average): structure then sees the count follow what it rounds, and
+# (ceil and floor follow x on average): structure then sees the count follow what it rounds,
+# and
 # no step solves through it (solvers.execution.rounding refuses, naming the interval)
 _UNARY = {
     "ceil": (whole_up, lambda v: 1.0),
+    "floor": (whole_down, lambda v: 1.0),
     "exp": (math.exp, math.exp),
     "log": (math.log, lambda v: 1.0 / v),
     "abs": (abs, lambda v: float(np.sign(v))),
@@ -205,6 +207,7 @@ _UNARY = {
 # the same on arrays: each function's value and slope per element
 _ARRAY_UNARY = {
     whole_up: lambda v: (whole_up(v), np.ones_like(v)),
+    whole_down: lambda v: (whole_down(v), np.ones_like(v)),
     math.exp: lambda v: (np.exp(v), np.exp(v)),
     math.log: lambda v: (np.log(v), 1.0 / v),
     abs: lambda v: (np.abs(v), np.sign(v)),

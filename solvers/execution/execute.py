@@ -150,7 +150,7 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
     rounded = sorted(v for r in relations for v in step.variables if r.rounds(v))
     if rounded:
         raise RoundedUp(rounded[0], f"it is solved together with the whole count it rounds "
-                        f"up to, which any value of a range gives; pin {rounded[0]} itself")
+                        f"to, which any value of a range gives; pin {rounded[0]} itself")
     unknown_symbols = {s for r in relations for s in r.symbols if s.name in step.variables}
     per_relation = [branches(r, unknown_symbols) for r in relations]
     compiled = CompiledStep(step, "block", relations)
@@ -254,7 +254,8 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
                 overflowed = True
             real = not isinstance(value, complex) and np.isfinite(value)
             shown = show(model, name, float(value)) if real else f"{value!s:.10}"
-            rejected.append(f"{plain(cc.candidate.expr)} gives {shown} (not physical)")
+            rejected.append(f"{plain(cc.candidate.expr)} gives {shown} (not physical: "
+                            f"{name} must be {model.variables[name].requirement()})")
             continue
         value = float(value)
         if not cc.monomial:  # sums can cancel in floating point

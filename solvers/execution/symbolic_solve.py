@@ -107,7 +107,8 @@ def _solve_cached(relation: Relation, variable: str, timeout: float) -> Solved:
     x = next(s for s in relation.symbols if s.name == variable)
     if relation.rounds(variable):  # no closed form, and no search either (execute refuses)
         return Solved(relation.name, variable, (),
-                      f"{variable} is rounded up to a whole count: not invertible")
+                      f"{variable} is rounded {relation.rounding(variable)} to a whole count: "
+                      "not invertible")
     candidates = []
     notes = []
     for branch in branches(relation, x):

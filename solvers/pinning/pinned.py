@@ -48,6 +48,9 @@ class Pin:
         A range or distribution.
     headline : bool
         A published, rounded figure that gives way to what the other pins determine.
+    gives_way_to : tuple of str
+        For a headline, quantities it feeds that still ground it when pinned: another
+        way of stating the same choice (a layout's chips per group for its groups).
     """
 
     name: str
@@ -62,6 +65,7 @@ class Pin:
     replaces: str = ""
     spread: Spread | None = None
     headline: bool = False
+    gives_way_to: tuple[str, ...] = ()
 
     @property
     def origin(self) -> str:

@@ -287,7 +287,7 @@ def resolve_pins(
             previous = pins.get(variable.name)
             pin = Pin(variable.name, value, text, layer, preset.name, item.source, item.date,
                       item.note, item.estimate, previous.origin if previous else "",
-                      headline=item.headline)
+                      headline=item.headline, gives_way_to=item.gives_way_to)
             (stated if variable.name in targets else pins)[variable.name] = pin
     for raw_name, raw_value in parse_given(given):
         variable = model.variable(raw_name)

@@ -167,8 +167,9 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
 def _grounds(model: Model, others: Mapping[str, Pin], pin: Pin) -> Mapping[str, Pin]:
     """The pins among ``others`` that may ground a published headline ``pin``: not those
     downstream of its quantity (a measured step time or rate that it feeds into), so
-    that no measurement resizes a model or a chip by inverting the relations."""
-    later = downstream(model, pin.name)
+    that no measurement resizes a model or a chip by inverting the relations, but those
+    it names as another statement of itself (``gives_way_to``)."""
+    later = downstream(model, pin.name) - set(pin.gives_way_to)
     return {n: p for n, p in others.items() if n not in later}
 
 

@@ -45,7 +45,7 @@ def downstream(model: Model, name: str) -> frozenset[str]:
 
 @lru_cache(maxsize=16)
 def whole_counts(model: Model) -> frozenset[str]:
-    """Quantities a relation gives by rounding another up (``replicas_needed``), and those
+    """Quantities a relation gives by rounding another (``replicas_needed``), and those
     computed from them: they run forwards only, so none is a ground for what it rounds."""
     whole = {v for r in model.relations.values() for v in model.variables_in(r.name)
              if any(r.rounds(u) for u in model.variables_in(r.name)) and not r.rounds(v)}

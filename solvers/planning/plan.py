@@ -249,7 +249,7 @@ def _structure(model: Model, pinned: frozenset[str]):
     unknowns_of = {r: model.variables_in(r) - pinned for r in model.relations
                    if r not in consequences}
     unknowns = {v for v in model.variables if v not in pinned and model.relations_of(v)}
-    # A relation rounding a quantity up is not matched to it: another relation fixes it
+    # A relation rounding a quantity (up or down) is not matched to it: another relation fixes it
     # where one can, leaving the rounding a forwards step or a check
     forwards = {r: {v for v in vs if not model.relations[r].rounds(v)}
                 for r, vs in unknowns_of.items()}

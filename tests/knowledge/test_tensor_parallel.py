@@ -175,3 +175,26 @@ def test_explain_names_the_expert_parallelism_in_the_dp_attention_layout():
     needed = [line for line in text.splitlines() if line.startswith("pins not needed")]
     assert not needed or "expert_parallelism" not in needed[0]
     assert "t_ep_comm" in text and "attention_tensor_parallelism" in text
+
+
+# Regression (issue 23): 16 attention groups on 8 chips answered a step time (31.65 ms,
+# 15 attention copies read) and a memory demand, as if a group could hold half a chip,
+# when nothing but the all-reduces asked for the chips of a group
+@pytest.mark.parametrize("target", ["step_time", "memory_demand", "step_time_with_comm"])
+def test_more_attention_groups_than_chips_is_no_layout(target):
+    from chalk.symbolic.errors import NoSolution
+
+    with pytest.raises(NoSolution) as caught:
+        solve(target, {**SMALL_MOE, "attention_data_parallelism": "16"})
+    # 8 chips / 16 groups = 0.5 chip a group, below the one chip a group needs
+    assert caught.value.name == "attention_tensor_parallelism"
+    assert "0.5 chip" in caught.value.message and "at least 1 chip" in caught.value.message
+
+
+def test_as_many_attention_groups_as_chips_is_the_dp_attention_layout():
+    # 8 groups on 8 chips: one chip a group, 7 extra copies of the 10 x 1e9 attention
+    # weights, 1.7e11 bytes held, as the dp_attention preset's layout (above)
+    s = solve(["memory_demand", "attention_tensor_parallelism"],
+              {**SMALL_MOE, "attention_data_parallelism": "8"})
+    assert s.value("attention_tensor_parallelism", "chip") == pytest.approx(1)
+    assert s.value("memory_demand", "byte") == pytest.approx(1.7e11 + 256 * 1e7, rel=1e-9)

@@ -48,6 +48,19 @@ def test_a_max_takes_its_active_argument_or_a_mixture():
     assert compile_log_gradient(form, surrogate=True)(env) == (3.0, {"a": 0.75, "b": 2.25})
 
 
+def test_a_whole_count_follows_what_it_rounds():
+    # floor(a) at 150.6 is 150 and ceiling(a) at 16.67 is 17; the slope of each is taken
+    # as its argument's (a·1), so structure sees the count follow a
+    assert compile_log_gradient(sympy.floor(a))({"a": 150.6}) == (150.0, {"a": 150.6})
+    assert compile_log_gradient(sympy.ceiling(a))({"a": 16.67}) == (17.0, {"a": 16.67})
+    # float noise next to a whole number is no step: 150 - 3e-14 sequences fit as 150,
+    # 17 + 4e-15 replicas need 17; elementwise on arrays alike
+    assert compile_log_gradient(sympy.floor(a))({"a": 150 - 3e-14})[0] == 150.0
+    assert compile_log_gradient(sympy.ceiling(a))({"a": 17 + 4e-15})[0] == 17.0
+    value, grad = compile_log_gradient(sympy.floor(a))({"a": np.array([150.6, 150 - 3e-14])})
+    assert value.tolist() == [150.0, 150.0] and grad["a"].tolist() == [150.6, 150 - 3e-14]
+
+
 def test_a_piecewise_form_has_no_gradient():
     with pytest.raises(TypeError, match="piecewise"):
         compile_log_gradient(sympy.Piecewise((a, a < b), (b, True)))

@@ -77,16 +77,15 @@ def test_preparation_notes_say_what_gave_way_as_data():
     q = prepare("critical_batch_size", presets=["h100", "bf16", "deepseek_v3"])
     kinds = [(n.kind, n.data.get("name")) for n in q.notes]
     # DeepSeek-V3 pins its latent-attention widths (the MLA variant), the careful
-    # conventions' zero input-embedding table gives way to its vocabulary and width, their
-    # zero attention copies to its attention widths in the conventions' one attention
-    # group (Megatron's layout), its headline sizes (36.7e9 active, 671e9 total) to its
+    # conventions' zero input-embedding table gives way to its vocabulary and width (their
+    # zero attention copies stay: the copies are counted from the chips of a group, and
+    # no n_chips is pinned), its headline sizes (36.7e9 active, 671e9 total) to its
     # architecture, the H100's datasheet 989 TFLOP/s to bf16's share of the matmuls at
     # the chip's BF16 peak, and the absent terms (no all-to-all, no draft) are taken out
     assert kinds == [(Kind.VARIANT, None), (Kind.YIELDED, "input_embedding_params"),
-                     (Kind.YIELDED, "replicated_attention_params"),
                      (Kind.HEADLINE, "active_params"), (Kind.HEADLINE, "chip_flops"),
                      (Kind.HEADLINE, "total_params"), (Kind.ABSENT, None)]
     assert q.notes[0].data["chosen"] == ("mla",)
-    assert q.notes[1].data["zero"] is True and q.notes[2].data["zero"] is True
-    assert [n.data["shown"] for n in q.notes[3:6]] == ["36.7e9 param", "989 TFLOP/s",
+    assert q.notes[1].data["zero"] is True
+    assert [n.data["shown"] for n in q.notes[2:5]] == ["36.7e9 param", "989 TFLOP/s",
                                                          "671e9 param"]
