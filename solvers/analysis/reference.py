@@ -76,21 +76,22 @@ def consistent_point(model: Model, seed: int, spread: float,
 
     def evaluate(point):
         if np.any(np.abs(point) > REFERENCE.max_log):
-            return None, None  # left the range of floating point: step back
+            return None, None, None  # left the range of floating point: step back
         env = {n: math.exp(v) for n, v in zip(names, point, strict=True)}
-        residuals, rows = [], []
+        residuals, rows, logarithmic = [], [], []
         for lhs, rhs in sides:
             found = _row(lhs, rhs, env)
             if found is None:
-                return None, None
+                return None, None, None
             residuals.append(found[0])
             rows.append(found[1])
-        return np.array(residuals), rows
+            logarithmic.append(found[2])
+        return np.array(residuals), rows, np.array(logarithmic, dtype=bool)
 
     # derived quantities are cheap to move, inputs expensive (weights on squared moves)
     weights = np.array([REFERENCE.derived_weight if model.variables[n].derived else 1.0
                         for n in names])
-    residual, rows = evaluate(y)
+    residual, rows, logarithmic = evaluate(y)
     if residual is None:  # a side is not positive at the typical values: no reference
         return ReferencePoint(_values(names, y), math.inf, False)
     iterations = (REFERENCE.max_iterations if len(names) <= REFERENCE.dense_limit
@@ -103,10 +104,12 @@ def consistent_point(model: Model, seed: int, spread: float,
         scale = 1.0
         while scale > 1e-6:
             trial = y + scale * step
-            new_residual, new_rows = evaluate(trial)
-            if new_residual is not None and np.linalg.norm(new_residual) < np.linalg.norm(
-                    residual):
-                y, residual, rows = trial, new_residual, new_rows
+            new_residual, new_rows, new_logarithmic = evaluate(trial)
+            # A relation whose sides were both positive must stay so: past a sign change
+            # its relative residual is flat at 1 and no later step can bring it back
+            if (new_residual is not None and not np.any(logarithmic & ~new_logarithmic)
+                    and np.linalg.norm(new_residual) < np.linalg.norm(residual)):
+                y, residual, rows, logarithmic = trial, new_residual, new_rows, new_logarithmic
                 break
             scale /= 2
         else:
@@ -131,17 +134,20 @@ def _values(names, y) -> dict[str, float]:
 
 
 def _row(lhs, rhs, env):
-    """Residual and log-space row of one relation, or ``None`` where it is undefined.
+    """Residual, log-space row and whether both sides are positive, for one relation;
+    ``None`` where it is undefined.
 
     ``ln lhs - ln rhs`` where both sides are positive (exactly linear for products of
-    powers); elsewhere (a difference that has gone negative on the way) the relative
-    residual ``(lhs - rhs) / (|lhs| + |rhs|)``, which has the same zeros, so the search
-    can walk back into the region where the relation makes sense.
+    powers); elsewhere (a difference that is negative at the start) the relative
+    residual ``(lhs - rhs) / (|lhs| + |rhs|)``, which has the same zeros and, while the
+    sides share a sign, a slope that leads the search back to where the relation makes
+    sense. With the sides of opposite signs it is 1 whatever the values: the search
+    keeps a relation from reaching there once both its sides are positive.
     """
     try:
         found = log_row(lhs, rhs, env)
         if found is not None:
-            return found if math.isfinite(found[0]) else None
+            return (*found, True) if math.isfinite(found[0]) else None
         (a, ga), (b, gb) = lhs(env), rhs(env)
     except (ArithmeticError, ValueError):
         return None
@@ -151,7 +157,7 @@ def _row(lhs, rhs, env):
     row = {k: d / scale for k, d in ga.items()}
     for k, d in gb.items():
         row[k] = row.get(k, 0.0) - d / scale
-    return (a - b) / scale, row
+    return (a - b) / scale, row, False
 
 
 def _gauss_newton_step(rows, residual, index, weights) -> np.ndarray:
