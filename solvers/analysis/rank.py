@@ -287,9 +287,10 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
             dependent.append((relation, row.values()))
             continue
         if not row.exact:
-            largest = max(abs(row.entries[c]) for c in candidates)
+            # a pivot may be small beside the rest of its row (a share that is small at
+            # the reference point is small only there), not mostly cancelled away
             candidates = [c for c in candidates
-                          if abs(row.entries[c]) >= RANK.pivot_threshold * largest]
+                          if abs(row.entries[c]) >= RANK.pivot_threshold * row.sizes[c]]
         wanted = preferred.get(relation)
         pivot = min(candidates, key=lambda c: (c != wanted, preference(c)))
         echelon.add(pivot, row)

@@ -16,6 +16,7 @@ plateau by the cheapest move).
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -62,17 +63,12 @@ def consistent_point(model: Model, seed: int, spread: float,
     names = sorted(v for v in model.variables if model.relations_of(v))
     index = {n: i for i, n in enumerate(names)}
     sides = _sides(model)
-    rng = np.random.default_rng(seed)
     y = np.array([math.log(start[n]) if start is not None and n in start
                   else math.log((model.variables[n].typical or 1.0)
                                 * model.variables[n].to_base)
-                  for n in names]) + rng.normal(0.0, spread, len(names))
-    for i, n in enumerate(names):  # start inside each quantity's declared bounds
-        variable = model.variables[n]
-        if variable.lower is not None and variable.lower > 0:
-            y[i] = max(y[i], math.log(variable.lower * variable.to_base))
-        if variable.upper is not None:
-            y[i] = min(y[i], math.log(variable.upper * variable.to_base))
+                  for n in names]) + _nudges(names, seed, spread)
+    for i, n in enumerate(names):
+        y[i] = _inside(model.variables[n], y[i])
 
     def evaluate(point):
         if np.any(np.abs(point) > REFERENCE.max_log):
@@ -116,6 +112,31 @@ def consistent_point(model: Model, seed: int, spread: float,
             break
     worst = float(np.max(np.abs(residual))) if residual.size else 0.0
     return ReferencePoint(_values(names, y), worst, worst <= atol)
+
+
+def _inside(variable, y: float) -> float:
+    """A start ``y`` (log of a base-unit value) moved inside the quantity's declared
+    bounds: a nudge past a bound is reflected off it rather than stopped on it, so that
+    the start stays generic (``attention_data_parallelism - 1`` is not zero because the
+    typical value 1 is also the lower bound)."""
+    low = (math.log(variable.lower * variable.to_base)
+           if variable.lower is not None and variable.lower > 0 else -math.inf)
+    high = math.log(variable.upper * variable.to_base) if variable.upper is not None else math.inf
+    if y < low:
+        y = 2 * low - y
+    elif y > high:
+        y = 2 * high - y
+    return min(max(y, low), high)
+
+
+def _nudges(names: list[str], seed: int, spread: float) -> np.ndarray:
+    """Log-nudges ``N(0, spread)`` of the sorted ``names``: one generator drawn in turn,
+    or with ``REFERENCE.draw == "per_name"`` one per name (seeded by ``seed`` and the
+    name), so that a quantity added to the model moves no other quantity's start."""
+    if REFERENCE.draw == "per_name":
+        return np.array([np.random.default_rng([seed, zlib.crc32(n.encode())]).normal(
+            0.0, spread) for n in names])
+    return np.random.default_rng(seed).normal(0.0, spread, len(names))
 
 
 @lru_cache(maxsize=16)
