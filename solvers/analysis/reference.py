@@ -46,10 +46,17 @@ class ReferencePoint:
 def reference_point(model: Model) -> ReferencePoint:
     """The model's reference point (cached per model). A model derived from another
     starts its search at its parent's point: a subset of the relations (solvers.pinning.variants)
-    holds there already, and one with zeros put in (solvers.pinning.zeros) is near it."""
+    holds there already, and one with zeros put in (solvers.pinning.zeros) is near it. Where
+    that search stops short, the model's own search from its typical values is tried too
+    and the closer point kept: rows taken off the solution set can make relations that
+    agree only on it look independent."""
     if model.parent is not None:
         parent = reference_point(model.parent)
-        return consistent_point(model, REFERENCE.seed, 0.0, start=parent.values)
+        found = consistent_point(model, REFERENCE.seed, 0.0, start=parent.values)
+        if found.converged:
+            return found
+        fresh = consistent_point(model, REFERENCE.seed, REFERENCE.spread)
+        return min(found, fresh, key=lambda point: point.residual)
     return consistent_point(model, REFERENCE.seed, REFERENCE.spread)
 
 
