@@ -30,6 +30,7 @@ from chalk.preparation import (
     derivable_statements,
     load_presets,
     prepare,
+    prepare_again,
     resolve,
     stated_answers,
     stated_plan,
@@ -118,8 +119,9 @@ def solve(targets: str | Sequence[str], given: Given = (), presets=(), *,
     options = Options(regime=regime, rtol=rtol, timeout=timeout, prefer=prefer,
                       samples=samples, seed=seed)
     targets, given, presets, drop = checked_arguments(targets, given, presets, options, drop)
-    # the body chalk.compiled.CompiledQuestion.solve runs at the pins as given
-    q = prepare(targets, given, presets, model, drop)
+    # the body chalk.compiled.CompiledQuestion.solve runs at the pins as given; a question
+    # asked again at other values of its pins is not prepared again
+    q = prepare_again(targets, given, presets, model, drop)
     try:
         return solve_prepared(q, options)
     except NoSolution as exc:
