@@ -90,6 +90,12 @@ def _elasticities_at(evaluator, env: dict, inputs, value: float) -> dict[str, fl
     """:func:`elasticities` at one point (``env`` of floats, ``value`` a float): the same
     steps and the same arithmetic (numpy's logarithm on float64 scalars), without the
     arrays that hold many points, which cost more than the measure at one."""
+    with np.errstate(all="ignore"):
+        return _measured_at(evaluator, env, inputs, value)
+
+
+def _measured_at(evaluator, env: dict, inputs, value: float) -> dict[str, float]:
+    """The body of :func:`_elasticities_at`, with floating-point warnings silenced."""
     steps = _steps()
     last = len(steps) - 1
     out = {}
@@ -182,8 +188,7 @@ def check(name: str, relation: str, evaluator, env: dict, inputs, value: float) 
     if not value > 0:
         return ""
     if isinstance(value, float) and all(isinstance(env.get(n), float | None) for n in inputs):
-        with np.errstate(all="ignore"):
-            found = _elasticities_at(evaluator, env, inputs, value)
+        found = _elasticities_at(evaluator, env, inputs, value)
         names = list(found)
         # every row 0 where the answer is not finite, as _measured has it
         stacked = [abs(e) if math.isfinite(value) else 0.0 for e in found.values()]
