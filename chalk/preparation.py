@@ -401,7 +401,7 @@ _PREPARED_KEPT = 64
 
 def prepare_again(targets, given: Given = (), presets=(), model: Model | None = None,
                   drop: Iterable[str] = ()) -> Prepared:
-    """:func:`prepare`, reusing the preparation of the last question of the same shape.
+    """:func:`prepare`, reusing the preparation of an earlier question of the same shape.
 
     The shape is everything but the values of the user's single-valued pins: the model,
     targets, presets and drops, each pin's name, layer and provenance, and whether its
@@ -426,7 +426,7 @@ def prepare_again(targets, given: Given = (), presets=(), model: Model | None = 
             return again
     prepared = _passed(model, names, resolved, drop)
     if len(_PREPARED) >= _PREPARED_KEPT:
-        _PREPARED.pop(next(iter(_PREPARED)))
+        _PREPARED.clear()  # start again (one call, safe beside other threads)
     _PREPARED[key] = (resolved, prepared)
     return prepared
 

@@ -280,7 +280,7 @@ def _layered(model: Model, presets: tuple[Preset, ...], targets: tuple[str, ...]
             (stated if variable.name in targets else pins)[variable.name] = pin
     result = (conventions, pins, stated)
     if len(_LAYERED) >= _LAYERED_KEPT:
-        _LAYERED.pop(next(iter(_LAYERED)))
+        _LAYERED.clear()  # start again (one call, safe beside other threads)
     _LAYERED[key] = (model, presets, default_conventions, result)
     return result
 
