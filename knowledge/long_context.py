@@ -81,7 +81,7 @@ RELATIONS = (
       ("weight reads amortised by a large batch",),
       topic=TOPIC),
     R("price_tier_at_crossover",
-      q.long_context_threshold, q.context_crossover,
+      q.context_crossover, q.long_context_threshold,
       "a provider puts its long-context price step where KV reads start to dominate cost",
       lecture("1:35:18", "1:36:03"),
       ("prices track costs closely enough that the step sits at the crossover",),

@@ -170,21 +170,3 @@ def test_every_imply_deduction_cross_checks_a_users_chip_flops():
     for d in solved:
         assert CHIP_FLOPS_NOTE in d.solution.derivation.notes, d.title
     assert result.text().count(f"note: {CHIP_FLOPS_NOTE}") == len(solved)
-
-
-def test_no_speculation_stays_when_the_long_context_threshold_is_asked():
-    # Regression: asking Llama 3.1 70B's long-context price threshold on 8 H100s refused
-    # with "the pins fix only acceptance_rate^(5965400015/37)*long_context_threshold":
-    # the threshold, asked for, was taken as known and inverted through the crossover
-    # into tokens accepted per step, so the conventions' "no speculation" gave way. The
-    # threshold is where a provider puts its price step, derived from the crossover.
-    # By hand (lecture 11:11-11:47): crossover = 2 FLOP x active / (KV bytes x intensity)
-    # with 69,501,714,432 active (the architecture's count), 327,680 byte/token of KV
-    # (2 x 80 layers x 8 heads x 128 x 2 byte) and 989e12 / 3.35e12 FLOP/byte (H100).
-    from chalk import solve
-
-    s = solve("long_context_threshold", {"n_chips": "8 chip", "batch_size": "32 sequence",
-                                         "context_length": "8k token"},
-              presets=["h100", "bf16", "llama_3_1_70b"])
-    expected = 2 * 69_501_714_432 / (327_680 * 989e12 / 3.35e12)  # 1,436.9 token
-    assert s.value("long_context_threshold", "token") == pytest.approx(expected, rel=1e-9)

@@ -14,9 +14,6 @@ So before planning, each pinned zero is put into the relations it appears in:
 * one whose side vanishes while the other is a single quantity that may be zero,
   times constants, makes that quantity zero too (``untied_embeddings = 0`` leaves no
   separate embedding table), which is pinned as a zero that follows and put in turn;
-* one whose side vanishes while the other is a difference says its two parts are
-  equal, and is kept as that equation (no surplus time per attention FLOP: attention
-  runs at the matmuls' peak);
 * one whose side vanishes while the other cannot (a product of positive quantities)
   only defines the absent quantity: with it absent the relation says nothing and is
   set aside;
@@ -94,10 +91,6 @@ def _put(model: Model, zeros: frozenset[str]) -> Absent:
                 continue
             if lhs == 0 or rhs == 0:
                 other = rhs if lhs == 0 else lhs
-                parts = _difference(other)
-                if parts is not None:  # the two parts are equal: an equation, kept
-                    relations[name] = replace(relation, lhs=parts[0], rhs=parts[1])
-                    continue
                 single = _single_quantity(model, other)
                 del relations[name]
                 if single is not None and model.variables[single].allow_zero:
@@ -113,21 +106,6 @@ def _put(model: Model, zeros: frozenset[str]) -> Absent:
     narrowed = build_model(model.variables.values(), relations.values(),
                            model.conditions.values(), model.variants.values(), parent=model)
     return Absent(narrowed, tuple(follows), tuple(sorted(set_aside)))
-
-
-def _difference(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
-    """``(a, b)`` where ``expr`` is ``a - b`` with terms of both signs, else None.
-
-    A vanishing difference of positive quantities says they are equal
-    (``attention_surplus_time_per_flop = 0`` makes attention run at ``chip_flops``), where
-    a vanishing product or sum of them says a part is absent.
-    """
-    terms = sympy.Add.make_args(expr)
-    minus = [-t for t in terms if t.could_extract_minus_sign()]
-    plus = [t for t in terms if not t.could_extract_minus_sign()]
-    if not minus or not plus:
-        return None
-    return sympy.Add(*plus), sympy.Add(*minus)
 
 
 def _single_quantity(model: Model, expr: sympy.Expr) -> str | None:
