@@ -34,10 +34,12 @@ def _by_id(rows, ident):
 
 def _simulated(rows, truth: dict, noise: float, rng, copies: int = 1):
     """Rows whose measurements are chalk's rate at the true efficiencies of their group
-    times log-normal noise (``copies`` independent measurements of each question)."""
+    times log-normal noise (``copies`` independent measurements of each question). A truth
+    of two (flops, HBM) leaves the scale-up bandwidth at 1: none of these rows states an
+    expert-parallel layout, so no all-to-all, and its value does not enter their rates."""
     out = []
     for row in rows:
-        rate = row.rates(np.log([truth[row.group]]))[0]
+        rate = row.rates(np.log([(tuple(truth[row.group]) + (1.0,))[:3]]))[0]
         for copy in range(copies):
             measured = rate * math.exp(noise * rng.standard_normal())
             out.append(replace(row, id=f"{row.id}_{copy}", measured=measured))
@@ -49,7 +51,8 @@ def test_a_memory_bound_row_moves_with_bandwidth_alone(rows):
     # bound by reading HBM takes 1/0.5 = 2x as long at half the bandwidth, so the batch-1
     # rate halves, and the FLOP/s (not what bounds it) change nothing
     row = _by_id(rows, "oracle_llama405b_mi300x_fp8_batch1")
-    at_peak, half_bandwidth, half_flops = row.rates(np.log([[1, 1], [1, 0.5], [0.5, 1]]))
+    at_peak, half_bandwidth, half_flops = row.rates(np.log([[1, 1, 1], [1, 0.5, 1],
+                                                            [0.5, 1, 1]]))
     assert half_bandwidth == pytest.approx(at_peak / 2, rel=1e-9)
     assert half_flops == pytest.approx(at_peak, rel=1e-9)
 
@@ -61,7 +64,7 @@ def test_the_bound_is_what_solve_answers(rows):
     row = _by_id(rows, "trtllm_llama70b_h200_fp8_1000_1000")
     targets, given, presets = measurement_question(shipped_records([row.id])[0])
     solved = chalk.solve(targets, given=given, presets=presets)  # no efficiency pinned
-    assert row.rates(np.zeros((1, 2)))[0] == pytest.approx(
+    assert row.rates(np.zeros((1, 3)))[0] == pytest.approx(
         solved.value("tokens_per_second", "token/s"), rel=1e-9)
 
 
@@ -111,7 +114,7 @@ def test_a_prediction_of_a_calibrated_row_is_its_fitted_rate(rows):
     index = next(i for i, r in enumerate(calibration.rows) if r.id.startswith(record.id))
     assert prediction.value == pytest.approx(math.exp(fitted.log_rates[index]), rel=1e-6)
     assert prediction.bound == pytest.approx(_by_id(rows, record.id).rates(
-        np.zeros((1, 2)))[0], rel=1e-9)
+        np.zeros((1, 3)))[0], rel=1e-9)
     # the interval holds the scatter between measurements beyond the efficiencies' own
     assert math.log(prediction.high / prediction.value) > 1.645 * fitted.sigma
     unseen = calibration.predict("tokens_per_second", given, presets)  # a new group
@@ -271,13 +274,13 @@ def test_no_interval_reaches_past_the_bound(simulated_calibration):
 
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("theta"), "field 'theta': missing"),
-    (lambda d: d.update(format=1), "field 'format': this chalk reads format 2, not the "
-                                       "number 1"),
+    (lambda d: d.update(format=2), "field 'format': this chalk reads format 3, not the "
+                                       "number 2"),
     (lambda d: d.update(group_rows=[1, 1, 1]), "field 'group_rows': expected 3 whole numbers, "
                                                "one per group, adding up to rows (12)"),
     (lambda d: d.update(scatter_log_sd=0), "field 'scatter_log_sd': expected a number more "
                                            "than 0"),
-    (lambda d: d.update(theta=d["theta"][:-1]), "field 'theta': expected 8 finite numbers"),
+    (lambda d: d.update(theta=d["theta"][:-1]), "field 'theta': expected 12 finite numbers"),
     (lambda d: d["covariance"][0].__setitem__(1, 5.0), "field 'covariance': not symmetric"),
     (lambda d: d.update(covariance=[[-abs(v) if i == j else 0.0 for j, v in enumerate(r)]
                                     for i, r in enumerate(d["covariance"])]),
@@ -317,7 +320,7 @@ def test_a_fold_that_cannot_be_calibrated_is_reported_not_dropped(rows):
     ((left_out, reason),) = score.unscored
     assert left_out == chosen[1].source
     assert reason.startswith("flops_efficiency cannot be calibrated from these 3")
-    assert "1 fold(s) not scored" in score.text()
+    assert "1 fold(s) or row(s) not scored" in score.text()
 
 
 def _file_entry(record, measured: float) -> dict:
@@ -373,9 +376,10 @@ def test_a_calibrated_solve_answers_at_the_groups_fitted_efficiencies(simulated_
     answer = calibrated_solve("tokens_per_second", given, presets, "h200/tensorrt_llm",
                               simulated_calibration)
     fitted = simulated_calibration.fitted
-    flops, hbm = np.exp(fitted.log_efficiency("h200/tensorrt_llm"))
+    flops, hbm, links = np.exp(fitted.log_efficiency("h200/tensorrt_llm"))
     assert [(e.name, e.value, e.rows) for e in answer.efficiencies] == [
-        ("flops_efficiency", flops, 4), ("hbm_bandwidth_efficiency", hbm, 4)]  # 2 rows x 2
+        ("flops_efficiency", flops, 4), ("hbm_bandwidth_efficiency", hbm, 4),
+        ("scale_up_bandwidth_efficiency", links, 4)]  # 2 rows x 2
     # the derivation is the solve at those efficiencies, and names where they came from
     (p,) = answer.predictions.values()
     solved = answer.solution["tokens_per_second"].to("token/s").magnitude
@@ -455,7 +459,7 @@ def test_solve_calibrated_from_a_stored_calibration(simulated_calibration, tmp_p
         "h200/tensorrt_llm")
     assert (p["value"], p["low"], p["high"], p["bound"]) == pytest.approx(
         (expected.value, expected.low, expected.high, expected.bound), rel=1e-9)
-    assert [e["rows"] for e in found["efficiencies"]] == [4, 4]
+    assert [e["rows"] for e in found["efficiencies"]] == [4, 4, 4]
     status, out, err = run_cli(*argv, "--brief")
     assert (status, err) == (0, "")
     assert out.startswith("tokens_per_second = ") and "calibrated, 90% prediction" in out
@@ -562,17 +566,20 @@ def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_aver
 def test_an_architecture_offset_moves_every_group_of_it():
     from chalk.applications.calibrate.fit import Fitted
 
-    # theta = [mu_f, mu_h, u_f(dense), u_f(moe), u_h(dense), u_h(moe), v_f(moe), v_h(moe)]
+    # theta = [mu_f, mu_h, mu_s, u_f(dense), u_f(moe), u_h(dense), u_h(moe), u_s(dense),
+    #          u_s(moe), v_f(moe), v_h(moe), v_s(moe)] (s: the scale-up bandwidth)
     groups = ("b200/x/dense", "b200/x/moe")
-    theta = np.array([-2.0, -1.0, 0.1, 0.2, 0.3, 0.4, -0.5, -0.6])
-    fitted = Fitted(groups, theta, np.eye(8) * 0.01, 0.3, 10.0, 0.5, np.zeros(0),
-                    np.zeros((0, 2)), np.ones((2, 2), bool), ("moe",))
-    assert fitted.log_efficiency("b200/x/dense") == pytest.approx([-2.0 + 0.1, -1.0 + 0.3])
+    theta = np.array([-2.0, -1.0, -0.7, 0.1, 0.2, 0.3, 0.4, 0.05, 0.06, -0.5, -0.6, -0.1])
+    fitted = Fitted(groups, theta, np.eye(12) * 0.01, 0.3, 10.0, 0.5, np.zeros(0),
+                    np.zeros((0, 3)), np.ones((2, 3), bool), ("moe",))
+    assert fitted.log_efficiency("b200/x/dense") == pytest.approx([-2.0 + 0.1, -1.0 + 0.3,
+                                                                   -0.7 + 0.05])
     assert fitted.log_efficiency("b200/x/moe") == pytest.approx([-2 + 0.2 - 0.5,
-                                                                 -1 + 0.4 - 0.6])
+                                                                 -1 + 0.4 - 0.6,
+                                                                 -0.7 + 0.06 - 0.1])
     # a MoE group never calibrated: the shared values plus the MoE offset, and the spread
     # of a group's deviation (0.5^2) beside the parameters' (0.01 each of mu and v)
-    assert fitted.log_efficiency("h200/y/moe") == pytest.approx([-2.5, -1.6])
-    assert fitted.parameter_variance("h200/y/moe", np.array([1.0, 0.0])) == \
+    assert fitted.log_efficiency("h200/y/moe") == pytest.approx([-2.5, -1.6, -0.8])
+    assert fitted.parameter_variance("h200/y/moe", np.array([1.0, 0.0, 0.0])) == \
         pytest.approx(0.01 + 0.01 + 0.25)
-    assert fitted.log_efficiency(None) == pytest.approx([-2.0, -1.0])
+    assert fitted.log_efficiency(None) == pytest.approx([-2.0, -1.0, -0.7])
