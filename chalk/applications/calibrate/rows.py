@@ -44,10 +44,12 @@ def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
     ``context_length`` is input + output / 2, the mean context over a request's decode
     (the input alone where no output length is published); ``batch_size`` as published,
     else ``memory_fill = 1``, the largest batch whose KV cache fits beside the weights.
-    The layout (:data:`LAYOUT_FACTS`) is pinned where the source states it: expert
-    parallelism puts the all-to-all on the step (``t_ep_comm``), attention data parallel
-    has each group read its own attention weights. Elsewhere the conventions' layout
-    stands (Megatron tensor parallel, no all-to-all).
+    The layout (:data:`LAYOUT_FACTS`) is pinned where the source states it: the expert
+    parallelism sets the all-to-all the step waits on (``t_ep_comm``), attention data
+    parallel has each group read its own attention weights. Elsewhere the conventions'
+    layout stands: attention tensor-parallel over the replica (Megatron's) and a MoE
+    model's experts over every chip of a stage, so a MoE row on several chips waits on an
+    all-to-all over all of them.
     """
     from chalk.knowledge.presets import chip_preset
 
