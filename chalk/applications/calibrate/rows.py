@@ -3,7 +3,7 @@
 Each measurement (a record of ``knowledge/data/serving_measurements.yaml``, read by
 :func:`chalk.knowledge.data.serving_measurements`) becomes one compiled question: the
 row's chip at the precision it ran, its model and precision presets, its conditions
-pinned (see :func:`measurement_question`) and the two efficiencies pinned so that they
+pinned (see :func:`measurement_question`) and the efficiencies pinned so that they
 can be moved. :meth:`Row.log_rates` is chalk's own answer for the row at the
 efficiencies asked, in the row's metric (total, per chip or per user), never a formula
 written beside the relations.
@@ -112,7 +112,7 @@ class Row:
     metric : str
         ``total``, ``per_chip`` or ``per_user``.
     question : CompiledQuestion
-        The row's question with both efficiencies pinned (at 1); its first target is
+        The row's question with every efficiency pinned (at 1); its first target is
         the rate (token/s over the replica).
     """
 
