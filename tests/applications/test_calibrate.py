@@ -223,7 +223,7 @@ def test_the_command_calibrates_predicts_and_scores_the_shipped_rows(run_cli):
     assert 0 < score["coverage_90"]["calibrated"] <= 1
     calibration, prediction = found["calibration"], found["prediction"]
     assert calibration["rows"] == 71 and calibration["prior_width"]["kind"] == "stated"
-    assert len(calibration["efficiencies"]) == 2 * len(calibration["groups"])
+    assert len(calibration["efficiencies"]) == 3 * len(calibration["groups"])
     assert prediction["group"] == "h200/tensorrt_llm" and prediction["level"] == 0.9
     # a prediction below its bound (every efficiency under 1), inside its own interval
     assert prediction["low"] < prediction["value"] < prediction["high"]
