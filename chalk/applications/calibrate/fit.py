@@ -169,8 +169,8 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         for f, family in enumerate(families):
             inside = np.array([family_of(r.group) == family for r in rows])
             design[inside, j, J + J * len(groups) + j * len(families) + f] = 1.0
-    precision = np.zeros(size)
-    precision[J:] = 1 / prior_width ** 2 if groups else 0.0
+    base = np.zeros(size)  # the prior precision (a communication efficiency: see _held)
+    base[J:] = 1 / prior_width ** 2 if groups else 0.0
     y = np.log([r.measured for r in rows])
 
     def evaluate(thetas, strict=True):
@@ -184,11 +184,11 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     def feasible(theta):  # every group's efficiencies at most 1
         return bool((design @ theta <= 0).all())
 
-    _hold_what_no_row_needs(precision, rows, prior_width, evaluate)
-
     def descend(theta, sigma) -> Fitted:
         """The mode reached from ``theta`` (Levenberg-Marquardt, below)."""
         log_rates, slopes = (v[0] for v in evaluate(theta))
+        # whether a row waits on an all-to-all is structural: the start's slopes say it
+        precision = _held(base, slopes, prior_width)
         previous = np.inf
         for _ in range(MAX_ITERATIONS):
             a = np.einsum("ij,ijp->ip", slopes, design)  # d log rate_i / d theta
@@ -252,7 +252,7 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     # the lowest posterior objective, every fit's residuals scaled by one scatter
     common = min(f.sigma for f in fits)
     return min(fits, key=lambda f: float(((y - f.log_rates) ** 2).sum()) / common ** 2
-               + float(precision @ f.theta ** 2))
+               + float(_held(base, f.slopes, prior_width) @ f.theta ** 2))
 
 
 def _starts(rows, size, groups, families, member, start, evaluate) -> list[np.ndarray]:
@@ -305,22 +305,23 @@ def family_of(group: str | None) -> str | None:
     return parts[2] if len(parts) == 3 else None
 
 
-def _hold_what_no_row_needs(precision: np.ndarray, rows, prior_width: float,
-                            evaluate) -> None:
-    """Give the shared value of each communication efficiency no row depends on (at the
-    bound) a deviation's prior about 1, the bound, in place of the flat one: nothing in
-    the rows could fix it, and the fit must stay defined (reported as not identified)."""
-    slopes = evaluate(np.zeros(len(precision)))[1][0]
+def _held(precision: np.ndarray, slopes: np.ndarray, prior_width: float) -> np.ndarray:
+    """``precision`` with the shared value of each communication efficiency no row depends
+    on (``slopes``, n × J, all zero for it) given a deviation's prior about 1, the bound,
+    in place of the flat one: nothing in the rows could fix it, and the fit must stay
+    defined (it is reported as not identified)."""
+    out = precision.copy()
     width = prior_width if prior_width > 0 else PRIOR_WIDTH
     for name in COMMUNICATION:
         j = EFFICIENCIES.index(name)
         if (slopes[:, j] ** 2).sum() <= INFORMS:
-            precision[j] = 1 / width ** 2
+            out[j] = 1 / width ** 2
+    return out
 
 
 def _check_informed(a: np.ndarray, rows) -> None:
     """Refuse a shared compute or HBM efficiency that no row depends on (nothing could
-    fix it); a communication efficiency is held instead (:func:`_hold_what_no_row_needs`)."""
+    fix it); a communication efficiency is held instead (:func:`_held`)."""
     for j, name in enumerate(EFFICIENCIES):
         if name in COMMUNICATION:
             continue
