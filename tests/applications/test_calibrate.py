@@ -35,8 +35,9 @@ def _by_id(rows, ident):
 def _simulated(rows, truth: dict, noise: float, rng, copies: int = 1):
     """Rows whose measurements are chalk's rate at the true efficiencies of their group
     times log-normal noise (``copies`` independent measurements of each question). A truth
-    of two (flops, HBM) leaves the scale-up bandwidth at 1: none of these rows states an
-    expert-parallel layout, so no all-to-all, and its value does not enter their rates."""
+    of two (flops, HBM) leaves the links' efficiency at 1, for rows that wait on no
+    all-to-all (a dense model, or a MoE model on one chip), where it does not enter the
+    rate; a truth of three states it."""
     out = []
     for row in rows:
         rate = row.rates(np.log([(tuple(truth[row.group]) + (1.0,))[:3]]))[0]
@@ -524,9 +525,13 @@ def test_a_prediction_for_an_architecture_group_needs_a_model_of_it():
 
 @pytest.mark.slow
 def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_averages(tmp_path):
-    # one chip and engine, dense and MoE rows whose true flops_efficiency differs threefold
-    # (0.3 and 0.1): grouped by chip/engine the fit can only split the difference and the
-    # offset shows up as scatter; grouped by architecture each is recovered
+    # one chip and engine, dense and MoE rows whose true hbm_bandwidth_efficiency differs
+    # threefold (0.6 and 0.2): grouped by chip/engine the fit can only split the difference
+    # and the offset shows up as scatter; grouped by architecture each is recovered. (Not
+    # the flops: Qwen3 235B on 8 chips waits on the all-to-all, the conventions' experts
+    # over every chip, and its two compute-bound questions fix only a combination of the
+    # flops and the links' efficiency; Qwen3 30B on one chip is memory-bound and fixes the
+    # MoE bandwidth alone.)
     ids = ["trtllm_llama70b_b200_fp4_1000_1000", "trtllm_llama70b_b200_fp4_128_2048",
            "trtllm_llama405b_b200_fp4_1000_1000", "trtllm_llama405b_b200_fp4_128_2048",
            "trtllm_qwen3_30b_b200_fp4_1000_1000", "trtllm_qwen3_30b_b200_fp4_128_2048",
@@ -534,16 +539,17 @@ def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_aver
     from chalk.applications.calibrate.rows import by_architecture
 
     rows = by_architecture(compile_rows(shipped_records(ids)))
-    truth = {"b200/tensorrt_llm/dense": (0.3, 0.6), "b200/tensorrt_llm/moe": (0.1, 0.6)}
+    truth = {"b200/tensorrt_llm/dense": (0.3, 0.6, 0.3),
+             "b200/tensorrt_llm/moe": (0.3, 0.2, 0.3)}
     simulated = _simulated(rows, truth, 0.05, np.random.default_rng(3), copies=2)
     split = calibrate(rows=simulated)
     assert split.fitted.families == ("moe",)  # dense is the reference
-    for group, (flops, _) in truth.items():
-        assert split.fitted.informed[split.fitted.groups.index(group), 0]
-        assert split.efficiency(group, "flops_efficiency").value == pytest.approx(flops,
-                                                                                  rel=0.15)
+    for group, (_, hbm, _) in truth.items():
+        assert split.fitted.informed[split.fitted.groups.index(group), 1]
+        assert split.efficiency(group, "hbm_bandwidth_efficiency").value == pytest.approx(
+            hbm, rel=0.15)
     merged = calibrate(rows=[replace(r, group="b200/tensorrt_llm") for r in simulated])
-    # log(0.3 / 0.1) = 1.1 between the two: at least a few times the 0.05 noise is left
+    # log(0.6 / 0.2) = 1.1 between the two: at least a few times the 0.05 noise is left
     assert merged.fitted.sigma > 3 * split.fitted.sigma
     # the split calibration is stored and answers a solve for its MoE group
     from chalk.applications.calibrate.rows import measurement_question

@@ -231,6 +231,9 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         a = np.einsum("ij,ijp->ip", slopes, design)
         _check_informed(a, rows)
         covariance = np.linalg.inv(a.T @ a / sigma ** 2 + np.diag(precision))
+        # symmetric as the matrix it inverts: inv leaves rounding that a stored calibration's
+        # reader would refuse where the links and the flops trade off (ill-conditioned)
+        covariance = (covariance + covariance.T) / 2
         edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
         informed = np.zeros((max(len(groups), 1), J), dtype=bool)
         for k in range(informed.shape[0]):
