@@ -72,12 +72,33 @@ def run(prior_width: float | None = None, rows: int | None = None,
         logs = figures[scheme]["median_abs_log_error"]
         print(score.text() + "; median |log error| " + ", ".join(
             f"{v:.3f} {k}" for k, v in logs.items()))
+        figures[scheme]["by_architecture"] = _by_kind(score, compiled)
     figures["seconds"], figures["cpu_seconds"] = seconds, cpu
     names = {"compile": "compile (each question once)", "fit": "calibrate",
              "row": "leave one row out", "source": "leave one source out"}
     print("\nseconds, wall (CPU): " + ", ".join(
         f"{names[k]} {seconds[k]:.1f} ({cpu[k]:.1f})" for k in names))
     return figures
+
+
+def _by_kind(score, rows) -> dict:
+    """The calibrated figures of a score's dense rows and MoE rows apart (printed)."""
+    import statistics
+
+    kind = {r.id: r.architecture for r in rows}
+    out = {}
+    for architecture in ("dense", "moe"):
+        scored = [s for s in score.scored if kind[s.id] == architecture]
+        if not scored:
+            continue
+        out[architecture] = {
+            "rows": len(scored),
+            "median_abs_error": statistics.median(abs(s.calibrated.value / s.measured - 1)
+                                                  for s in scored),
+            "coverage_90": sum(s.calibrated.covers(s.measured) for s in scored) / len(scored)}
+    print("  " + "; ".join(f"{k} ({v['rows']} rows): {v['median_abs_error']:.1%}, 90% "
+                           f"intervals cover {v['coverage_90']:.1%}" for k, v in out.items()))
+    return out
 
 
 def _separately(compiled, width: float) -> dict:

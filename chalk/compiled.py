@@ -35,7 +35,7 @@ import numpy as np
 
 from chalk.answering import solve_prepared, stated_answers, stated_plan
 from chalk.options import Options, checked_arguments
-from chalk.preparation import Given, Prepared, moved_pin, prepare
+from chalk.preparation import Given, Prepared, moved_pin, prepare, prepare_again
 from chalk.solution import Outcome, Solution
 from chalk.solvers.bulk.vectorised import evaluate as evaluate_plan
 from chalk.solvers.execution.execute import CompiledPlan, compile_plan
@@ -377,7 +377,9 @@ def compile_question(targets: str | Sequence[str], given: Given = (), presets=()
     options = options or Options()
     targets, given, presets, drop = checked_arguments(targets, given, presets, options, drop)
     given = list(given.items()) if isinstance(given, Mapping) else list(given)
-    q = prepare(targets, given, presets, model, drop)
+    # a question of a shape asked before (other values of the same pins) is not
+    # prepared again (chalk.preparation.prepare_again)
+    q = prepare_again(targets, given, presets, model, drop)
     arguments = {"targets": targets, "given": given, "presets": presets, "model": model,
                  "drop": tuple(drop)}
     return CompiledQuestion(q, options, arguments)

@@ -403,14 +403,93 @@ def prepare(targets, given: Given = (), presets=(), model: Model | None = None,
     model = model if model is not None else load_model()
     names = _targets(model, targets)
     resolved = resolve(model, given, presets, names)
+    return _passed(model, names, resolved, frozenset(drop), values)
+
+
+def _passed(model: Model, names: tuple[str, ...], resolved: ResolvedPins,
+            drop: frozenset[str], values: Mapping[str, float] | None = None) -> Prepared:
+    """Resolved pins run through :data:`PASSES`."""
     state = State(model, names, resolved.pins, resolved.stated, resolved.conventions,
-                  moves=dict(values or {}), drop=frozenset(drop))
+                  moves=dict(values or {}), drop=drop)
     for step in PASSES:
         state = step(state)
     return Prepared(state.model, names, state.pins, state.notes, state.conventions,
                     state.plan, state.stated, state.reported, state.range_checks,
                     state.sensitive)
 
+
+# Questions prepared lately, by shape (:func:`_shape`): each with the pins it was resolved
+# with, so that one asked again at other values of the user's pins is not prepared again.
+_PREPARED: dict[tuple, tuple[ResolvedPins, Prepared]] = {}
+_PREPARED_KEPT = 64
+
+
+def prepare_again(targets, given: Given = (), presets=(), model: Model | None = None,
+                  drop: Iterable[str] = ()) -> Prepared:
+    """:func:`prepare`, reusing the preparation of an earlier question of the same shape.
+
+    The shape is everything but the values of the user's single-valued pins: the model,
+    targets, presets and drops, each pin's name, layer and provenance, and whether its
+    value is zero (a zero takes a term out). A question of a known shape is prepared
+    afresh only where a pin whose value decided the preparation
+    (:attr:`Prepared.value_sensitive`) changed, or a pin the passes changed; otherwise
+    the earlier preparation is taken with the new pins put in place of the old, as
+    :class:`chalk.compiled.CompiledQuestion` asks a question again at new values (the
+    user's own text kept, as :func:`prepare` keeps it).
+    """
+    model = model if model is not None else load_model()
+    names = _targets(model, targets)
+    resolved = resolve(model, given, presets, names)
+    drop = frozenset(drop)
+    key = _shape(model, names, presets, resolved, drop)
+    if key is None:  # a range or a distribution (judged by value), or a Preset object
+        return _passed(model, names, resolved, drop)
+    earlier = _PREPARED.get(key)
+    if earlier is not None:
+        again = _repinned_prepared(*earlier, resolved)
+        if again is not None:
+            return again
+    prepared = _passed(model, names, resolved, drop)
+    if len(_PREPARED) >= _PREPARED_KEPT:
+        _PREPARED.clear()  # start again (one call, safe beside other threads)
+    _PREPARED[key] = (resolved, prepared)
+    return prepared
+
+
+def _shape(model: Model, names: tuple[str, ...], presets, resolved: ResolvedPins,
+           drop: frozenset[str]) -> tuple | None:
+    """What a question's preparation may depend on besides the values of the user's pins:
+    None for a question with a ranged or distributed pin, or with a preset given as an
+    object (a name stands for the same data every time)."""
+    if isinstance(presets, str):
+        presets = (presets,)
+    presets = tuple(presets or ())
+    if not all(isinstance(p, str) for p in presets):
+        return None
+    given = []
+    for pin in resolved.pins.values():
+        if pin.layer is not Layer.GIVEN:
+            continue  # the presets' and conventions': the same for the same names
+        if pin.spread is not None:
+            return None
+        given.append((pin.name, pin.source, pin.date, pin.note, pin.estimate, pin.replaces,
+                      pin.headline, (pin.value > 0) - (pin.value < 0)))
+    return (model, names, presets, drop, tuple(given))
+
+
+def _repinned_prepared(before: ResolvedPins, prepared: Prepared,
+                       resolved: ResolvedPins) -> Prepared | None:
+    """``prepared`` (made from ``before``) with the user's pins of ``resolved``, the same
+    shape; None where it must be prepared afresh."""
+    pins = dict(prepared.pins)
+    for name, pin in resolved.pins.items():
+        old = before.pins[name]
+        if pin is old or pin == old:
+            continue
+        if name in prepared.value_sensitive or prepared.pins.get(name) != old:
+            return None
+        pins[name] = pin
+    return replace(prepared, pins=pins)
 
 
 def moved_pin(model: Model, pin: Pin, value: float) -> Pin:

@@ -103,6 +103,11 @@ _SHARED = {
         "roofline, lecture 2:34-3:19)", LECTURE_DATE,
         "a bound at peak; pin the fraction an engine achieves (or solve for it from a "
         "measured tokens_per_second) to predict instead"),
+    "scale_up_bandwidth_efficiency": PresetValue(
+        "1", "peak scale-up bandwidth in the step's collectives: communication times are "
+        "lower bounds (the alpha-beta model at the link's peak, Hockney 1994)", LECTURE_DATE,
+        "a bound at peak; pin the fraction the collectives achieve (DeepEP's dispatch and "
+        "combine reach about 153-158 of H800's 160 GB/s NVLink) or fit it (chalk calibrate)"),
     "attention_surplus_time_per_flop": PresetValue(
         "0 s/FLOP", "attention multiplies at the weight matmuls' peak (chip_flops), as the "
         "lecture's single FLOP rate does (3:19-4:04)", LECTURE_DATE,

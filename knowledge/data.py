@@ -24,13 +24,16 @@ note: str (optional), estimate: bool (optional)}``. Files:
 ``serving_measurements.yaml``
     ``measurements: [{id, name, source, date, engine, engine_version, parallelism, model,
     chip, precision, metric, speculative, note, facts: {measured, n_chips, input_tokens,
-    output_tokens, batch_size, ttft, tpot}}]`` and no other key. ``engine`` is an
+    output_tokens, batch_size, ttft, tpot, expert_parallelism,
+    attention_tensor_parallelism}}]`` and no other key. ``engine`` is an
     identifier (``tensorrt_llm``, ``vllm``) and ``engine_version`` the release and the
     benchmark tool as published; ``parallelism`` the layout as published (``TP8``,
     ``DEP4``); ``model``, ``chip`` and ``precision`` name presets; ``metric`` says what
     ``measured`` counts (``total``, ``per_chip`` or ``per_user`` output tokens per second).
     ``batch_size`` (the batch or the concurrency), ``ttft`` and ``tpot`` only where the
-    source states them; ``output_tokens`` unless a note says why the source does not;
+    source states them; ``expert_parallelism`` and ``attention_tensor_parallelism`` (the
+    chips of one attention group: 1 under attention data parallel) only where the source
+    states the layout; ``output_tokens`` unless a note says why the source does not;
     ``speculative: true`` for a run that drafted tokens. Each fact's dimension is checked
     and every fact inherits its entry's source and date.
 """
@@ -202,7 +205,8 @@ MEASUREMENT_METRICS = ("total", "per_chip", "per_user")
 # The dimension each fact of a measurement must have (any scale: "8 ms", "0.008 s").
 MEASUREMENT_UNITS = {"measured": "token/s", "n_chips": "chip", "input_tokens": "token",
                      "output_tokens": "token", "batch_size": "sequence", "ttft": "s",
-                     "tpot": "s"}
+                     "tpot": "s", "expert_parallelism": "chip",
+                     "attention_tensor_parallelism": "chip"}
 # Text as published (engine_version says the release and the benchmark tool) and the
 # identifiers that group rows: the engine, and the model, chip and precision presets.
 _MEASUREMENT_TEXT = {"name": MAX_NAME, "engine_version": MAX_NAME, "parallelism": MAX_NAME,

@@ -39,6 +39,13 @@ DEEPEP = paper("DeepSeek-V3, arXiv:2412.19437, sec. 3.4 and 3.4.2 (decode: all-t
                "DeepSeek, 'Inference system overview' (2025, github.com/deepseek-ai/"
                "open-infra-index)", "https://arxiv.org/abs/2412.19437")
 
+# What the collectives achieve of the links' peak, as replica_hbm_bandwidth states for HBM.
+ACHIEVED_LINK = Source(
+    "lecture 35:42-36:50 (the all-to-all over the rack's scale-up links); DeepEP, "
+    "github.com/deepseek-ai/DeepEP, README 'Performance' (2025-02: intranode dispatch and "
+    "combine reach 153 and 158 GB/s of H800's about 160 GB/s NVLink); NVIDIA nccl-tests, "
+    "doc/PERFORMANCE.md (bus bandwidth: achieved, compared with the hardware peak)", "paper")
+
 RELATIONS = (
     R("experts_per_chip",
       q.experts_per_chip, q.n_experts / expert_chips,
@@ -71,12 +78,14 @@ RELATIONS = (
       ("without speculation it is the batch (one token a sequence)",),
       topic=TOPIC),
     R("t_alltoall",
-      q.t_alltoall * expert_chips * q.scale_up_bandwidth,
+      q.t_alltoall * expert_chips * q.scale_up_bandwidth * q.scale_up_bandwidth_efficiency,
       q.tokens_run_per_step * q.alltoall_bytes_per_token,
       "all-to-all time when the expert-parallel chips share the traffic over the scale-up "
-      "network",
-      lecture("35:42", "36:50"),
+      "network, each at the fraction of its link's peak the dispatch and combine achieve",
+      ACHIEVED_LINK,
       ("traffic spreads evenly over the chips' scale-up links",
+       "scale_up_bandwidth_efficiency 1 (the conventions): the links' peak, so the time is a "
+       "lower bound",
        "the expert-parallel chips share one scale-up domain: past it the traffic crosses the "
        "slower scale-out network (lecture 36:27-36:50), which this leaves out, so the time "
        "is optimistic there",

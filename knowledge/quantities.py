@@ -121,6 +121,9 @@ VARIABLES: tuple[Variable, ...] = (
        typical=0.5),
     _v("hbm_bandwidth_efficiency", "1", "achieved HBM bandwidth of a serving step over the "
        "datasheet peak (1: the roofline bound)", SERVING, upper=1, typical=0.8),
+    _v("scale_up_bandwidth_efficiency", "1", "achieved scale-up bandwidth of a serving step's "
+       "collectives (all-to-all, all-reduce) over the datasheet peak (1: the bound)", SERVING,
+       upper=1, typical=0.7),
     _v("usable_hbm_fraction", "1", "share of each chip's HBM the engine may fill with weights "
        "and KV cache (the rest: runtime, activations, fragmentation)", SERVING, upper=1,
        typical=0.9),

@@ -92,11 +92,14 @@ RELATIONS = (
        "included)"),
       topic=TOPIC),
     R("t_allreduce",
-      q.t_allreduce, q.allreduce_latency + q.tp_allreduce_bytes / q.scale_up_bandwidth,
-      "one all-reduce: a fixed latency plus the bytes one chip sends at its one-direction "
-      "scale-up bandwidth",
+      q.t_allreduce, q.allreduce_latency + q.tp_allreduce_bytes
+      / (q.scale_up_bandwidth * q.scale_up_bandwidth_efficiency),
+      "one all-reduce: a fixed latency plus the bytes one chip sends at the fraction of its "
+      "one-direction scale-up bandwidth the collective achieves",
       ALPHA_BETA,
-      ("a ring sends and receives at the same time on every link",),
+      ("a ring sends and receives at the same time on every link",
+       "scale_up_bandwidth_efficiency 1 (the conventions): the link's peak (nccl-tests' bus "
+       "bandwidth is the measured counterpart)"),
       topic=TOPIC),
     R("t_tp_comm",
       q.t_tp_comm, q.allreduces_per_layer * q.n_layers * q.t_allreduce,

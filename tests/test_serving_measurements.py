@@ -121,6 +121,11 @@ FACTS = 'measured: "1 token/s", n_chips: "1 chip", input_tokens: "1 token"'
     (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token", ttft: "5 token"'),
      "serving_measurements.yaml, entry 'row', field 'ttft': '5 token' is not in s "
      "(e.g. '5 s')"),
+    # a layout is counted in chips, as the quantities it pins are
+    (ENTRY.format(metric="total", facts=FACTS + ', output_tokens: "1 token", '
+                                                'expert_parallelism: "4 token"'),
+     "serving_measurements.yaml, entry 'row', field 'expert_parallelism': '4 token' is not "
+     "in chip (e.g. '4 chip')"),
     (ENTRY.format(metric="total", facts='measured: "1 s", n_chips: "1 chip", '
                                         'input_tokens: "1 token", output_tokens: "1 token"'),
      "serving_measurements.yaml, entry 'row', field 'measured': '1 s' is not in token/s "

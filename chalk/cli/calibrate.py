@@ -17,7 +17,8 @@ MAX_PRIOR_WIDTH = 5.0  # a log-space width past this says nothing a flat prior d
 def add_parser(commands, parser_class) -> None:
     c = commands.add_parser(
         "calibrate", help="fit serving efficiencies to published measurements",
-        description="Fit flops_efficiency and hbm_bandwidth_efficiency per chip/engine to "
+        description="Fit flops_efficiency, hbm_bandwidth_efficiency and "
+                    "scale_up_bandwidth_efficiency (the all-to-all's links) per chip/engine to "
                     "the shipped serving measurements or your own (--data; partial pooling "
                     "in log space, 90% intervals), score them on measurements each fit "
                     "never saw, or predict "
@@ -27,7 +28,7 @@ def add_parser(commands, parser_class) -> None:
                         "docs/CALIBRATE.md) instead of the shipped ones")
     c.add_argument("--prior-width", type=float, default=None, metavar="W",
                    help="stated standard deviation of a group's log efficiency about the "
-                        "shared one (default 0.5; 0 fits one pair for every group)")
+                        "shared one (default 0.5; 0 fits one set for every group)")
     c.add_argument("--by-architecture", action="store_true",
                    help="group by chip, engine and the model's architecture (dense or moe: "
                         "h200/tensorrt_llm/moe) instead of chip and engine")

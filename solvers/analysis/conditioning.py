@@ -49,11 +49,7 @@ def elasticities(evaluator, env: dict, inputs, value) -> dict[str, np.ndarray]:
     answer sits closer to an edge than that step, and the elasticity is infinite.
     """
     value = np.asarray(value, dtype=float)
-    # step, step * shrink, ... down to smallest_step (counted, not compared: 1e-10 * 1e-3
-    # need not round to 1e-13)
-    count = round(math.log(CONDITIONING.step / CONDITIONING.smallest_step)
-                  / -math.log(CONDITIONING.shrink))
-    steps = [CONDITIONING.step * CONDITIONING.shrink ** i for i in range(count + 1)]
+    steps = _steps()
     out = {}
     for name in inputs:
         x = env.get(name)
@@ -79,6 +75,59 @@ def elasticities(evaluator, env: dict, inputs, value) -> dict[str, np.ndarray]:
                 pending &= ~settled
         if evaluated:  # (an evaluator that fails at every step gives no measure)
             out[name] = np.where(usable, found, 0.0)
+    return out
+
+
+def _steps() -> list[float]:
+    """step, step * shrink, ... down to smallest_step (counted, not compared: 1e-10 * 1e-3
+    need not round to 1e-13)."""
+    count = round(math.log(CONDITIONING.step / CONDITIONING.smallest_step)
+                  / -math.log(CONDITIONING.shrink))
+    return [CONDITIONING.step * CONDITIONING.shrink ** i for i in range(count + 1)]
+
+
+def _elasticities_at(evaluator, env: dict, inputs, value: float) -> dict[str, float]:
+    """:func:`elasticities` at one point (``env`` of floats, ``value`` a float): the same
+    steps and the same arithmetic (numpy's logarithm on float64 scalars), without the
+    arrays that hold many points, which cost more than the measure at one."""
+    with np.errstate(all="ignore"):
+        return _measured_at(evaluator, env, inputs, value)
+
+
+def _measured_at(evaluator, env: dict, inputs, value: float) -> dict[str, float]:
+    """The body of :func:`_elasticities_at`, with floating-point warnings silenced."""
+    steps = _steps()
+    last = len(steps) - 1
+    out = {}
+    log_value = np.log(np.float64(value))
+    for name in inputs:
+        x = env.get(name)
+        if not isinstance(x, float) or not (math.isfinite(x) and x > 0):
+            continue  # not a float, or nothing to measure: as elasticities skips it
+        found, evaluated = math.inf, False
+        for i, step in enumerate(steps):
+            moved_x = x * (1 + step)
+            trial = dict(env)
+            trial[name] = moved_x
+            try:
+                moved = evaluator(trial)
+            except (ArithmeticError, ValueError, TypeError):
+                continue
+            evaluated = True
+            if isinstance(moved, complex) or np.iscomplexobj(moved):
+                moved = moved.real if moved.imag == 0 else math.nan
+            moved = np.float64(moved)
+            if not (np.isfinite(moved) and moved > 0):
+                change = math.inf  # off the domain: not a slope (shrunk, or infinite)
+                ratio = math.inf
+            else:
+                change = np.log(moved) - log_value
+                ratio = change / np.log(np.float64(moved_x) / x)
+            if i == last or abs(change) <= CONDITIONING.secant:
+                found = float(ratio)
+                break
+        if evaluated:
+            out[name] = found
     return out
 
 
@@ -138,7 +187,13 @@ def check(name: str, relation: str, evaluator, env: dict, inputs, value: float) 
     """A warning note, or "" ; raises IllConditioned when no digit of the answer survives."""
     if not value > 0:
         return ""
-    names, stacked = _measured(evaluator, env, inputs, value)
+    if isinstance(value, float) and all(isinstance(env.get(n), float | None) for n in inputs):
+        found = _elasticities_at(evaluator, env, inputs, value)
+        names = list(found)
+        # every row 0 where the answer is not finite, as _measured has it
+        stacked = [abs(e) if math.isfinite(value) else 0.0 for e in found.values()]
+    else:
+        names, stacked = _measured(evaluator, env, inputs, value)
     if not names:
         return ""
     i = int(np.argmax(stacked))

@@ -34,7 +34,7 @@ from fractions import Fraction
 
 import numpy as np
 from chalk.solvers.analysis.jacobian import LogRow, Number, log_rows
-from chalk.solvers.analysis.reduction import ReducedRow
+from chalk.solvers.analysis.reduction import Echelon, ReducedRow
 from chalk.solvers.tolerances import RANK
 from chalk.symbolic.model import Model
 
@@ -256,10 +256,18 @@ class _Reduced:
 
 def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
     """Sparse Gauss-Jordan elimination of ``sequence``'s rows; ``fixed`` columns are
-    carried along but never pivots."""
-    pivots: dict[str, ReducedRow] = {}
+    carried along but never pivots.
+
+    A row from a product of powers that meets floating-point rows on the way is first
+    tested against the exact rows taken before it, in exact arithmetic: if they imply
+    it, it is dependent at every point. Reduced through linearised rows instead, the
+    rounding of long chains of eliminations can leave more than ``RANK.rtol`` of an
+    entry's size, and whether it does depends on the reference point (issue 22).
+    """
+    echelon = Echelon()
+    pivots = echelon.pivots
+    exact = _ExactSpan(fixed)
     solved_by: dict[str, str] = {}
-    occurs: dict[str, set[str]] = {}  # non-pivot column -> pivots whose rows hold it
     dependent: list[tuple[str, dict[str, Number]]] = []
     seen_unknowns: set[str] = set()
 
@@ -269,36 +277,26 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
         if not source.entries:
             continue
         row = ReducedRow.of(source)
-        for column in [c for c in row.entries if c in pivots]:
-            if column in row.entries:
-                row.eliminate(column, pivots[column])
+        echelon.reduce(row)
         candidates = [c for c in row.entries if c not in fixed]
+        if candidates and source.exact and not row.exact:
+            implied = exact.implies(source)
+            if implied is not None:
+                row, candidates = implied, []
         if not candidates:
             dependent.append((relation, row.values()))
             continue
         if not row.exact:
-            largest = max(abs(row.entries[c]) for c in candidates)
+            # a pivot may be small beside the rest of its row (a share that is small at
+            # the reference point is small only there), not mostly cancelled away
             candidates = [c for c in candidates
-                          if abs(row.entries[c]) >= RANK.pivot_threshold * largest]
+                          if abs(row.entries[c]) >= RANK.pivot_threshold * row.sizes[c]]
         wanted = preferred.get(relation)
         pivot = min(candidates, key=lambda c: (c != wanted, preference(c)))
-        row.normalise(pivot)
-        # keep the echelon form reduced: remove the new pivot from every earlier row
-        for other in sorted(occurs.pop(pivot, ())):
-            target = pivots[other]
-            vanished = target.eliminate(pivot, row)
-            for column in vanished:
-                holders = occurs.get(column)
-                if holders is not None:
-                    holders.discard(other)
-            for column in row.entries:
-                if column != pivot and column in target.entries:
-                    occurs.setdefault(column, set()).add(other)
-        for column in row.entries:
-            if column != pivot:
-                occurs.setdefault(column, set()).add(pivot)
-        pivots[pivot] = row
+        echelon.add(pivot, row)
         solved_by[pivot] = relation
+        if source.exact:
+            exact.pending.append(source)
 
     free = tuple(sorted(c for c in seen_unknowns if c not in pivots))
     return _Reduced(
@@ -308,3 +306,26 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
                         for r, left in dependent),
         free=free,
     )
+
+
+class _ExactSpan:
+    """The span of the independent exact rows taken so far, over the unfixed columns,
+    in exact arithmetic; built only when a question needs it (rows wait in ``pending``)."""
+
+    def __init__(self, fixed):
+        self.fixed = fixed
+        self.echelon = Echelon()
+        self.pending: list[LogRow] = []
+
+    def implies(self, source: LogRow) -> ReducedRow | None:
+        """``source`` reduced to its fixed columns if the exact rows imply it, else None."""
+        for waiting in self.pending:
+            row = ReducedRow.of(waiting)
+            self.echelon.reduce(row)
+            free = [c for c in row.entries if c not in self.fixed]
+            if free:  # independent of the others: it joins the span
+                self.echelon.add(min(free), row)
+        self.pending.clear()
+        row = ReducedRow.of(source)
+        self.echelon.reduce(row)
+        return None if any(c not in self.fixed for c in row.entries) else row

@@ -122,3 +122,39 @@ class ReducedRow:
             den //= g
         self.entries, self.den = mine, den
         return vanished
+
+
+class Echelon:
+    """Rows in reduced row echelon form, each normalised on its own pivot column.
+
+    ``occurs`` maps each non-pivot column to the pivots whose rows hold it, so that a
+    new pivot is removed from exactly the rows that hold it (the form stays reduced: a
+    row reduced against it has no pivot column left).
+    """
+
+    def __init__(self):
+        self.pivots: dict[str, ReducedRow] = {}
+        self.occurs: dict[str, set[str]] = {}
+
+    def reduce(self, row: ReducedRow) -> None:
+        """Remove every pivot column from ``row``."""
+        for column in [c for c in row.entries if c in self.pivots]:
+            if column in row.entries:
+                row.eliminate(column, self.pivots[column])
+
+    def add(self, pivot: str, row: ReducedRow) -> None:
+        """Take a reduced ``row`` in, normalised on ``pivot`` (one of its columns)."""
+        row.normalise(pivot)
+        for other in sorted(self.occurs.pop(pivot, ())):
+            target = self.pivots[other]
+            for column in target.eliminate(pivot, row):
+                holders = self.occurs.get(column)
+                if holders is not None:
+                    holders.discard(other)
+            for column in row.entries:
+                if column != pivot and column in target.entries:
+                    self.occurs.setdefault(column, set()).add(other)
+        for column in row.entries:
+            if column != pivot:
+                self.occurs.setdefault(column, set()).add(pivot)
+        self.pivots[pivot] = row

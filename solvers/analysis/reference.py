@@ -16,6 +16,7 @@ plateau by the cheapest move).
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,10 +46,17 @@ class ReferencePoint:
 def reference_point(model: Model) -> ReferencePoint:
     """The model's reference point (cached per model). A model derived from another
     starts its search at its parent's point: a subset of the relations (solvers.pinning.variants)
-    holds there already, and one with zeros put in (solvers.pinning.zeros) is near it."""
+    holds there already, and one with zeros put in (solvers.pinning.zeros) is near it. Where
+    that search stops short, the model's own search from its typical values is tried too
+    and the closer point kept: rows taken off the solution set can make relations that
+    agree only on it look independent."""
     if model.parent is not None:
         parent = reference_point(model.parent)
-        return consistent_point(model, REFERENCE.seed, 0.0, start=parent.values)
+        found = consistent_point(model, REFERENCE.seed, 0.0, start=parent.values)
+        if found.converged:
+            return found
+        fresh = consistent_point(model, REFERENCE.seed, REFERENCE.spread)
+        return min(found, fresh, key=lambda point: point.residual)
     return consistent_point(model, REFERENCE.seed, REFERENCE.spread)
 
 
@@ -62,35 +70,31 @@ def consistent_point(model: Model, seed: int, spread: float,
     names = sorted(v for v in model.variables if model.relations_of(v))
     index = {n: i for i, n in enumerate(names)}
     sides = _sides(model)
-    rng = np.random.default_rng(seed)
     y = np.array([math.log(start[n]) if start is not None and n in start
                   else math.log((model.variables[n].typical or 1.0)
                                 * model.variables[n].to_base)
-                  for n in names]) + rng.normal(0.0, spread, len(names))
-    for i, n in enumerate(names):  # start inside each quantity's declared bounds
-        variable = model.variables[n]
-        if variable.lower is not None and variable.lower > 0:
-            y[i] = max(y[i], math.log(variable.lower * variable.to_base))
-        if variable.upper is not None:
-            y[i] = min(y[i], math.log(variable.upper * variable.to_base))
+                  for n in names]) + _nudges(names, seed, spread)
+    for i, n in enumerate(names):
+        y[i] = _inside(model.variables[n], y[i])
 
     def evaluate(point):
         if np.any(np.abs(point) > REFERENCE.max_log):
-            return None, None  # left the range of floating point: step back
+            return None, None, None  # left the range of floating point: step back
         env = {n: math.exp(v) for n, v in zip(names, point, strict=True)}
-        residuals, rows = [], []
+        residuals, rows, logarithmic = [], [], []
         for lhs, rhs in sides:
             found = _row(lhs, rhs, env)
             if found is None:
-                return None, None
+                return None, None, None
             residuals.append(found[0])
             rows.append(found[1])
-        return np.array(residuals), rows
+            logarithmic.append(found[2])
+        return np.array(residuals), rows, np.array(logarithmic, dtype=bool)
 
     # derived quantities are cheap to move, inputs expensive (weights on squared moves)
     weights = np.array([REFERENCE.derived_weight if model.variables[n].derived else 1.0
                         for n in names])
-    residual, rows = evaluate(y)
+    residual, rows, logarithmic = evaluate(y)
     if residual is None:  # a side is not positive at the typical values: no reference
         return ReferencePoint(_values(names, y), math.inf, False)
     iterations = (REFERENCE.max_iterations if len(names) <= REFERENCE.dense_limit
@@ -103,16 +107,43 @@ def consistent_point(model: Model, seed: int, spread: float,
         scale = 1.0
         while scale > 1e-6:
             trial = y + scale * step
-            new_residual, new_rows = evaluate(trial)
-            if new_residual is not None and np.linalg.norm(new_residual) < np.linalg.norm(
-                    residual):
-                y, residual, rows = trial, new_residual, new_rows
+            new_residual, new_rows, new_logarithmic = evaluate(trial)
+            # A relation whose sides were both positive must stay so: past a sign change
+            # its relative residual is flat at 1 and no later step can bring it back
+            if (new_residual is not None and not np.any(logarithmic & ~new_logarithmic)
+                    and np.linalg.norm(new_residual) < np.linalg.norm(residual)):
+                y, residual, rows, logarithmic = trial, new_residual, new_rows, new_logarithmic
                 break
             scale /= 2
         else:
             break
     worst = float(np.max(np.abs(residual))) if residual.size else 0.0
     return ReferencePoint(_values(names, y), worst, worst <= atol)
+
+
+def _inside(variable, y: float) -> float:
+    """A start ``y`` (log of a base-unit value) moved inside the quantity's declared
+    bounds: a nudge past a bound is reflected off it rather than stopped on it, so that
+    the start stays generic (``attention_data_parallelism - 1`` is not zero because the
+    typical value 1 is also the lower bound)."""
+    low = (math.log(variable.lower * variable.to_base)
+           if variable.lower is not None and variable.lower > 0 else -math.inf)
+    high = math.log(variable.upper * variable.to_base) if variable.upper is not None else math.inf
+    if y < low:
+        y = 2 * low - y
+    elif y > high:
+        y = 2 * high - y
+    return min(max(y, low), high)
+
+
+def _nudges(names: list[str], seed: int, spread: float) -> np.ndarray:
+    """Log-nudges ``N(0, spread)`` of the sorted ``names``: one generator drawn in turn,
+    or with ``REFERENCE.draw == "per_name"`` one per name (seeded by ``seed`` and the
+    name), so that a quantity added to the model moves no other quantity's start."""
+    if REFERENCE.draw == "per_name":
+        return np.array([np.random.default_rng([seed, zlib.crc32(n.encode())]).normal(
+            0.0, spread) for n in names])
+    return np.random.default_rng(seed).normal(0.0, spread, len(names))
 
 
 @lru_cache(maxsize=16)
@@ -131,17 +162,20 @@ def _values(names, y) -> dict[str, float]:
 
 
 def _row(lhs, rhs, env):
-    """Residual and log-space row of one relation, or ``None`` where it is undefined.
+    """Residual, log-space row and whether both sides are positive, for one relation;
+    ``None`` where it is undefined.
 
     ``ln lhs - ln rhs`` where both sides are positive (exactly linear for products of
-    powers); elsewhere (a difference that has gone negative on the way) the relative
-    residual ``(lhs - rhs) / (|lhs| + |rhs|)``, which has the same zeros, so the search
-    can walk back into the region where the relation makes sense.
+    powers); elsewhere (a difference that is negative at the start) the relative
+    residual ``(lhs - rhs) / (|lhs| + |rhs|)``, which has the same zeros and, while the
+    sides share a sign, a slope that leads the search back to where the relation makes
+    sense. With the sides of opposite signs it is 1 whatever the values: the search
+    keeps a relation from reaching there once both its sides are positive.
     """
     try:
         found = log_row(lhs, rhs, env)
         if found is not None:
-            return found if math.isfinite(found[0]) else None
+            return (*found, True) if math.isfinite(found[0]) else None
         (a, ga), (b, gb) = lhs(env), rhs(env)
     except (ArithmeticError, ValueError):
         return None
@@ -151,7 +185,7 @@ def _row(lhs, rhs, env):
     row = {k: d / scale for k, d in ga.items()}
     for k, d in gb.items():
         row[k] = row.get(k, 0.0) - d / scale
-    return (a - b) / scale, row
+    return (a - b) / scale, row, False
 
 
 def _gauss_newton_step(rows, residual, index, weights) -> np.ndarray:

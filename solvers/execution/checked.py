@@ -262,6 +262,15 @@ def balanced(relation: Relation, values: Mapping[str, float]) -> bool:
     return len(args) > 1 and abs(args[-1] - args[-2]) <= STEPS.guard_rtol * abs(args[-1])
 
 
+def _regime_decides(relation: Relation, solved) -> bool:
+    """Whether the regime a max()/min() relation is in can leave the quantity it is solved
+    for free: only when that quantity is inside the max() (solved backwards through it).
+    Evaluated forwards (``step_time`` from its arguments, or a factor beside the max()),
+    the step's own entry in the Jacobian is the same in every regime, so the regime
+    changes no more than a relation without one would."""
+    return relation.has_regimes() and any(relation.inside_regime_node(v) for v in solved)
+
+
 def check_fixed_at_solution(model: Model, plan: Plan, values: Mapping[str, float], records,
                             regime=None) -> None:
     """Refuse a target the pins do not fix where the solution actually is.
@@ -281,7 +290,7 @@ def check_fixed_at_solution(model: Model, plan: Plan, values: Mapping[str, float
     # a block that found its equations flat at the solution kept one point of a family:
     # whether a target moves along it is decided here
     risky = (any(r.flat for r in records) or plan.placeholders or plan.regime
-             or any(s.simultaneous or any(model.relations[r].has_regimes()
+             or any(s.simultaneous or any(_regime_decides(model.relations[r], s.variables)
                                           for r in s.relations) for s in steps))
     if not risky:
         return

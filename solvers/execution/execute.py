@@ -78,6 +78,8 @@ class CompiledStep:
     provisional: frozenset = frozenset()  # its quantities that depend on a placeholder
     # placeholders it reads that no earlier step has: free to move if it needs them to
     held: frozenset = frozenset()
+    inputs: tuple = ()  # the other quantities of its relations (steps.inputs_of)
+    conditioning_inputs: tuple = ()  # what its answer is measured against (below)
 
 
 @dataclass
@@ -110,7 +112,10 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
     used: set[str] = set()  # placeholders an earlier step has read
     for compiled in steps:
         compiled.provisional = frozenset(compiled.step.variables) & plan.provisional
-        inputs = set(inputs_of(compiled.relations, compiled.step.variables, model))
+        compiled.inputs = inputs_of(compiled.relations, compiled.step.variables, model)
+        if compiled.kind == "explicit":
+            compiled.conditioning_inputs = tuple(conditioning_inputs(model, compiled))
+        inputs = set(compiled.inputs)
         compiled.held = frozenset(inputs & set(plan.placeholders) - used)
         used |= inputs & set(plan.placeholders)
     checks = []
@@ -236,8 +241,8 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     rejected = []
     unbounded = []
     overflowed = False
+    wanted = regime_for(regime, relation.name)
     for cc in cstep.candidates:
-        wanted = regime_for(regime, relation.name)
         if wanted and cc.candidate.regime and cc.candidate.regime != wanted:
             rejected.append(f"{cc.candidate.regime} branch set aside (--regime {wanted})")
             continue
@@ -261,9 +266,7 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
         if not cc.monomial:  # sums can cancel in floating point
             lhs, rhs = _sides(model, cstep)
             value = numeric.polish_root(lhs, rhs, env, name, value)
-        trial = dict(env)
-        trial[name] = value
-        if not guards_hold(cc.guards, trial):
+        if cc.guards and not guards_hold(cc.guards, {**env, name: value}):
             rejected.append(f"{cc.candidate.regime or 'branch'} gives {show(model, name, value)} "
                             "but its inequalities fail")
             continue
@@ -276,7 +279,7 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     if len(survivors) == 1 and not unbounded and not survivors[0][1].bounded:
         value, chosen = survivors[0]
         conditioning = conditioning_check(name, relation.name, chosen.value, env,
-                                          conditioning_inputs(model, cstep), value)
+                                          cstep.conditioning_inputs, value)
     survivors = [(value, cc.candidate) for value, cc in survivors]
     if unbounded:
         options = [f"{c.regime or 'a branch'}: {show(model, name, v)}" for v, c in survivors]
@@ -322,13 +325,12 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
         args = [(label, float(fn(env))) for label, fn in cstep.regime_args]
         active, said = regime_taken(args, cstep.regime_low_wins, format_seconds)
         note_parts.append(said)
-        wanted = regime_for(regime, relation.name)
         if wanted and wanted != active and wanted in {label for label, _ in args}:
             note_parts.append(f"the numbers put this step {active}, not {wanted}")
     elif candidate.regime:
         note_parts.append(f"{candidate.regime} regime: its inequalities hold")
     return StepRecord((relation.name,), (name,), candidate.expr, candidate.method,
-                      inputs_of(cstep.relations, (name,), model), active, "; ".join(note_parts))
+                      cstep.inputs, active, "; ".join(note_parts))
 
 
 def _sides(model: Model, cstep: CompiledStep) -> tuple:

@@ -240,6 +240,51 @@ def parse_given(items: Iterable[str] | Mapping[str, object]) -> list[tuple[str, 
             for item in items]
 
 
+# The conventions and presets of recent questions, layered (see :func:`_layered`): a
+# question asked again with new values of the user's pins layers the same presets.
+_LAYERED: dict[tuple, tuple] = {}
+_LAYERED_KEPT = 64
+
+
+def _layered(model: Model, presets: tuple[Preset, ...], targets: tuple[str, ...],
+             default_conventions: Preset | None) -> tuple:
+    """The conventions in force (a Preset or None) and the pins and statements of the
+    conventions and presets, layered in order (each read and checked once per
+    combination: presets are data, so their layering depends on nothing else)."""
+    key = (id(model), tuple(map(id, presets)), targets, id(default_conventions))
+    kept = _LAYERED.get(key)
+    # the objects themselves are kept with their result, so an id is never reused
+    if kept is not None and kept[0] is model and kept[2] is default_conventions \
+            and all(a is b for a, b in zip(kept[1], presets, strict=True)):
+        return kept[3]
+    named_conventions = [p for p in presets if p.kind == "conventions"]
+    if len({p.name for p in named_conventions}) > 1:
+        names = " and ".join(sorted({p.name for p in named_conventions}))
+        raise UsageError(f"presets {names} are both counting conventions; pick one")
+    conventions = named_conventions[0] if named_conventions else default_conventions
+    layers = [(conventions, Layer.CONVENTIONS)] if conventions is not None else []
+    layers += [(p, Layer.PRESET) for p in presets if p.kind != "conventions"]
+
+    pins: dict[str, Pin] = {}
+    stated: dict[str, Pin] = {}
+    for preset, layer in layers:
+        for raw_name, item in preset.values.items():
+            if preset.kind == "conventions" and raw_name not in model.variables:
+                continue  # a default for a quantity this model does not have
+            variable = model.variable(raw_name)
+            value, text = read_value(variable, item.text)
+            previous = pins.get(variable.name)
+            pin = Pin(variable.name, value, text, layer, preset.name, item.source, item.date,
+                      item.note, item.estimate, previous.origin if previous else "",
+                      headline=item.headline, gives_way_to=item.gives_way_to)
+            (stated if variable.name in targets else pins)[variable.name] = pin
+    result = (conventions, pins, stated)
+    if len(_LAYERED) >= _LAYERED_KEPT:
+        _LAYERED.clear()  # start again (one call, safe beside other threads)
+    _LAYERED[key] = (model, presets, default_conventions, result)
+    return result
+
+
 def resolve_pins(
     model: Model,
     given: Iterable[str] | Mapping[str, object] = (),
@@ -266,29 +311,10 @@ def resolve_pins(
     -------
     ResolvedPins
     """
-    targets = [model.variable(t).name for t in targets]
-    presets = list(presets)
-    named_conventions = [p for p in presets if p.kind == "conventions"]
-    if len({p.name for p in named_conventions}) > 1:
-        names = " and ".join(sorted({p.name for p in named_conventions}))
-        raise UsageError(f"presets {names} are both counting conventions; pick one")
-    conventions = named_conventions[0] if named_conventions else default_conventions
-    layers = [(conventions, Layer.CONVENTIONS)] if conventions is not None else []
-    layers += [(p, Layer.PRESET) for p in presets if p.kind != "conventions"]
-
-    pins: dict[str, Pin] = {}
-    stated: dict[str, Pin] = {}
-    for preset, layer in layers:
-        for raw_name, item in preset.values.items():
-            if preset.kind == "conventions" and raw_name not in model.variables:
-                continue  # a default for a quantity this model does not have
-            variable = model.variable(raw_name)
-            value, text = read_value(variable, item.text)
-            previous = pins.get(variable.name)
-            pin = Pin(variable.name, value, text, layer, preset.name, item.source, item.date,
-                      item.note, item.estimate, previous.origin if previous else "",
-                      headline=item.headline, gives_way_to=item.gives_way_to)
-            (stated if variable.name in targets else pins)[variable.name] = pin
+    targets = tuple(model.variable(t).name for t in targets)
+    presets = tuple(presets)
+    conventions, pins, stated = _layered(model, presets, targets, default_conventions)
+    pins, stated = dict(pins), dict(stated)
     for raw_name, raw_value in parse_given(given):
         variable = model.variable(raw_name)
         if variable.name in targets:

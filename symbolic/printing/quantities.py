@@ -109,7 +109,14 @@ def format_quantity(value: float, unit: pint.Unit, digits: int = 4) -> str:
 
 def format_seconds(seconds: float, digits: int = 4) -> str:
     """A duration in seconds with a readable unit (``14.4 ms``, ``5 minute``)."""
-    return format_quantity(seconds, ureg.second, digits)
+    return format_display(seconds, _seconds_display(), digits)
+
+
+@lru_cache(maxsize=1)
+def _seconds_display() -> UnitDisplay:
+    # a derivation shows every max()'s arguments in seconds: pint is asked for the unit
+    # once, not per step
+    return unit_display(ureg.second)
 
 
 _LADDER_OF = {ureg.get_dimensionality(unit): ladder for unit, ladder in (

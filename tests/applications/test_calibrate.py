@@ -34,10 +34,13 @@ def _by_id(rows, ident):
 
 def _simulated(rows, truth: dict, noise: float, rng, copies: int = 1):
     """Rows whose measurements are chalk's rate at the true efficiencies of their group
-    times log-normal noise (``copies`` independent measurements of each question)."""
+    times log-normal noise (``copies`` independent measurements of each question). A truth
+    of two (flops, HBM) leaves the links' efficiency at 1, for rows that wait on no
+    all-to-all (a dense model, or a MoE model on one chip), where it does not enter the
+    rate; a truth of three states it."""
     out = []
     for row in rows:
-        rate = row.rates(np.log([truth[row.group]]))[0]
+        rate = row.rates(np.log([(tuple(truth[row.group]) + (1.0,))[:3]]))[0]
         for copy in range(copies):
             measured = rate * math.exp(noise * rng.standard_normal())
             out.append(replace(row, id=f"{row.id}_{copy}", measured=measured))
@@ -49,7 +52,8 @@ def test_a_memory_bound_row_moves_with_bandwidth_alone(rows):
     # bound by reading HBM takes 1/0.5 = 2x as long at half the bandwidth, so the batch-1
     # rate halves, and the FLOP/s (not what bounds it) change nothing
     row = _by_id(rows, "oracle_llama405b_mi300x_fp8_batch1")
-    at_peak, half_bandwidth, half_flops = row.rates(np.log([[1, 1], [1, 0.5], [0.5, 1]]))
+    at_peak, half_bandwidth, half_flops = row.rates(np.log([[1, 1, 1], [1, 0.5, 1],
+                                                            [0.5, 1, 1]]))
     assert half_bandwidth == pytest.approx(at_peak / 2, rel=1e-9)
     assert half_flops == pytest.approx(at_peak, rel=1e-9)
 
@@ -61,7 +65,7 @@ def test_the_bound_is_what_solve_answers(rows):
     row = _by_id(rows, "trtllm_llama70b_h200_fp8_1000_1000")
     targets, given, presets = measurement_question(shipped_records([row.id])[0])
     solved = chalk.solve(targets, given=given, presets=presets)  # no efficiency pinned
-    assert row.rates(np.zeros((1, 2)))[0] == pytest.approx(
+    assert row.rates(np.zeros((1, 3)))[0] == pytest.approx(
         solved.value("tokens_per_second", "token/s"), rel=1e-9)
 
 
@@ -111,7 +115,7 @@ def test_a_prediction_of_a_calibrated_row_is_its_fitted_rate(rows):
     index = next(i for i, r in enumerate(calibration.rows) if r.id.startswith(record.id))
     assert prediction.value == pytest.approx(math.exp(fitted.log_rates[index]), rel=1e-6)
     assert prediction.bound == pytest.approx(_by_id(rows, record.id).rates(
-        np.zeros((1, 2)))[0], rel=1e-9)
+        np.zeros((1, 3)))[0], rel=1e-9)
     # the interval holds the scatter between measurements beyond the efficiencies' own
     assert math.log(prediction.high / prediction.value) > 1.645 * fitted.sigma
     unseen = calibration.predict("tokens_per_second", given, presets)  # a new group
@@ -220,7 +224,7 @@ def test_the_command_calibrates_predicts_and_scores_the_shipped_rows(run_cli):
     assert 0 < score["coverage_90"]["calibrated"] <= 1
     calibration, prediction = found["calibration"], found["prediction"]
     assert calibration["rows"] == 71 and calibration["prior_width"]["kind"] == "stated"
-    assert len(calibration["efficiencies"]) == 2 * len(calibration["groups"])
+    assert len(calibration["efficiencies"]) == 3 * len(calibration["groups"])
     assert prediction["group"] == "h200/tensorrt_llm" and prediction["level"] == 0.9
     # a prediction below its bound (every efficiency under 1), inside its own interval
     assert prediction["low"] < prediction["value"] < prediction["high"]
@@ -271,13 +275,13 @@ def test_no_interval_reaches_past_the_bound(simulated_calibration):
 
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("theta"), "field 'theta': missing"),
-    (lambda d: d.update(format=1), "field 'format': this chalk reads format 2, not the "
-                                       "number 1"),
+    (lambda d: d.update(format=2), "field 'format': this chalk reads format 3, not the "
+                                       "number 2"),
     (lambda d: d.update(group_rows=[1, 1, 1]), "field 'group_rows': expected 3 whole numbers, "
                                                "one per group, adding up to rows (12)"),
     (lambda d: d.update(scatter_log_sd=0), "field 'scatter_log_sd': expected a number more "
                                            "than 0"),
-    (lambda d: d.update(theta=d["theta"][:-1]), "field 'theta': expected 8 finite numbers"),
+    (lambda d: d.update(theta=d["theta"][:-1]), "field 'theta': expected 12 finite numbers"),
     (lambda d: d["covariance"][0].__setitem__(1, 5.0), "field 'covariance': not symmetric"),
     (lambda d: d.update(covariance=[[-abs(v) if i == j else 0.0 for j, v in enumerate(r)]
                                     for i, r in enumerate(d["covariance"])]),
@@ -317,7 +321,7 @@ def test_a_fold_that_cannot_be_calibrated_is_reported_not_dropped(rows):
     ((left_out, reason),) = score.unscored
     assert left_out == chosen[1].source
     assert reason.startswith("flops_efficiency cannot be calibrated from these 3")
-    assert "1 fold(s) not scored" in score.text()
+    assert "1 fold(s) or row(s) not scored" in score.text()
 
 
 def _file_entry(record, measured: float) -> dict:
@@ -373,9 +377,10 @@ def test_a_calibrated_solve_answers_at_the_groups_fitted_efficiencies(simulated_
     answer = calibrated_solve("tokens_per_second", given, presets, "h200/tensorrt_llm",
                               simulated_calibration)
     fitted = simulated_calibration.fitted
-    flops, hbm = np.exp(fitted.log_efficiency("h200/tensorrt_llm"))
+    flops, hbm, links = np.exp(fitted.log_efficiency("h200/tensorrt_llm"))
     assert [(e.name, e.value, e.rows) for e in answer.efficiencies] == [
-        ("flops_efficiency", flops, 4), ("hbm_bandwidth_efficiency", hbm, 4)]  # 2 rows x 2
+        ("flops_efficiency", flops, 4), ("hbm_bandwidth_efficiency", hbm, 4),
+        ("scale_up_bandwidth_efficiency", links, 4)]  # 2 rows x 2
     # the derivation is the solve at those efficiencies, and names where they came from
     (p,) = answer.predictions.values()
     solved = answer.solution["tokens_per_second"].to("token/s").magnitude
@@ -455,7 +460,7 @@ def test_solve_calibrated_from_a_stored_calibration(simulated_calibration, tmp_p
         "h200/tensorrt_llm")
     assert (p["value"], p["low"], p["high"], p["bound"]) == pytest.approx(
         (expected.value, expected.low, expected.high, expected.bound), rel=1e-9)
-    assert [e["rows"] for e in found["efficiencies"]] == [4, 4]
+    assert [e["rows"] for e in found["efficiencies"]] == [4, 4, 4]
     status, out, err = run_cli(*argv, "--brief")
     assert (status, err) == (0, "")
     assert out.startswith("tokens_per_second = ") and "calibrated, 90% prediction" in out
@@ -520,9 +525,13 @@ def test_a_prediction_for_an_architecture_group_needs_a_model_of_it():
 
 @pytest.mark.slow
 def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_averages(tmp_path):
-    # one chip and engine, dense and MoE rows whose true flops_efficiency differs threefold
-    # (0.3 and 0.1): grouped by chip/engine the fit can only split the difference and the
-    # offset shows up as scatter; grouped by architecture each is recovered
+    # one chip and engine, dense and MoE rows whose true hbm_bandwidth_efficiency differs
+    # threefold (0.6 and 0.2): grouped by chip/engine the fit can only split the difference
+    # and the offset shows up as scatter; grouped by architecture each is recovered. (Not
+    # the flops: Qwen3 235B on 8 chips waits on the all-to-all, the conventions' experts
+    # over every chip, and its two compute-bound questions fix only a combination of the
+    # flops and the links' efficiency; Qwen3 30B on one chip is memory-bound and fixes the
+    # MoE bandwidth alone.)
     ids = ["trtllm_llama70b_b200_fp4_1000_1000", "trtllm_llama70b_b200_fp4_128_2048",
            "trtllm_llama405b_b200_fp4_1000_1000", "trtllm_llama405b_b200_fp4_128_2048",
            "trtllm_qwen3_30b_b200_fp4_1000_1000", "trtllm_qwen3_30b_b200_fp4_128_2048",
@@ -530,16 +539,17 @@ def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_aver
     from chalk.applications.calibrate.rows import by_architecture
 
     rows = by_architecture(compile_rows(shipped_records(ids)))
-    truth = {"b200/tensorrt_llm/dense": (0.3, 0.6), "b200/tensorrt_llm/moe": (0.1, 0.6)}
+    truth = {"b200/tensorrt_llm/dense": (0.3, 0.6, 0.3),
+             "b200/tensorrt_llm/moe": (0.3, 0.2, 0.3)}
     simulated = _simulated(rows, truth, 0.05, np.random.default_rng(3), copies=2)
     split = calibrate(rows=simulated)
     assert split.fitted.families == ("moe",)  # dense is the reference
-    for group, (flops, _) in truth.items():
-        assert split.fitted.informed[split.fitted.groups.index(group), 0]
-        assert split.efficiency(group, "flops_efficiency").value == pytest.approx(flops,
-                                                                                  rel=0.15)
+    for group, (_, hbm, _) in truth.items():
+        assert split.fitted.informed[split.fitted.groups.index(group), 1]
+        assert split.efficiency(group, "hbm_bandwidth_efficiency").value == pytest.approx(
+            hbm, rel=0.15)
     merged = calibrate(rows=[replace(r, group="b200/tensorrt_llm") for r in simulated])
-    # log(0.3 / 0.1) = 1.1 between the two: at least a few times the 0.05 noise is left
+    # log(0.6 / 0.2) = 1.1 between the two: at least a few times the 0.05 noise is left
     assert merged.fitted.sigma > 3 * split.fitted.sigma
     # the split calibration is stored and answers a solve for its MoE group
     from chalk.applications.calibrate.rows import measurement_question
@@ -562,17 +572,114 @@ def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_aver
 def test_an_architecture_offset_moves_every_group_of_it():
     from chalk.applications.calibrate.fit import Fitted
 
-    # theta = [mu_f, mu_h, u_f(dense), u_f(moe), u_h(dense), u_h(moe), v_f(moe), v_h(moe)]
+    # theta = [mu_f, mu_h, mu_s, u_f(dense), u_f(moe), u_h(dense), u_h(moe), u_s(dense),
+    #          u_s(moe), v_f(moe), v_h(moe), v_s(moe)] (s: the scale-up bandwidth)
     groups = ("b200/x/dense", "b200/x/moe")
-    theta = np.array([-2.0, -1.0, 0.1, 0.2, 0.3, 0.4, -0.5, -0.6])
-    fitted = Fitted(groups, theta, np.eye(8) * 0.01, 0.3, 10.0, 0.5, np.zeros(0),
-                    np.zeros((0, 2)), np.ones((2, 2), bool), ("moe",))
-    assert fitted.log_efficiency("b200/x/dense") == pytest.approx([-2.0 + 0.1, -1.0 + 0.3])
+    theta = np.array([-2.0, -1.0, -0.7, 0.1, 0.2, 0.3, 0.4, 0.05, 0.06, -0.5, -0.6, -0.1])
+    fitted = Fitted(groups, theta, np.eye(12) * 0.01, 0.3, 10.0, 0.5, np.zeros(0),
+                    np.zeros((0, 3)), np.ones((2, 3), bool), ("moe",))
+    assert fitted.log_efficiency("b200/x/dense") == pytest.approx([-2.0 + 0.1, -1.0 + 0.3,
+                                                                   -0.7 + 0.05])
     assert fitted.log_efficiency("b200/x/moe") == pytest.approx([-2 + 0.2 - 0.5,
-                                                                 -1 + 0.4 - 0.6])
+                                                                 -1 + 0.4 - 0.6,
+                                                                 -0.7 + 0.06 - 0.1])
     # a MoE group never calibrated: the shared values plus the MoE offset, and the spread
     # of a group's deviation (0.5^2) beside the parameters' (0.01 each of mu and v)
-    assert fitted.log_efficiency("h200/y/moe") == pytest.approx([-2.5, -1.6])
-    assert fitted.parameter_variance("h200/y/moe", np.array([1.0, 0.0])) == \
+    assert fitted.log_efficiency("h200/y/moe") == pytest.approx([-2.5, -1.6, -0.8])
+    assert fitted.parameter_variance("h200/y/moe", np.array([1.0, 0.0, 0.0])) == \
         pytest.approx(0.01 + 0.01 + 0.25)
-    assert fitted.log_efficiency(None) == pytest.approx([-2.0, -1.0])
+    assert fitted.log_efficiency(None) == pytest.approx([-2.0, -1.0, -0.7])
+
+
+# Rows whose source states an expert-parallel layout (attention data parallel, experts
+# over every chip: DEP4 and DEP8), so each step waits on the all-to-all (issue 24: the
+# communication the MoE rows miss).
+EP_IDS = ["trtllm12_qwen3_235b_h200_fp8_1024_1024", "trtllm12_deepseek_r1_h200_fp8_1024_1024"]
+
+
+@pytest.fixture(scope="module")
+def ep_rows():
+    return compile_rows(shipped_records(EP_IDS))
+
+
+def test_a_stated_expert_parallel_layout_puts_the_all_to_all_on_the_step(ep_rows, rows):
+    import chalk
+    from chalk.applications.calibrate.rows import measurement_question
+
+    # step_time = max(t_compute, t_memory) + t_ep_comm, and t_ep_comm is inversely
+    # proportional to scale_up_bandwidth_efficiency: at 0.5 the exposed all-to-all doubles,
+    # so the rate falls by (max + e) / (max + 2 e), with max and e chalk's own pieces at peak
+    row = ep_rows[0]
+    targets, given, presets = measurement_question(shipped_records([row.id])[0])
+    assert (given["expert_parallelism"], given["attention_tensor_parallelism"]) == \
+        ("4 chip", "1 chip")
+    s = chalk.solve(targets + ["t_ep_comm"], given=given, presets=presets)
+    roofline = max(s.value("t_compute", "s"), s.value("t_memory", "s"))
+    exposed = s.value("t_ep_comm", "s")
+    assert exposed > 0
+    at_peak, half_links = row.rates(np.log([[1, 1, 1], [1, 1, 0.5]]))
+    assert half_links / at_peak == pytest.approx((roofline + exposed) / (roofline + 2 * exposed),
+                                                 rel=1e-9)
+    # a dense model sends no all-to-all: the links' efficiency changes nothing in its row
+    dense = _by_id(rows, IDS[0])
+    assert dense.rates(np.log([[1, 1, 0.5]]))[0] == pytest.approx(
+        dense.rates(np.zeros((1, 3)))[0], rel=1e-12)
+
+
+def test_a_link_efficiency_no_row_waits_on_is_held_at_the_bound_and_not_used(
+        simulated_calibration, ep_rows):
+    from chalk.applications.calibrate.rows import measurement_question
+
+    # none of the six simulated rows has an all-to-all: nothing fixes the links' efficiency,
+    # so it stays at 1 (its prior's centre), is reported as not identified, and a question
+    # that waits on an all-to-all is refused rather than predicted from it
+    shared = simulated_calibration.shared["scale_up_bandwidth_efficiency"]
+    assert not shared.identified and shared.value == pytest.approx(1.0, abs=1e-6)
+    assert "held at 1, the bound" in shared.note()
+    assert "scale_up_bandwidth_efficiency: not identified" in simulated_calibration.text()
+    assert all(e.identified for e in simulated_calibration.shared.values()
+               if e.name != "scale_up_bandwidth_efficiency")
+    _, given, presets = measurement_question(shipped_records([EP_IDS[0]])[0])
+    with pytest.raises(ChalkError, match="depends on scale_up_bandwidth_efficiency, which none "
+                                         "of the calibration's measurements did"):
+        simulated_calibration.predict("tokens_per_second", given, presets,
+                                      "h200/tensorrt_llm")
+    # in cross-validation the row is said not scored, never dropped: leaving out both
+    # all-to-all rows of a calibration leaves nothing that fixes the links
+    rng = np.random.default_rng(5)
+    truth = {"h200/tensorrt_llm": (0.15, 0.3, 0.2), "mi300x/vllm": (0.1, 0.2),
+             "h100/nim": (0.15, 0.35)}
+    simulated = _simulated(rows_of(simulated_calibration), truth, 0.05, rng) + [
+        replace(r, source="ep") for r in _simulated(ep_rows, truth, 0.05, rng)]
+    score = cross_validate(simulated, 0.5, "source")
+    assert sorted(i for i, _ in score.unscored) == sorted(r.id for r in simulated
+                                                          if r.source == "ep")
+
+
+def rows_of(calibration):
+    """One copy of each distinct question a calibration was fitted to."""
+    seen = {}
+    for r in calibration.rows:
+        seen.setdefault(r.id.rsplit("_", 1)[0], replace(r, id=r.id.rsplit("_", 1)[0]))
+    return list(seen.values())
+
+
+@pytest.mark.slow
+def test_the_links_efficiency_is_recovered_from_rows_that_wait_on_the_all_to_all(rows,
+                                                                                  ep_rows):
+    # h200/tensorrt_llm at flops 0.15, HBM 0.3 and links 0.2: at 0.2 the exposed all-to-all
+    # is five times its peak time, comparable to the roofline part, so the two DEP rows fix
+    # it; over 20 seeds its 90% interval (shared value, the only group with such rows)
+    # covers the truth 80-97% of the time, and it is always identified
+    truth = {"h200/tensorrt_llm": (0.15, 0.3, 0.2), "mi300x/vllm": (0.1, 0.2),
+             "h100/nim": (0.15, 0.35)}
+    covered = 0
+    for seed in range(20):
+        rng = np.random.default_rng(100 + seed)
+        simulated = _simulated(rows, truth, 0.1, rng, copies=2) + _simulated(
+            ep_rows, truth, 0.1, rng, copies=2)
+        calibration = calibrate(rows=simulated, prior_width=0.0)
+        links = calibration.shared["scale_up_bandwidth_efficiency"]
+        assert links.identified
+        covered += links.low <= 0.2 <= links.high
+    assert 16 <= covered <= 19, covered  # 80-97% of 20 is 16-19.4; 18 expected

@@ -30,6 +30,15 @@ def test_tp_comm_of_one_decode_step():
     assert s.value("t_tp_comm", "ms") == pytest.approx(1.5247, rel=1e-4)
 
 
+def test_an_all_reduce_at_an_achieved_fraction_of_the_links_peak():
+    # the bytes of one all-reduce at 16 sequences take 1/0.8 as long at 0.8 of 300 GB/s;
+    # the 8 us latency is not bandwidth and stays
+    s = solve("t_allreduce", given={**LLAMA_ON_A100, "batch_size": "16 sequence",
+                                    "scale_up_bandwidth_efficiency": 0.8})
+    assert s.value("t_allreduce", "s") == pytest.approx(
+        8e-6 + _ring_bytes(16) / (0.8 * 300e9), rel=1e-12)
+
+
 def test_step_time_with_comm_adds_the_allreduces_to_the_roofline():
     s = solve("step_time_with_comm", given={**LLAMA_ON_A100, "batch_size": "32 sequence"})
     weights = 69e9 * 2

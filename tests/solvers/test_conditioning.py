@@ -155,3 +155,21 @@ def test_a_block_verdict_by_its_bound_is_the_verdict_measured_in_full():
         assert all(np.array_equal(a, b) for a, b in zip(block_verdicts(own, given), expected,
                                                         strict=True))
         assert expected[0][:50].any() or expected[1][:50].any()
+
+
+@pytest.mark.parametrize("gap", [5e-8, 1e-6, 0.25, 1e-12, 2.0])
+def test_the_measure_at_one_point_is_the_measure_on_arrays_to_the_bit(gap):
+    # check() measures one point on floats (solve's path); refused() and elasticities()
+    # on arrays: the same steps and arithmetic, so the same numbers. gap = 2 puts x past
+    # the saturation (f undefined), 1e-12 nearer to it than the smallest step.
+    from chalk.solvers.analysis.conditioning import _elasticities_at
+
+    x = 1 - gap
+    env = {"x": x, "y": 3.0}
+    value = -math.log(gap) if gap < 1 else 1.0  # x = -1 for gap 2: not measured
+    one = _elasticities_at(_minus_log_gap, env, ["x", "y"], value)
+    many = elasticities(_minus_log_gap, env, ["x", "y"], value)
+    assert one.keys() == many.keys()
+    for name, measured in many.items():
+        assert one[name] == float(measured) or (math.isnan(one[name])
+                                                and math.isnan(float(measured)))

@@ -389,6 +389,7 @@ def test_what_a_zero_feeds_is_no_ground_for_it():
                          {"n_local_layers"}) == {"n_layers", "n_local_layers"}
     # but no absence is solved through as a number: t_alltoall = 0 (no all-to-all) says
     # nothing of the bytes a token would send (0 x ... = bytes x tokens)
-    sends = {"t_alltoall", "expert_parallelism", "scale_up_bandwidth", "tokens_run_per_step"}
+    sends = {"t_alltoall", "expert_parallelism", "scale_up_bandwidth",
+             "scale_up_bandwidth_efficiency", "tokens_run_per_step"}
     assert computed_from(model, "alltoall_bytes_per_token", sends) is not None
     assert computed_from(model, "alltoall_bytes_per_token", sends, {"t_alltoall"}) is None

@@ -24,7 +24,8 @@ __all__ = ["Calibration", "Efficiency", "PRIOR_WIDTH", "Prediction", "Score", "c
 
 def calibrate(records: Iterable | None = None, *, prior_width: float = PRIOR_WIDTH,
               rows=None, data=None, architecture: bool = False) -> Calibration:
-    """Fit flops_efficiency and hbm_bandwidth_efficiency per chip × engine group.
+    """Fit flops_efficiency, hbm_bandwidth_efficiency and scale_up_bandwidth_efficiency
+    per chip × engine group (the last only where some row waits on an all-to-all).
 
     Parameters
     ----------
@@ -33,7 +34,7 @@ def calibrate(records: Iterable | None = None, *, prior_width: float = PRIOR_WID
         (default: every one of ``data``).
     prior_width : float
         The stated standard deviation of a group's log efficiency about the shared
-        value (default :data:`PRIOR_WIDTH`; 0 fits one pair for every group).
+        value (default :data:`PRIOR_WIDTH`; 0 fits one set for every group).
     rows : list of Row, optional
         Measurements already compiled (:func:`compile_rows`), to calibrate again
         without compiling.

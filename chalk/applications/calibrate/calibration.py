@@ -11,7 +11,7 @@ import numpy as np
 
 from chalk.applications.calibrate.fit import Fitted, family_of
 from chalk.applications.calibrate.predict import LEVEL, Prediction, predict_row, quantile
-from chalk.applications.calibrate.rows import EFFICIENCIES, Row, architecture_of
+from chalk.applications.calibrate.rows import COMMUNICATION, EFFICIENCIES, Row, architecture_of
 from chalk.symbolic.errors import UsageError
 
 RATE_UNIT = "token/s"  # the scatter is measured on output token rates
@@ -41,6 +41,13 @@ class Efficiency:
     def note(self) -> str:
         if self.identified:
             return ""
+        if self.name in COMMUNICATION:
+            where = ("no measurement waits on an all-to-all (none states an expert-parallel "
+                     "layout), so it is held at 1, the bound, with the prior's spread, and a "
+                     "prediction that needs it is refused" if self.group == "shared" else
+                     f"no row of {self.group} waits on an all-to-all, so it stays at the "
+                     "pooled value")
+            return f"not identified: {where}"
         other = "memory" if self.name == EFFICIENCIES[0] else "compute"
         floor = f"; its rows say only that it is at least {self.at_least:.3g}" \
             if self.at_least is not None else ""
@@ -57,7 +64,8 @@ class Calibration:
     fitted : Fitted
         The posterior mode, covariance and scatter.
     efficiencies : list of Efficiency
-        Per group, flops then HBM bandwidth.
+        Per group, in the order of :data:`~.rows.EFFICIENCIES` (flops, HBM bandwidth,
+        scale-up bandwidth).
     shared : dict of name to Efficiency
         The shared (pooled) values, group ``"shared"``.
     """
@@ -66,12 +74,13 @@ class Calibration:
         self.rows = list(rows)
         self.fitted = fitted
         q = quantile(fitted)
-        self.shared = {name: self._efficiency("shared", None, j, q, len(self.rows), True)
+        self.shared = {name: self._efficiency("shared", None, j, q, len(self.rows),
+                                              bool(fitted.identified[j]))
                        for j, name in enumerate(EFFICIENCIES)}
         self.efficiencies = []
         for k, group in enumerate(fitted.groups):
             members = [i for i, r in enumerate(self.rows) if r.group == group]
-            for j in range(2):
+            for j in range(len(EFFICIENCIES)):
                 informed = bool(fitted.informed[k, j])
                 efficiency = self._efficiency(group, group, j, q, len(members), informed)
                 if not informed:
@@ -93,8 +102,7 @@ class Calibration:
         return {g: sum(r.group == g for r in self.rows) for g in self.groups}
 
     def efficiency(self, group: str, name: str) -> Efficiency:
-        """A group's fitted efficiency by name (``flops_efficiency`` or
-        ``hbm_bandwidth_efficiency``)."""
+        """A group's fitted efficiency by name (one of :data:`~.rows.EFFICIENCIES`)."""
         for e in self.efficiencies:
             if e.group == group and e.name == name:
                 return e
@@ -144,13 +152,13 @@ class Calibration:
                  f"{f.prior_width:g}^2) (prior width stated, not estimated).",
                  f"Scatter between measurements: {f.sigma:.3f} in log rate (a factor "
                  f"{math.exp(f.sigma):.2f}), on {f.dof:.1f} degrees of freedom.", "",
-                 f"{'group':<22} {'rows':>4}  {'flops_efficiency':<24} "
-                 f"{'hbm_bandwidth_efficiency':<24}"]
+                 f"{'group':<22} {'rows':>4}  "
+                 + " ".join(f"{name:<29}" for name in EFFICIENCIES).rstrip()]
         reference = sorted({family_of(g) for g in self.groups} - {None})[:1]
         shown = " ".join(["shared", *reference]) if f.families else "shared"
         count = sum(family_of(r.group) in (reference or [None]) for r in self.rows) \
             if f.families else len(self.rows)
-        rows = [(shown, count, self.shared[EFFICIENCIES[0]], self.shared[EFFICIENCIES[1]])]
+        rows = [(shown, count, *self.shared.values())]
         if f.families:
             lines.insert(2, f"An architecture's shared value = the {reference[0]} one + an "
                             f"offset ~ N(0, {f.prior_width:g}^2).")
@@ -159,14 +167,15 @@ class Calibration:
                     for j in range(len(EFFICIENCIES))]
             members = sum(family_of(r.group) == family for r in self.rows)
             rows.append((f"shared {family}", members, *pair))
-        for k in range(0, len(self.efficiencies), 2):
-            pair = self.efficiencies[k:k + 2]
-            rows.append((pair[0].group, pair[0].rows, pair[0], pair[1]))
+        size = len(EFFICIENCIES)
+        for k in range(0, len(self.efficiencies), size):
+            each = self.efficiencies[k:k + size]
+            rows.append((each[0].group, each[0].rows, *each))
         notes = []
-        for group, count, flops, hbm in rows:
-            lines.append(f"{group:<22} {count:>4}  {_shown(flops):<24} {_shown(hbm):<24}")
-            notes += [f"  {e.group} {e.name}: {e.note()}" for e in (flops, hbm)
-                      if not e.identified]
+        for group, count, *each in rows:
+            lines.append(f"{group:<22} {count:>4}  "
+                         + " ".join(f"{_shown(e):<29}" for e in each).rstrip())
+            notes += [f"  {e.group} {e.name}: {e.note()}" for e in each if not e.identified]
         return "\n".join(lines + ([""] + ["* " + n.strip() for n in notes] if notes else []))
 
     def __str__(self) -> str:

@@ -1,7 +1,7 @@
 """Partial pooling of serving efficiencies in log space, fitted to measured rates.
 
 The model, for a row ``i`` of group ``k`` (its chip and engine) and each efficiency
-``j`` (flops, HBM bandwidth)::
+``j`` (flops, HBM bandwidth, scale-up bandwidth: :data:`~.rows.EFFICIENCIES`)::
 
     log measured_i = log rate_i(exp(x_k)) + e_i,      e_i ~ N(0, sigma^2)
     x_kj = mu_j + u_kj,                                u_kj ~ N(0, tau^2)
@@ -15,7 +15,13 @@ degrees of freedom the fit used (``n - edf``, edf the trace of the hat matrix). 
 estimate is the posterior mode (penalised least squares, Levenberg-Marquardt on
 one-sided finite-difference slopes) and the covariance its Laplace approximation,
 ``(A'A / sigma^2 + P)^-1`` with ``P`` the prior precision. ``tau = 0`` is complete
-pooling: one pair of efficiencies for every group.
+pooling: one set of efficiencies for every group.
+
+An efficiency of :data:`~.rows.COMMUNICATION` that no row's answer depends on (no row
+states an expert-parallel layout, so none waits on an all-to-all) is not identified: its
+shared value gets the same prior as a deviation, centred on 1 (the bound), instead of the
+flat one, so the fit stays defined; it is reported as not identified and a prediction
+that depends on it is refused (:func:`~.predict.predict_row`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chalk.applications.calibrate.rows import EFFICIENCIES, Row
+from chalk.applications.calibrate.rows import COMMUNICATION, EFFICIENCIES, Row
 from chalk.symbolic.errors import UsageError
 
 # Stated prior width of a group's log-efficiency deviation from the shared value: a
@@ -34,6 +40,7 @@ from chalk.symbolic.errors import UsageError
 # serving_bounds.py), a spread of this order between chips and engines.
 PRIOR_WIDTH = 0.5
 INFORMS = 1e-6  # sum of squared slopes below this: the rows do not inform an efficiency
+J = len(EFFICIENCIES)
 MAX_ITERATIONS = 100
 # Change of the objective (chi-square units) at which the fit has converged: 1/270 of
 # the 2.71 that moves a 90% interval's end, so smaller changes move no stated figure.
@@ -52,8 +59,9 @@ class Fitted:
     groups : tuple of str
         The groups with a deviation, in the parameter order.
     theta : ndarray
-        ``[mu_flops, mu_hbm, u_flops per group..., u_hbm per group..., v_flops per
-        family..., v_hbm per family...]`` (only the two ``mu`` under complete pooling).
+        ``[mu per efficiency..., u of the first efficiency per group..., u of the next
+        per group..., v of the first efficiency per family..., ...]``, efficiencies in
+        the order of :data:`~.rows.EFFICIENCIES` (only the ``mu`` under complete pooling).
     covariance : ndarray
     sigma : float
         Residual scatter in log rate.
@@ -61,9 +69,9 @@ class Fitted:
         ``n - edf``, the degrees of freedom ``sigma`` rests on.
     prior_width : float
     log_rates, slopes : ndarray
-        Each row's fitted log rate and d log rate / d log efficiency (n × 2).
+        Each row's fitted log rate and d log rate / d log efficiency (n × J).
     informed : ndarray of bool
-        Per group and efficiency (G × 2): whether any of the group's rows depends on it.
+        Per group and efficiency (G × J): whether any of the group's rows depends on it.
     families : tuple of str
         Architectures with their own offset ``v`` from the shared values (``moe``), for
         groups named ``chip/engine/architecture``; the first architecture in sorted order
@@ -85,24 +93,30 @@ class Fitted:
     def pooled(self) -> bool:
         return self.prior_width == 0
 
+    @property
+    def identified(self) -> np.ndarray:
+        """Per efficiency (J): whether any row's answer depends on it (a communication
+        efficiency no row waits on is not, and predictions that need it are refused)."""
+        return self.informed.any(axis=0)
+
     def log_efficiency(self, group: str | None, family: str | None = None) -> np.ndarray:
         """A group's log efficiencies (a group not fitted: the shared values of its
         architecture; ``family`` for the shared values of an architecture)."""
         return self.gradient(group, family) @ self.theta
 
     def gradient(self, group: str | None, family: str | None = None) -> np.ndarray:
-        """d (log efficiencies of ``group``) / d theta, 2 × P (``group`` None: the
+        """d (log efficiencies of ``group``) / d theta, J × P (``group`` None: the
         shared values, of architecture ``family`` if given)."""
-        out = np.zeros((2, len(self.theta)))
-        out[:, :2] = np.eye(2)
-        size = len(self.groups)
+        out = np.zeros((J, len(self.theta)))
+        out[:, :J] = np.eye(J)
+        size, count = len(self.groups), len(self.families)
+        efficiency = np.arange(J)
         if not self.pooled and group in self.groups:
-            k = self.groups.index(group)
-            out[0, 2 + k] = out[1, 2 + size + k] = 1.0
+            out[efficiency, J + efficiency * size + self.groups.index(group)] = 1.0
         family = family_of(group) if family is None else family
         if not self.pooled and family in self.families:
-            f, count = self.families.index(family), len(self.families)
-            out[0, 2 + 2 * size + f] = out[1, 2 + 2 * size + count + f] = 1.0
+            out[efficiency, J + J * size + efficiency * count + self.families.index(family)] \
+                = 1.0
         return out
 
     def parameter_variance(self, group: str | None, slopes: np.ndarray) -> float:
@@ -146,18 +160,17 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     # each architecture but the first (the reference) gets an offset, pooled as a group is
     kinds = sorted({family_of(g) for g in groups} - {None})
     families = tuple(kinds[1:])
-    size = 2 + 2 * len(groups) + 2 * len(families)
-    design = np.zeros((n, 2, size))  # d x_i / d theta
-    design[:, :, :2] = np.eye(2)
-    if groups:
-        design[np.arange(n), 0, 2 + member] = 1.0
-        design[np.arange(n), 1, 2 + len(groups) + member] = 1.0
-    for f, family in enumerate(families):
-        inside = np.array([family_of(r.group) == family for r in rows])
-        design[inside, 0, 2 + 2 * len(groups) + f] = 1.0
-        design[inside, 1, 2 + 2 * len(groups) + len(families) + f] = 1.0
-    precision = np.zeros(size)
-    precision[2:] = 1 / prior_width ** 2 if groups else 0.0
+    size = J + J * len(groups) + J * len(families)
+    design = np.zeros((n, J, size))  # d x_i / d theta
+    design[:, :, :J] = np.eye(J)
+    for j in range(J):
+        if groups:
+            design[np.arange(n), j, J + j * len(groups) + member] = 1.0
+        for f, family in enumerate(families):
+            inside = np.array([family_of(r.group) == family for r in rows])
+            design[inside, j, J + J * len(groups) + j * len(families) + f] = 1.0
+    base = np.zeros(size)  # the prior precision (a communication efficiency: see _held)
+    base[J:] = 1 / prior_width ** 2 if groups else 0.0
     y = np.log([r.measured for r in rows])
 
     def evaluate(thetas, strict=True):
@@ -174,6 +187,8 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     def descend(theta, sigma) -> Fitted:
         """The mode reached from ``theta`` (Levenberg-Marquardt, below)."""
         log_rates, slopes = (v[0] for v in evaluate(theta))
+        # whether a row waits on an all-to-all is structural: the start's slopes say it
+        precision = _held(base, slopes, prior_width)
         previous = np.inf
         for _ in range(MAX_ITERATIONS):
             a = np.einsum("ij,ijp->ip", slopes, design)  # d log rate_i / d theta
@@ -216,8 +231,11 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         a = np.einsum("ij,ijp->ip", slopes, design)
         _check_informed(a, rows)
         covariance = np.linalg.inv(a.T @ a / sigma ** 2 + np.diag(precision))
+        # symmetric as the matrix it inverts: inv leaves rounding that a stored calibration's
+        # reader would refuse where the links and the flops trade off (ill-conditioned)
+        covariance = (covariance + covariance.T) / 2
         edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
-        informed = np.zeros((max(len(groups), 1), 2), dtype=bool)
+        informed = np.zeros((max(len(groups), 1), J), dtype=bool)
         for k in range(informed.shape[0]):
             inside = member == k
             informed[k] = (slopes[inside] ** 2).sum(axis=0) > INFORMS
@@ -237,7 +255,7 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     # the lowest posterior objective, every fit's residuals scaled by one scatter
     common = min(f.sigma for f in fits)
     return min(fits, key=lambda f: float(((y - f.log_rates) ** 2).sum()) / common ** 2
-               + float(precision @ f.theta ** 2))
+               + float(_held(base, f.slopes, prior_width) @ f.theta ** 2))
 
 
 def _starts(rows, size, groups, families, member, start, evaluate) -> list[np.ndarray]:
@@ -250,35 +268,35 @@ def _starts(rows, size, groups, families, member, start, evaluate) -> list[np.nd
     (every row memory-bound: no flops slope), so a shared start alone can leave it there.
     """
     theta = np.zeros(size)
+    size_g, size_f = len(groups), len(families)
     if start is not None:
-        theta[:2] = start.theta[:2]
+        theta[:J] = start.theta[:J]
         for k, group in enumerate(groups):
             if not start.pooled and group in start.groups:
-                j = start.groups.index(group)
-                theta[2 + k] = start.theta[2 + j]
-                theta[2 + len(groups) + k] = start.theta[2 + len(start.groups) + j]
+                i, size_s = start.groups.index(group), len(start.groups)
+                for j in range(J):
+                    theta[J + j * size_g + k] = start.theta[J + j * size_s + i]
         for f, family in enumerate(families):
             if not start.pooled and family in start.families:
-                v = start.log_efficiency(None, family) - start.theta[:2]
-                theta[2 + 2 * len(groups) + f] = v[0]
-                theta[2 + 2 * len(groups) + len(families) + f] = v[1]
+                v = start.log_efficiency(None, family) - start.theta[:J]
+                theta[J + J * size_g + np.arange(J) * size_f + f] = v
         return [theta]
     y = np.log([r.measured for r in rows])
     centre = float(np.median(y - evaluate(theta)[0][0]))
     shifts = np.log(START_FACTORS)
-    pairs = np.minimum(centre + np.stack(np.meshgrid(shifts, shifts), -1).reshape(-1, 2),
-                       -1e-3)
-    candidates = np.zeros((len(pairs), size))
-    candidates[:, :2] = pairs
+    grid = np.stack(np.meshgrid(*[shifts] * J), -1).reshape(-1, J)
+    points = np.minimum(centre + grid, -1e-3)
+    candidates = np.zeros((len(points), size))
+    candidates[:, :J] = points
     squares = (y - evaluate(candidates, False)[0]) ** 2
     squares[~np.isfinite(squares)] = np.inf  # a start where chalk refuses some row
     shared = int(np.argmin(squares.sum(axis=1)))
     starts = [candidates[shared]]
     if groups:
         own = candidates[shared].copy()
-        for k in range(len(groups)):
-            pair = pairs[int(np.argmin(squares[:, member == k].sum(axis=1)))]
-            own[2 + k], own[2 + len(groups) + k] = pair - pairs[shared]
+        for k in range(size_g):
+            point = points[int(np.argmin(squares[:, member == k].sum(axis=1)))]
+            own[J + np.arange(J) * size_g + k] = point - points[shared]
         if (own != starts[0]).any():
             starts.append(own)
     return starts
@@ -290,9 +308,26 @@ def family_of(group: str | None) -> str | None:
     return parts[2] if len(parts) == 3 else None
 
 
+def _held(precision: np.ndarray, slopes: np.ndarray, prior_width: float) -> np.ndarray:
+    """``precision`` with the shared value of each communication efficiency no row depends
+    on (``slopes``, n × J, all zero for it) given a deviation's prior about 1, the bound,
+    in place of the flat one: nothing in the rows could fix it, and the fit must stay
+    defined (it is reported as not identified)."""
+    out = precision.copy()
+    width = prior_width if prior_width > 0 else PRIOR_WIDTH
+    for name in COMMUNICATION:
+        j = EFFICIENCIES.index(name)
+        if (slopes[:, j] ** 2).sum() <= INFORMS:
+            out[j] = 1 / width ** 2
+    return out
+
+
 def _check_informed(a: np.ndarray, rows) -> None:
-    """Refuse a shared efficiency that no row depends on (nothing could fix it)."""
+    """Refuse a shared compute or HBM efficiency that no row depends on (nothing could
+    fix it); a communication efficiency is held instead (:func:`_held`)."""
     for j, name in enumerate(EFFICIENCIES):
+        if name in COMMUNICATION:
+            continue
         if (a[:, j] ** 2).sum() <= INFORMS:
             bound = "memory" if j == 0 else "compute"
             raise UsageError(f"{name} cannot be calibrated from these {len(rows)} "

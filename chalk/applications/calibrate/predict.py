@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from chalk.applications.calibrate.fit import Fitted
-from chalk.applications.calibrate.rows import Row
+from chalk.applications.calibrate.fit import INFORMS, Fitted
+from chalk.applications.calibrate.rows import EFFICIENCIES, Row
+from chalk.symbolic.errors import UsageError
 
 LEVEL = 0.90  # the prediction intervals' coverage
 
@@ -70,11 +71,23 @@ def quantile(fitted: Fitted) -> float:
 
 def predict_row(fitted: Fitted, row: Row) -> Prediction:
     """The calibrated prediction for ``row``'s question (its group's efficiencies, or
-    the shared ones when ``fitted`` has no such group)."""
+    the shared ones when ``fitted`` has no such group).
+
+    Raises
+    ------
+    UsageError
+        The question depends on an efficiency none of the calibration's rows did (an
+        all-to-all, when no row stated an expert-parallel layout): nothing fixed it.
+    """
     known = row.group if (not fitted.pooled and row.group in fitted.groups) else None
     x = fitted.log_efficiency(row.group)  # an unseen group: its architecture's shared values
-    both = np.vstack([x, np.zeros(2)])  # the fitted point and the bound
+    both = np.vstack([x, np.zeros(len(x))])  # the fitted point and the bound
     logs, slopes = row.log_rates_and_slopes(both)
+    for j in np.nonzero(~fitted.identified & (slopes[0] ** 2 > INFORMS))[0]:
+        what = f"measurement {row.id!r}" if row.id else "this question"
+        raise UsageError(f"{what} depends on {EFFICIENCIES[j]}, which none of the "
+                         "calibration's measurements did; calibrate on measurements that "
+                         "state such a layout (expert_parallelism) or predict without it")
     parameter = fitted.parameter_variance(row.group, slopes[0])
     spread = math.sqrt(parameter + fitted.sigma ** 2) * quantile(fitted)
     bound = float(np.exp(logs[1]))

@@ -3,7 +3,7 @@
 Each measurement (a record of ``knowledge/data/serving_measurements.yaml``, read by
 :func:`chalk.knowledge.data.serving_measurements`) becomes one compiled question: the
 row's chip at the precision it ran, its model and precision presets, its conditions
-pinned (see :func:`measurement_question`) and the two efficiencies pinned so that they
+pinned (see :func:`measurement_question`) and the efficiencies pinned so that they
 can be moved. :meth:`Row.log_rates` is chalk's own answer for the row at the
 efficiencies asked, in the row's metric (total, per chip or per user), never a formula
 written beside the relations.
@@ -19,9 +19,15 @@ import numpy as np
 from chalk.symbolic.errors import ChalkError, DataError, UnknownNameError, UsageError
 
 # The efficiencies a calibration fits: the step's achieved FLOP/s and HBM bandwidth over
-# the peaks (the relations of knowledge/batch.py take them).
-EFFICIENCIES = ("flops_efficiency", "hbm_bandwidth_efficiency")
+# the peaks (the relations of knowledge/batch.py take them), and the achieved fraction of
+# the scale-up links' peak in the expert-parallel all-to-all (knowledge/moe.py), which
+# only rows with a stated expert-parallel layout depend on.
+EFFICIENCIES = ("flops_efficiency", "hbm_bandwidth_efficiency",
+                "scale_up_bandwidth_efficiency")
+COMMUNICATION = ("scale_up_bandwidth_efficiency",)  # may be absent from every row
 _ANSWERED = ("tokens_per_second", "batch_size")  # what a row's rate is made of
+# Facts of a measurement that pin its layout as published (knowledge/data.py).
+LAYOUT_FACTS = ("expert_parallelism", "attention_tensor_parallelism")
 STEP = 1e-4  # log step of the finite differences (downward: an efficiency is at most 1)
 
 
@@ -38,6 +44,12 @@ def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
     ``context_length`` is input + output / 2, the mean context over a request's decode
     (the input alone where no output length is published); ``batch_size`` as published,
     else ``memory_fill = 1``, the largest batch whose KV cache fits beside the weights.
+    The layout (:data:`LAYOUT_FACTS`) is pinned where the source states it: the expert
+    parallelism sets the all-to-all the step waits on (``t_ep_comm``), attention data
+    parallel has each group read its own attention weights. Elsewhere the conventions'
+    layout stands: attention tensor-parallel over the replica (Megatron's) and a MoE
+    model's experts over every chip of a stage, so a MoE row on several chips waits on an
+    all-to-all over all of them.
     """
     from chalk.knowledge.presets import chip_preset
 
@@ -46,6 +58,9 @@ def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
     given = {"n_chips": record.facts["n_chips"].text,
              "context_length": f"{input_tokens + output_tokens / 2:g} token"}
     targets = ["tokens_per_second", "t_compute", "t_memory"]
+    for stated in LAYOUT_FACTS:  # the expert-parallel layout, where the source states it
+        if stated in record.facts:
+            given[stated] = record.facts[stated].text
     if "batch_size" in record.facts:
         given["batch_size"] = record.facts["batch_size"].text
     else:
@@ -97,7 +112,7 @@ class Row:
     metric : str
         ``total``, ``per_chip`` or ``per_user``.
     question : CompiledQuestion
-        The row's question with both efficiencies pinned (at 1); its first target is
+        The row's question with every efficiency pinned (at 1); its first target is
         the rate (token/s over the replica).
     """
 
@@ -113,7 +128,7 @@ class Row:
 
     def rates(self, log_efficiencies: np.ndarray, strict: bool = True) -> np.ndarray:
         """The row's rate (token/s in its metric) at each row of ``log_efficiencies``
-        (n × 2: log flops_efficiency, log hbm_bandwidth_efficiency).
+        (n × J: the log of each of :data:`EFFICIENCIES`).
 
         Parameters
         ----------
@@ -154,14 +169,15 @@ class Row:
 
     def log_rates_and_slopes(self, log_efficiencies: np.ndarray, strict: bool = True
                              ) -> tuple[np.ndarray, np.ndarray]:
-        """The row's log rate at each of m points (m × 2 log efficiencies) and its slopes
-        d log rate / d log efficiency there (m × 2), in one evaluation: one-sided
+        """The row's log rate at each of m points (m × J log efficiencies) and its slopes
+        d log rate / d log efficiency there (m × J), in one evaluation: one-sided
         differences below each point, so no efficiency passes 1 (``strict`` as for
         :meth:`rates`)."""
         x = np.atleast_2d(np.asarray(log_efficiencies, dtype=float))
-        points = np.concatenate([x, x - [STEP, 0.0], x - [0.0, STEP]])
-        logs = np.log(self.rates(points, strict)).reshape(3, len(x))
-        return logs[0], np.stack([logs[0] - logs[1], logs[0] - logs[2]], axis=1) / STEP
+        steps = STEP * np.eye(x.shape[1])
+        points = np.concatenate([x] + [x - step for step in steps])
+        logs = np.log(self.rates(points, strict)).reshape(1 + len(steps), len(x))
+        return logs[0], (logs[0] - logs[1:]).T / STEP
 
 
 def compile_rows(records: Iterable) -> list[Row]:

@@ -6,7 +6,7 @@ source is left out is predicted as a group never calibrated). Each left-out row 
 three predictions, each refitted without it:
 
 - the calibration (partial pooling, with its 90% prediction interval);
-- one global pair of efficiencies shared by every chip and engine (complete pooling);
+- one global set of efficiencies shared by every chip and engine (complete pooling);
 - the bound itself (every efficiency 1), which needs no fit.
 
 Figures: the median absolute error of the predicted rate, ``|predicted / measured -
@@ -94,11 +94,12 @@ class Score:
         name = {"row": "leave one row out", "source": "leave one source out"}[self.scheme]
         return (f"{name} ({self.folds} folds, {len(self.scored)} rows): median |predicted/"
                 f"measured - 1| {self.calibrated_error:.1%} calibrated, "
-                f"{self.pooled_error:.1%} one global pair, {self.bound_error:.1%} the bound; "
-                f"90% intervals cover {self.coverage:.1%} (one global pair: "
+                f"{self.pooled_error:.1%} one global set, {self.bound_error:.1%} the bound; "
+                f"90% intervals cover {self.coverage:.1%} (one global set: "
                 f"{self.pooled_coverage:.1%})" + (
-                    f"; {len(self.unscored)} fold(s) not scored: the rows left could not be "
-                    f"calibrated (first: {self.unscored[0][1]})" if self.unscored else ""))
+                    f"; {len(self.unscored)} fold(s) or row(s) not scored: the rows left "
+                    f"could not calibrate them (first: {self.unscored[0][1]})"
+                    if self.unscored else ""))
 
 
 def cross_validate(rows: Sequence[Row], prior_width: float, scheme: str = "row",
@@ -133,8 +134,11 @@ def cross_validate(rows: Sequence[Row], prior_width: float, scheme: str = "row",
             unscored.append((fold, exc.message))
             continue
         for row in (r for r in rows if key(r) == fold):
-            scored.append(Scored(row.id, row.group, row.measured, predict_row(fitted, row),
-                                 predict_row(pooled, row)))
+            try:
+                scored.append(Scored(row.id, row.group, row.measured,
+                                     predict_row(fitted, row), predict_row(pooled, row)))
+            except UsageError as exc:  # it needs what no remaining row fixed: said, not hidden
+                unscored.append((row.id, exc.message))
     if not scored:
         raise UsageError(f"no fold of the cross-validation by {scheme} could be calibrated: "
                          f"{unscored[0][1]}")

@@ -1,7 +1,7 @@
 """A question answered at a calibration's fitted efficiencies (``chalk solve ...
 --calibrated [CHIP/ENGINE]``).
 
-The question is solved with ``flops_efficiency`` and ``hbm_bandwidth_efficiency`` pinned at
+The question is solved with the efficiencies (:data:`~.rows.EFFICIENCIES`) pinned at
 the group's fitted values, so the derivation shows every step at those efficiencies, and
 their pins name the group and how many measurements fixed them. Each target, a rate in
 token/s, gets the calibrated prediction of :mod:`.predict` beside it: the value, its 90%
@@ -38,7 +38,7 @@ class CalibratedAnswer:
         The question solved with the efficiencies pinned at ``efficiencies``' values.
     predictions : dict of target to Prediction
     efficiencies : tuple of Efficiency
-        flops_efficiency and hbm_bandwidth_efficiency as used, with 90% intervals; the
+        The efficiencies (:data:`~.rows.EFFICIENCIES`) as used, with 90% intervals; the
         group is ``(not calibrated)`` for the shared values of a group the calibration
         never saw (their spread between groups included).
     calibration, measurements : str, int

@@ -21,9 +21,12 @@ import numpy as np
 
 from chalk.applications.calibrate.fit import Fitted, family_of
 from chalk.applications.calibrate.predict import LEVEL, Prediction
+from chalk.applications.calibrate.rows import EFFICIENCIES
 from chalk.symbolic.errors import DataError
 
-FORMAT = 2  # 2: the rows of each group (group_rows), which a calibrated answer names
+# 2: the rows of each group (group_rows), which a calibrated answer names; 3: three
+# efficiencies (scale_up_bandwidth_efficiency joined the two), so theta and informed grew
+FORMAT = 3
 KEYS = ("format", "level", "rows", "groups", "group_rows", "families", "prior_width",
         "scatter_log_sd",
         "degrees_of_freedom", "theta", "covariance", "informed")
@@ -130,7 +133,8 @@ def parse(raw: object, shown: str, source: str) -> StoredCalibration:
     if raw["families"] != list(families):
         raise DataError(shown, "-", "families", f"expected {list(families)}: the "
                                                 "architectures of the groups but the first")
-    size = 2 + 2 * len(fitted_groups) + 2 * len(families)
+    count = len(EFFICIENCIES)
+    size = count * (1 + len(fitted_groups) + len(families))
     theta = _vector(raw["theta"], size, shown, "theta")
     covariance = np.array([_vector(r, size, shown, "covariance")
                            for r in fields.listing(raw["covariance"], shown, "-", "covariance",
@@ -143,14 +147,15 @@ def parse(raw: object, shown: str, source: str) -> StoredCalibration:
         np.linalg.cholesky(covariance)
     except np.linalg.LinAlgError:
         raise DataError(shown, "-", "covariance", "not positive definite") from None
-    informed = fields.listing(raw["informed"], shown, "-", "informed", "pairs of true/false")
+    informed = fields.listing(raw["informed"], shown, "-", "informed",
+                              f"lists of {count} true/false")
     if len(informed) != max(len(fitted_groups), 1) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(v, bool) for v in p)
+            isinstance(p, list) and len(p) == count and all(isinstance(v, bool) for v in p)
             for p in informed):
-        raise DataError(shown, "-", "informed", f"expected {max(len(fitted_groups), 1)} pairs "
-                                                "of true/false, one per group")
+        raise DataError(shown, "-", "informed", f"expected {max(len(fitted_groups), 1)} lists "
+                                                f"of {count} true/false, one per group")
     fitted = Fitted(fitted_groups, theta, covariance, sigma, dof, width, np.zeros(0),
-                    np.zeros((0, 2)), np.array(informed, dtype=bool), families)
+                    np.zeros((0, count)), np.array(informed, dtype=bool), families)
     for group in (None, *fitted_groups):
         if (fitted.log_efficiency(group) > 0).any():
             raise DataError(shown, "-", "theta", f"{group or 'the shared value'} has an "
