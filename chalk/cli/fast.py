@@ -246,13 +246,44 @@ def _number_free(note: Note) -> bool:
 
 def _varying(records, given: list[str]) -> set[str]:
     """The quantities whose values follow from a number the user typed: the given pins
-    and every step that reads one, in the order the steps ran. The rest are the same
-    at every replay of the entry."""
+    and every step whose closed form, with the forms of the steps before it put in, still
+    reads one, in the order the steps ran. The rest are the same at every replay of the
+    entry (attention copies beyond the first, ``(n_chips - n_chips / groups) / ...`` with
+    one group, are 0 whatever the chips)."""
     varying = set(given)
+    forms: dict = {}
     for record in records:
-        if varying.intersection(record.inputs):
+        if not varying.intersection(record.inputs):
+            continue
+        if record.expression is None:
             varying.update(record.variables)
+            continue
+        symbols = {s.name: s for s in record.expression.free_symbols}
+        form = record.expression.xreplace({symbols[n]: forms.get(n, symbols[n])
+                                           for n in record.inputs
+                                           if n in varying and n in symbols})
+        if _reads(form, varying.intersection(given)):
+            varying.update(record.variables)
+            forms.update(dict.fromkeys(record.variables, form))
     return varying
+
+
+def _reads(form, names: set[str]) -> bool:
+    """Whether the sympy form depends on a quantity in ``names``: cancelled first where a
+    difference could leave nothing of one (otherwise, or where sympy cannot cancel it,
+    every quantity it names counts)."""
+    from chalk.solvers.analysis.conditioning import cannot_amplify
+    from sympy import cancel
+
+    if not any(s.name in names for s in form.free_symbols):
+        return False
+    if cannot_amplify(form):
+        return True
+    try:
+        form = cancel(form)
+    except Exception:  # noqa: BLE001 - a form sympy cannot cancel: taken to depend
+        return True
+    return any(s.name in names for s in form.free_symbols)
 
 
 def _one_way(relation, name: str, expression) -> bool:

@@ -87,7 +87,7 @@ def test_list_conditions_shows_each_bound_and_what_breaking_it_means(run_cli):
 BAD_INPUTS = [
     (["solve", "critical_batch_sise", "--preset", "lecture"],
      "chalk: error: unknown quantity 'critical_batch_sise'; did you mean "
-     "'critical_batch_size' or 'micro_batch_size' or 'global_batch_size'?"),
+     "'critical_batch_size' or 'micro_batch_size' or 'max_batch_size'?"),
     (["solve", "critical_batch_size", "--given", "hbm_bandwidth=20 TB"],
      "chalk: error: hbm_bandwidth needs a unit like byte/s (bytes/time), but '20 TB' is bytes"),
     (["solve", "sparsity_factor", "--preset", "lecture", "--given", "critical_batch_size=2400"],
