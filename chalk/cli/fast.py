@@ -272,8 +272,9 @@ def _reads(form, names: set[str]) -> bool:
     """Whether the sympy form depends on a quantity in ``names``: cancelled first where a
     difference could leave nothing of one (otherwise, or where sympy cannot cancel it,
     every quantity it names counts)."""
-    from chalk.solvers.analysis.conditioning import cannot_amplify
     from sympy import cancel
+
+    from chalk.solvers.analysis.conditioning import cannot_amplify
 
     if not any(s.name in names for s in form.free_symbols):
         return False

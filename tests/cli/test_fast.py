@@ -462,8 +462,9 @@ def test_a_step_whose_form_cancels_the_typed_numbers_is_the_same_at_every_replay
     # kept the Llama step-time question out of the cache.
     from types import SimpleNamespace
 
-    from chalk.cli.fast import _varying
     from sympy import symbols
+
+    from chalk.cli.fast import _varying
 
     n, groups, tp, layers, params = symbols(
         "n_chips attention_data_parallelism attention_tensor_parallelism n_layers "
