@@ -25,6 +25,7 @@ from chalk.symbolic.errors import ChalkError, DataError, UnknownNameError, Usage
 EFFICIENCIES = ("flops_efficiency", "hbm_bandwidth_efficiency",
                 "scale_up_bandwidth_efficiency")
 COMMUNICATION = ("scale_up_bandwidth_efficiency",)  # may be absent from every row
+ARCHITECTURES = ("dense", "moe")  # architecture_of's answers; the first is the reference
 _ANSWERED = ("tokens_per_second", "batch_size")  # what a row's rate is made of
 # Facts of a measurement that pin its layout as published (knowledge/data.py).
 LAYOUT_FACTS = ("expert_parallelism", "attention_tensor_parallelism")
