@@ -728,3 +728,19 @@ def test_each_architecture_has_its_own_scatter(rows, ep_rows):
         assert p.scatter == sigma
         assert predict_row(stored, row) == p
     assert "dense 0.0" in calibration.text() and "moe 0." in calibration.text()
+
+
+def test_a_row_answers_a_point_it_has_answered_from_memory(rows):
+    # a cross-validation refit starts where the fit on every row ended: the row's answer
+    # there is kept, not asked of chalk again (a copy without a question still answers it),
+    # but only for the same metric (a per-chip rate of the same point is another answer)
+    row = replace(rows[0], known={})
+    x = np.log([[0.2, 0.3, 1.0]])
+    logs, slopes = row.log_rates_and_slopes(x)
+    unanswerable = replace(row, question=None)
+    again = unanswerable.log_rates_and_slopes(x)
+    assert again[0].tolist() == logs.tolist() and again[1].tolist() == slopes.tolist()
+    with pytest.raises(AttributeError):
+        replace(unanswerable, metric="per_chip").log_rates_and_slopes(x)
+    with pytest.raises(AttributeError):  # another point
+        unanswerable.log_rates_and_slopes(x - 0.1)
