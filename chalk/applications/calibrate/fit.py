@@ -11,7 +11,8 @@ The model, for a row ``i`` of group ``k`` (its chip and engine) and each efficie
 efficiency (flat prior), ``u`` a group's deviation under a normal prior whose width
 ``tau`` is *stated* (:data:`PRIOR_WIDTH` unless the caller gives another), and
 ``sigma_a`` the scatter between measurements of the row's architecture ``a`` (dense or
-MoE; one scatter where the rows have one architecture), estimated from that
+MoE; one scatter where the rows have one architecture, or fewer than
+:data:`SCATTER_ROWS` of one of them: the data could not fix its own), estimated from that
 architecture's residuals with the degrees of freedom the fit spent on its rows (``n_a -
 edf_a``, edf_a the hat matrix's diagonal summed over them). A mixture of experts carries
 physics the relations state at its limit (expert load balance, small expert matrix
@@ -48,6 +49,11 @@ from chalk.symbolic.errors import UsageError
 # serving_bounds.py), a spread of this order between chips and engines.
 PRIOR_WIDTH = 0.5
 INFORMS = 1e-6  # sum of squared slopes below this: the rows do not inform an efficiency
+# Rows each architecture needs for a scatter of its own (else one scatter for every row):
+# ten rows leave it some 8 degrees of freedom after the parameters they inform, a scatter
+# known to about 1 / sqrt(2 x 8) = 25%; with fewer it is too loose to weigh rows by (four
+# MoE rows of equal noise gave the links' 90% interval 20 covers in 20, not 16-19).
+SCATTER_ROWS = 10
 J = len(EFFICIENCIES)
 MAX_ITERATIONS = 100
 # Change of the objective (chi-square units) at which the fit has converged: 1/270 of
@@ -192,9 +198,13 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     base = np.zeros(size)  # the prior precision (a communication efficiency: see _held)
     base[J:] = 1 / prior_width ** 2 if groups else 0.0
     y = np.log([r.measured for r in rows])
-    # a scatter for each architecture's rows (one where the rows have one): see the module
+    # a scatter for each architecture's rows (one where the rows have one, or where one
+    # architecture has too few rows to fix its own): see the module
     architectures = sorted({r.architecture for r in rows})
-    cls = np.array([architectures.index(r.architecture) for r in rows])
+    if min(sum(r.architecture == a for r in rows) for a in architectures) < SCATTER_ROWS:
+        architectures = ["all"]
+    cls = np.array([architectures.index(r.architecture) if len(architectures) > 1 else 0
+                    for r in rows])
     masks = [cls == c for c in range(len(architectures))]
 
     def scatter(a, residual, sig, precision):
