@@ -728,6 +728,11 @@ def test_each_architecture_has_its_own_scatter(rows, ep_rows):
         assert p.scatter == sigma
         assert predict_row(stored, row) == p
     assert "dense 0.0" in calibration.text() and "moe 0." in calibration.text()
+    # six MoE rows (fewer than SCATTER_ROWS, 10) cannot fix a scatter of their own: one
+    # scatter for every row, which the noisy MoE rows widen past the dense rows' 0.05
+    few = fit_rows(simulated[:18] + simulated[18:24])
+    assert few.scatters == () and few.scatter("dense") == few.scatter("moe")
+    assert few.sigma > 0.1
 
 
 def test_a_row_answers_a_point_it_has_answered_from_memory(rows):
