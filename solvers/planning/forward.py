@@ -43,6 +43,20 @@ def downstream(model: Model, name: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def feeds_into(model: Model, source: str, name: str) -> bool:
+    """Whether ``source`` computes ``name`` forwards: ``name`` is downstream of it, or
+    ``name``'s defining relation reads ``source`` or something downstream of it (an input
+    such as ``accepted_tokens_per_step`` has a defining relation though it is no derived
+    quantity)."""
+    if name in downstream(model, source):
+        return True
+    relation = defining_relation(model, name)
+    if relation is None:
+        return False
+    inputs = model.variables_in(relation) - {name}
+    return source in inputs or bool(inputs & downstream(model, source))
+
+
 @lru_cache(maxsize=16)
 def whole_counts(model: Model) -> frozenset[str]:
     """Quantities a relation gives by rounding another (``replicas_needed``), and those

@@ -15,7 +15,7 @@ import pytest
 from chalk.knowledge import load_model
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.yielding import outranked
-from chalk.solvers.planning.forward import computed_from, downstream
+from chalk.solvers.planning.forward import computed_from, downstream, feeds_into
 from chalk.solvers.records.notes import Kind
 from chalk.symbolic.errors import InconsistentPins, PastDefaultBound
 
@@ -393,3 +393,31 @@ def test_what_a_zero_feeds_is_no_ground_for_it():
              "scale_up_bandwidth_efficiency", "tokens_run_per_step"}
     assert computed_from(model, "alltoall_bytes_per_token", sends) is not None
     assert computed_from(model, "alltoall_bytes_per_token", sends, {"t_alltoall"}) is None
+
+
+# Regression (issue 22): the price step asked for at RATE_QUESTION was refused ("also pin
+# one of acceptance_rate, draft_tokens, ..."): the asked threshold, taken as known, was
+# read backwards through the crossover it sits at into the tokens a step accepts, so the
+# conventions' "no speculation" gave way to the question itself
+def test_an_asked_price_step_keeps_the_no_speculation_convention():
+    s = solve("long_context_threshold", RATE_QUESTION, SERVING_PRESETS)
+    # the step sits at the crossover, where a token's KV reads take as long as its
+    # matmuls: one token per step, 2 x LLAMA_ACTIVE = 139,003,428,864 FLOP per token, over
+    # 989e12 / 3.35e12 = 295.22 FLOP/byte times 327,680 byte/token = 96.74e6 FLOP/token:
+    # 139,003,428,864 / 96.74e6 = 1,436.9 token
+    crossover = 2 * LLAMA_ACTIVE / (989e12 / 3.35e12 * LLAMA_KV)
+    assert crossover == pytest.approx(1436.9, abs=0.05)
+    assert s.value("long_context_threshold", "token") == pytest.approx(crossover, rel=1e-9)
+    assert s.derivation.pins["accepted_tokens_per_step"].value == 0
+
+
+def test_a_target_is_a_ground_only_for_what_it_feeds():
+    model = load_model()
+    # a batch computes the experts its tokens leave unread: asked backwards from a step
+    # time, the batch is a ground for that zero's quantity
+    assert feeds_into(model, "batch_size", "unread_expert_fraction")
+    # a price step computes nothing: it is where the crossover is, so the tokens a step
+    # accepts (an input the crossover reads) are not fed by it
+    assert not feeds_into(model, "long_context_threshold", "accepted_tokens_per_step")
+    # an input computed from others (accepted tokens from the draft length) is fed by them
+    assert feeds_into(model, "draft_tokens", "accepted_tokens_per_step")
