@@ -20,7 +20,7 @@ from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.zeros import following_pins, put_zeros, zero_pins
-from chalk.solvers.planning.forward import computed_from, downstream, feeds_into
+from chalk.solvers.planning.forward import computed_from, downstream
 from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
 from chalk.solvers.records.notes import Kind, Note
 from chalk.solvers.tolerances import PINS
@@ -137,12 +137,11 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
 
     A zero stands for absence, and gives way only where the relations compute its
     quantity (:func:`~chalk.solvers.planning.forward.computed_from`) from the other pins
-    that are not downstream of it and the targets that feed forward into it, taken as
-    known: the touched experts of a batch asked for backwards from a step time are that
-    batch's. A target that does not feed into the zero's quantity is what the question
-    asks, not a ground: taken as known it would be inverted into the quantity (a price
-    step asked for would give Llama speculative decoding through the crossover it sits
-    at, ``context_crossover`` read backwards into the tokens a step accepts). A measured rate
+    and the targets that are not downstream of it, taken as known: the touched experts
+    of a batch asked for backwards from a step time are that batch's. The computation
+    never passes through what the zero feeds: a price step asked for, taken as known,
+    would otherwise give Llama speculative decoding through the crossover it sits at
+    (``context_crossover`` read backwards into the tokens a step accepts). A measured rate
     downstream of an absent term never brings the term into being by inverting the
     relations through it (no sliding-window KV is invented for a dense model): the
     disagreement stays and is reported.
@@ -151,8 +150,8 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
     if pins[name].value == 0:
         later = downstream(model, name)
         known = (frozenset(n for n in without if n not in later)
-                 | {t for t in targets if feeds_into(model, t, name)})
-        inputs = computed_from(model, name, known, zero_pins(without) & known)
+                 | {t for t in targets if t not in later})
+        inputs = computed_from(model, name, known, zero_pins(without) & known, later)
         if inputs is None:
             return None
         higher = tuple(sorted(i for i in inputs if i in without))

@@ -15,7 +15,7 @@ import pytest
 from chalk.knowledge import load_model
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.yielding import outranked
-from chalk.solvers.planning.forward import computed_from, downstream, feeds_into
+from chalk.solvers.planning.forward import computed_from, downstream
 from chalk.solvers.records.notes import Kind
 from chalk.symbolic.errors import InconsistentPins, PastDefaultBound
 
@@ -411,13 +411,19 @@ def test_an_asked_price_step_keeps_the_no_speculation_convention():
     assert s.derivation.pins["accepted_tokens_per_step"].value == 0
 
 
-def test_a_target_is_a_ground_only_for_what_it_feeds():
+def test_no_zero_is_computed_back_through_what_it_feeds():
     model = load_model()
-    # a batch computes the experts its tokens leave unread: asked backwards from a step
-    # time, the batch is a ground for that zero's quantity
-    assert feeds_into(model, "batch_size", "unread_expert_fraction")
-    # a price step computes nothing: it is where the crossover is, so the tokens a step
-    # accepts (an input the crossover reads) are not fed by it
-    assert not feeds_into(model, "long_context_threshold", "accepted_tokens_per_step")
-    # an input computed from others (accepted tokens from the draft length) is fed by them
-    assert feeds_into(model, "draft_tokens", "accepted_tokens_per_step")
+    # the price step is where the crossover is; read backwards, the crossover relation
+    # gives the tokens a step decodes, and those the tokens it accepts
+    known = {"long_context_threshold", "hardware_intensity", "kv_bytes_per_token",
+             "flops_per_token"}
+    assert computed_from(model, "accepted_tokens_per_step", known) is not None
+    # but the crossover is downstream of the accepted tokens: no chain passes through it
+    later = downstream(model, "accepted_tokens_per_step")
+    assert {"context_crossover", "decode_tokens_per_step"} <= later
+    assert computed_from(model, "accepted_tokens_per_step", known, avoid=later) is None
+    # an acceptance rate asked for backwards still computes the tokens a step throws away:
+    # accepted forwards from alpha and the draft length, rejected = drafted - accepted
+    known = {"acceptance_rate", "draft_tokens"}
+    assert computed_from(model, "rejected_tokens_per_step", known,
+                         avoid=downstream(model, "rejected_tokens_per_step")) == known
