@@ -26,6 +26,7 @@ from chalk.solvers.analysis.structure import dulmage_mendelsohn, incidence_graph
 from chalk.solvers.planning.completions import combination, completions, spans
 from chalk.solvers.planning.forward import defining_relation, downstream, whole_counts
 from chalk.solvers.planning.regimes import free_in_every_regime, regimes_reach
+from chalk.solvers.tolerances import RANK
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import monomial_text
@@ -440,7 +441,8 @@ def _stated_by_relations(model: Model, combo: dict) -> bool:
             if column != name:
                 left[column] = left.get(column, 0) - float(exponent) * float(value)
     scale = max(abs(float(e)) for e in combo.values())
-    return all(abs(v) <= 1e-9 * scale for c, v in left.items() if c not in analysis.settled)
+    return all(abs(v) <= RANK.rtol * scale for c, v in left.items()
+               if c not in analysis.settled)
 
 
 def _pins_near(model: Model, analysis: RankAnalysis, name: str) -> set[str]:
