@@ -343,3 +343,37 @@ def cannot_amplify(expr) -> bool:
     if expr.is_Mul or expr.is_Add or isinstance(expr, (Max, Min)):
         return all(cannot_amplify(arg) for arg in expr.args)
     return False
+
+
+def measured_inputs(expr, inputs) -> tuple[str, ...]:
+    """The ``inputs`` whose elasticity :func:`check` must measure for the closed form
+    ``expr`` (a product of factors): those in a factor that could amplify rounding. In the
+    factors that cannot (:func:`cannot_amplify`) an input's elasticity is at most the sum
+    of its exponents there (:func:`_exponent_bound`), so one found only in such factors
+    is measured only if that bound reaches ``CONDITIONING.warn``, where the measure could
+    change what :func:`check` says; an input not in ``expr`` measures 0."""
+    factors = expr.args if expr.is_Mul else (expr,)
+    amplifying: set[str] = set()
+    bound: dict[str, float] = {}
+    for factor in factors:
+        if cannot_amplify(factor):
+            for s in factor.free_symbols:
+                bound[s.name] = bound.get(s.name, 0.0) + _exponent_bound(factor, s)
+        else:
+            amplifying |= {s.name for s in factor.free_symbols}
+    return tuple(n for n in inputs
+                 if n in amplifying or bound.get(n, 0.0) >= CONDITIONING.warn)
+
+
+def _exponent_bound(expr, symbol) -> float:
+    """The largest elasticity to ``symbol`` a form :func:`cannot_amplify` accepts can
+    have: its exponent in a power, summed over a product's factors, the largest of a
+    sum's terms (their shares average them) or of a max's or min's arguments."""
+    if expr.is_Symbol:
+        return 1.0 if expr == symbol else 0.0
+    if expr.is_Number:
+        return 0.0
+    if expr.is_Pow:
+        return abs(float(expr.exp)) * _exponent_bound(expr.base, symbol)
+    parts = [_exponent_bound(arg, symbol) for arg in expr.args]
+    return sum(parts) if expr.is_Mul else max(parts)

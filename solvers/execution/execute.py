@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from chalk.solvers.analysis.conditioning import cannot_amplify
+from chalk.solvers.analysis.conditioning import cannot_amplify, measured_inputs
 from chalk.solvers.analysis.conditioning import check as conditioning_check
 from chalk.solvers.execution import numeric
 from chalk.solvers.execution.blocks import MULTI_START, run_block
@@ -28,6 +28,7 @@ from chalk.solvers.execution.steps import (
     StepRecord,
     guards_hold,
     inputs_of,
+    may_leave_open,
     physical,
     regime_for,
     regime_taken,
@@ -63,6 +64,8 @@ class _CompiledCandidate:
     # (_as_written): its residual at the value is exactly 0, so nothing to polish
     as_written: bool = False
     last_record: StepRecord | None = None  # of the last run that took it (_record)
+    # the step's conditioning inputs its elasticity is measured against (measured_inputs)
+    measured: tuple = ()
 
 
 @dataclass
@@ -93,6 +96,7 @@ class CompiledPlan:
     steps: list
     checks: list  # (Relation, lhs evaluator, rhs evaluator)
     constants: dict
+    steps_may_open: bool = False  # steps.may_leave_open of its steps
 
 
 def clear_caches() -> None:
@@ -119,6 +123,10 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
         compiled.inputs = inputs_of(compiled.relations, compiled.step.variables, model)
         if compiled.kind == "explicit":
             compiled.conditioning_inputs = tuple(conditioning_inputs(model, compiled))
+            for cc in compiled.candidates:
+                if cc.candidate.expr is not None and not cc.bounded:
+                    cc.measured = measured_inputs(cc.candidate.expr,
+                                                  compiled.conditioning_inputs)
         inputs = set(compiled.inputs)
         compiled.held = frozenset(inputs & set(plan.placeholders) - used)
         used |= inputs & set(plan.placeholders)
@@ -127,7 +135,8 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
         relation = model.relations[name]
         checks.append((relation, compile_expr(relation.lhs, constants),
                        compile_expr(relation.rhs, constants)))
-    return CompiledPlan(plan, model, steps, checks, constants)
+    return CompiledPlan(plan, model, steps, checks, constants,
+                        may_leave_open(model, plan.steps))
 
 
 def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
@@ -286,7 +295,7 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     if len(survivors) == 1 and not unbounded and not survivors[0][1].bounded:
         value, chosen = survivors[0]
         conditioning = conditioning_check(name, relation.name, chosen.value, env,
-                                          cstep.conditioning_inputs, value)
+                                          chosen.measured, value)
     if unbounded:
         options = [f"{cc.candidate.regime or 'a branch'}: {show(model, name, v)}"
                    for v, cc in survivors]
