@@ -406,6 +406,8 @@ def _as_written(relation: Relation, name: str, expr) -> bool:
 
 
 def _dedupe(survivors):
+    if len(survivors) < 2:
+        return survivors
     out = []
     for value, candidate in survivors:
         if not any(abs(value - v) <= STEPS.distinct_rtol * max(abs(value), abs(v))
