@@ -60,6 +60,10 @@ class RankOptions:
         above this is not fixed there.
     exact_block_limit : blocks of products of powers up to this size are tested for
         singularity in exact fractions; larger ones in floating point at ``rtol``.
+    regime_screen : a combination of max()/min() regimes is analysed for a target only
+        when its rows leave at most this much of the target's unit direction outside
+        their span, measured in floating point (solvers.planning.regimes.may_fix). Far
+        above rounding, so it only spares analyses that could not fix the target.
     completion_pool : sets of three or more extra pins are grown from the candidates
         that sort first (nearest inputs), at most this many.
     max_completion_size : the largest set of extra pins suggested.
@@ -70,6 +74,7 @@ class RankOptions:
     pivot_threshold: float = 1e-3
     exact_block_limit: int = 12
     null_component: float = 1e-6
+    regime_screen: float = 1e-6
     completion_pool: int = 30
     max_completion_size: int = 3
     max_completions: int = 6

@@ -25,7 +25,12 @@ from chalk.solvers.analysis.rank import RankAnalysis, analyse
 from chalk.solvers.analysis.structure import dulmage_mendelsohn, incidence_graph, solve_order
 from chalk.solvers.planning.completions import combination, completions, spans
 from chalk.solvers.planning.forward import defining_relation, downstream, whole_counts
-from chalk.solvers.planning.regimes import free_in_every_regime, regimes_reach
+from chalk.solvers.planning.regimes import (
+    free_in_every_regime,
+    may_fix,
+    regime_screens,
+    regimes_reach,
+)
 from chalk.solvers.tolerances import RANK
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
 from chalk.symbolic.model import Model
@@ -136,6 +141,7 @@ def clear_caches() -> None:
     _structure.cache_clear()
     identities.cache_clear()
     unpinned_analysis.cache_clear()
+    regime_screens.cache_clear()
 
 
 def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
@@ -156,6 +162,8 @@ def regime_plans(model: Model, pinned: frozenset[str], targets: tuple[str, ...]
     """One plan per combination of max()/min() regimes that fixes every target."""
     out = []
     for labels, _ in regime_rows(model):
+        if not may_fix(model, frozenset(pinned), targets, labels):
+            continue
         analysis, _ = _analysis(model, frozenset(pinned), tuple(targets), "near", labels)
         if all(analysis.is_determined(t) for t in targets):
             out.append(make_plan(model, pinned, targets, labels))
@@ -167,6 +175,8 @@ def determined_in_every_regime(model: Model, pinned: frozenset[str],
     """Whether every combination of max()/min() regimes fixes every target (so that no
     regime can hold with a target left free)."""
     for labels, _ in regime_rows(model):
+        if not may_fix(model, frozenset(pinned), targets, labels):
+            return False
         analysis, _ = _analysis(model, frozenset(pinned), tuple(targets), "near", labels)
         if not all(analysis.is_determined(t) for t in targets):
             return False
@@ -327,6 +337,8 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
         # different relations in each). Plan in the first regime combination that fixes
         # every target; the solution found is then checked in its actual regime.
         for labels, _ in regime_rows(model):
+            if not may_fix(model, pinned, targets, labels):
+                continue
             trial, _ = _analysis(model, pinned, targets, "near", labels)
             if all(trial.is_determined(t) for t in targets):
                 analysis, regime = trial, labels

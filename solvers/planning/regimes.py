@@ -69,3 +69,87 @@ def _distinct_regime_rows(model: Model) -> tuple[tuple[tuple[str, object], ...],
     rows = {(name, tuple(sorted(row.entries.items())))
             for _, by_relation in regime_rows(model) for name, row in by_relation.items()}
     return tuple(entries for _, entries in sorted(rows))
+
+
+def may_fix(model: Model, pinned: frozenset[str], targets, labels: tuple[str, ...]) -> bool:
+    """Whether the regime combination ``labels`` could fix every target (a screen run
+    before its rank analysis).
+
+    A target is fixed when its unit direction lies in the span of the Jacobian's rows
+    over the unpinned quantities. The rows no regime changes are the same in every
+    combination, so their span is taken once per pin set; a combination adds only its
+    max()/min() rows. Their parts outside that span must then reach what the unit
+    direction leaves outside it. This is decided in floating point, and a combination is
+    set aside only when more than ``RANK.regime_screen`` is left over: far above
+    rounding, so the analysis still decides every combination that could fix a target.
+    """
+    screen = regime_screens(model, pinned)
+    branch = dict(regime_rows(model))[labels]
+    added = np.array([screen.outside(branch[name]) for name in screen.regime_relations])
+    for target in targets:
+        if target in pinned:
+            continue
+        wanted = screen.outside_unit(target)
+        if wanted is None:  # not a quantity of the Jacobian's unpinned columns
+            return True
+        if added.size and added.any():
+            weights, *_ = np.linalg.lstsq(added.T, wanted, rcond=None)
+            wanted = wanted - added.T @ weights
+        if np.linalg.norm(wanted) > RANK.regime_screen:
+            return False
+    return True
+
+
+class _Screen:
+    """The span of the rows no regime changes, over one pin set's unpinned quantities."""
+
+    def __init__(self, model: Model, pinned: frozenset[str]):
+        from chalk.solvers.analysis.jacobian import log_rows
+
+        self.regime_relations = tuple(sorted(n for n, r in model.relations.items()
+                                             if r.has_regimes()))
+        changing = set(self.regime_relations)
+        rows = log_rows(model)
+        columns = sorted({c for row in rows.values() for c in row.entries} - pinned)
+        self.column = {c: i for i, c in enumerate(columns)}
+        fixed = [self._vector(row) for name, row in rows.items() if name not in changing]
+        matrix = np.array(fixed).reshape(-1, len(columns))
+        if matrix.size:
+            # every direction with a singular value above rounding: keeping small ones
+            # makes the span larger and the screen more permissive, never stricter
+            _, values, basis = np.linalg.svd(matrix, full_matrices=False)
+            kept = values > values[0] * np.finfo(float).eps * max(matrix.shape)
+            self.basis = basis[kept]
+        else:
+            self.basis = np.zeros((0, len(columns)))
+
+    def _vector(self, row) -> np.ndarray:
+        out = np.zeros(len(self.column))
+        for c, v in row.entries.items():
+            i = self.column.get(c)
+            if i is not None:
+                out[i] = float(v)
+        return out
+
+    def _outside(self, vector: np.ndarray) -> np.ndarray:
+        return vector - self.basis.T @ (self.basis @ vector)
+
+    def outside(self, row) -> np.ndarray:
+        """A row's part outside the span of the rows no regime changes."""
+        return self._outside(self._vector(row))
+
+    def outside_unit(self, name: str) -> np.ndarray | None:
+        """The unit direction of ``name``'s part outside that span (None for a quantity
+        no row holds)."""
+        i = self.column.get(name)
+        if i is None:
+            return None
+        unit = np.zeros(len(self.column))
+        unit[i] = 1.0
+        return self._outside(unit)
+
+
+@lru_cache(maxsize=64)
+def regime_screens(model: Model, pinned: frozenset[str]) -> _Screen:
+    """The screen of :func:`may_fix` for one pin set (cached)."""
+    return _Screen(model, pinned)

@@ -176,3 +176,61 @@ def test_pins_that_disagree_in_every_regime_are_still_reported():
     pins = {"stf": 5.5, "w": 2, "r": 0.5, "pr": 2, "b": 10, "p": 1}
     with pytest.raises(InconsistentPins):
         solve("cost", pins, ["none"], model=_two_steps_model())
+
+
+def test_the_screen_keeps_only_the_regime_that_can_fix_the_target():
+    # first_arrival = max(fast, slow) with first_arrival and slow pinned: only the
+    # fast-path regime (first_arrival = fast) says anything about the fast path; in the
+    # slow-path regime (first_arrival = slow) no row holds it
+    from chalk.solvers.analysis.jacobian import regime_rows
+    from chalk.solvers.planning.regimes import may_fix
+
+    model = _model(sympy.Max)
+    pinned = frozenset({"test_first_arrival", "test_slow_path"})
+    verdicts = {labels[0].split(": ")[1]: may_fix(model, pinned, ("test_fast_path",), labels)
+                for labels, _ in regime_rows(model)}
+    assert verdicts == {"fast-path": True, "slow-path": False}
+    # a pinned target is fixed in every regime
+    assert all(may_fix(model, pinned, ("test_slow_path",), labels)
+               for labels, _ in regime_rows(model))
+
+
+@pytest.mark.parametrize(("targets", "presets", "given", "regime_fixes"), [
+    # a serving row: the headline sizes are tested against the architecture in every regime
+    (["tokens_per_second", "batch_size"], ["h200", "fp8", "llama_3_1_70b"],
+     {"n_chips": "8 chip", "context_length": "1500 token", "memory_fill": "1"}, False),
+    (["step_time"], ["h800", "fp8", "deepseek_v3"],
+     {"n_chips": "32 chip", "batch_size": "64 sequence", "context_length": "4096 token"},
+     False),
+    # the batch behind a step time: the mixture leaves it open, one regime fixes it
+    (["batch_size"], ["h100", "bf16", "llama_3_1_70b"],
+     {"n_chips": "8 chip", "context_length": "4096 token", "step_time": "20 ms"}, True),
+])
+def test_the_screen_sets_aside_only_combinations_the_analysis_would_refuse(
+        monkeypatch, targets, presets, given, regime_fixes):
+    # Whatever the planner's regime searches screen out while preparing real questions,
+    # the rank analysis of that combination leaves some target open: the screen spares
+    # analyses, it never changes a plan.
+    from chalk.solvers.planning import plan as planning
+
+    planning.clear_caches()
+    screened = planning.may_fix
+    asked = []
+
+    def recording(model, pinned, wanted, labels):
+        verdict = screened(model, pinned, wanted, labels)
+        asked.append((verdict, model, pinned, tuple(wanted), labels))
+        return verdict
+
+    monkeypatch.setattr(planning, "may_fix", recording)
+    solve(targets, given, presets)
+
+    def fixes(model, pinned, wanted, labels):
+        analysis, _ = planning._analysis(model, pinned, wanted, "near", labels)
+        return all(analysis.is_determined(t) for t in wanted)
+
+    refused = [a[1:] for a in asked if not a[0]]
+    assert refused  # the questions do search regimes
+    assert not any(fixes(*a) for a in refused[:40])
+    if regime_fixes:
+        assert any(fixes(*a[1:]) for a in asked if a[0])
