@@ -47,7 +47,7 @@ from chalk.symbolic.errors import AmbiguousSolution, NoSolution, RoundedUp, Sear
 from chalk.symbolic.evaluate import compile_expr
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import plain
-from chalk.symbolic.printing.quantities import format_seconds
+from chalk.symbolic.printing.quantities import format_display, unit_display
 from chalk.symbolic.relations import Relation
 
 
@@ -72,6 +72,7 @@ class CompiledStep:
     candidates: list = field(default_factory=list)
     regime_args: list = field(default_factory=list)
     regime_low_wins: bool = False  # the forward regime is a min(): the smallest argument wins
+    regime_display: object = None  # how the note shows the arguments (their own unit)
     equation: tuple | None = None
     block_branches: list = field(default_factory=list)
     note: str = ""
@@ -149,6 +150,8 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
             compiled.regime_low_wins = relation.is_min()
+            compiled.regime_display = unit_display(
+                model.base_unit_of(relation.regimes[0][1]))
         return compiled
     # A simultaneous block: one smooth system per combination of regimes. A whole count
     # solved together with what it rounds would let the search stop anywhere in a step.
@@ -323,7 +326,8 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     active = candidate.regime
     if cstep.regime_args:
         args = [(label, float(fn(env))) for label, fn in cstep.regime_args]
-        active, said = regime_taken(args, cstep.regime_low_wins, format_seconds)
+        active, said = regime_taken(args, cstep.regime_low_wins,
+                                    lambda v: format_display(v, cstep.regime_display))
         note_parts.append(said)
         if wanted and wanted != active and wanted in {label for label, _ in args}:
             note_parts.append(f"the numbers put this step {active}, not {wanted}")
