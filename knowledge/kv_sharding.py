@@ -9,6 +9,10 @@ caches one latent that every query head reads, a single head in this sense, so a
 tensor-parallel group holds it whole on each chip; data-parallel attention (groups
 of one chip) is how engines avoid that.
 
+Which kind of attention a model has is known only from its pins (a model preset's
+widths): until they say, the per-chip relations are left out and the conventions keep
+one copy, split evenly, as the lecture does.
+
 Every chip reads its own copy in a decode step, so the copies count in the HBM a
 replica needs, in the largest batch that fits, in the KV read time of a step and in
 the KV a prefill writes.
@@ -50,19 +54,25 @@ RELATIONS = (
        "asserts one or the other)",),
       regimes=(("KV heads split", q.n_kv_heads / group_chips),
                ("KV heads replicated", Integer(1))),
-      topic=TOPIC, variant="gqa"),
-    R("kv_cache_copies_gqa",
-      q.kv_cache_copies * q.n_kv_heads, group_chips * q.kv_heads_per_chip,
-      "a group's chips together hold t x kv_heads_per_chip heads of the layer's n_kv_heads: "
-      "each head that many times over",
+      topic=TOPIC, variant="gqa", only_when_chosen=True),
+    R("kv_elements_per_chip_gqa",
+      q.kv_elements_per_chip, Integer(2) * q.kv_heads_per_chip * q.d_head,
+      "a chip caches a K and a V vector per token for each KV head it holds",
       GQA_HEADS,
-      ("every layer's attention has the same KV heads",),
-      topic=TOPIC, variant="gqa"),
-    R("kv_cache_copies_mla",
-      q.kv_cache_copies, group_chips,
-      "latent attention caches one latent every query head reads: each chip of a "
-      "tensor-parallel group holds it whole",
+      topic=TOPIC, variant="gqa", only_when_chosen=True),
+    R("kv_elements_per_chip_mla",
+      q.kv_elements_per_chip, q.kv_lora_rank + q.qk_rope_head_dim,
+      "latent attention caches one latent and one RoPE key that every query head reads: "
+      "each chip of a tensor-parallel group holds them whole",
       MLA_ONE_HEAD,
       ("the group splits the query heads, not the latent",),
-      topic=TOPIC, variant="mla"),
+      topic=TOPIC, variant="mla", only_when_chosen=True),
+    R("kv_cache_copies",
+      q.kv_cache_copies * q.kv_elements_per_layer, group_chips * q.kv_elements_per_chip,
+      "the t chips of an attention group together hold t x kv_elements_per_chip of a layer's "
+      "kv_elements_per_layer for each token of their sequences: each element that many times "
+      "over",
+      GQA_HEADS,
+      ("every full-context layer has the same KV width, sliding-window layers too",),
+      topic=TOPIC),
 )

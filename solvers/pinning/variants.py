@@ -7,7 +7,8 @@ the grouped-query forms would solve for a "KV head count" and a "head dimension"
 model does not have, and two of them over-determine those. The pins say which kind a
 question is about: a variant is chosen when every one of its markers is pinned, and the
 others of its group are then set aside. With no marker pinned (or the markers of every
-variant) all relations stay, as they always did.
+variant) all relations stay, as they always did, but those that hold only once their
+variant is chosen (``Relation.only_when_chosen``).
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ def set_aside(model: Model, pinned: Iterable[str]) -> tuple[str, ...]:
 
 def for_pins(model: Model, pinned: Iterable[str]) -> tuple[Model, Note | None]:
     """The model a question with these pins is planned on, and a note saying which
-    relations were set aside (None when none were)."""
+    relations were set aside (None when no variant was chosen)."""
     dropped = set_aside(model, pinned)
-    if not dropped:
-        return model, None
     narrowed = _without(model, dropped)
+    if not dropped:
+        return narrowed, None
     names = sorted(set(model.relations) - set(narrowed.relations))
     chosen = sorted({v.name for v in model.variants.values() if v.name not in dropped
                      and v.group in {model.variants[d].group for d in dropped}})
@@ -48,7 +49,12 @@ def for_pins(model: Model, pinned: Iterable[str]) -> tuple[Model, Note | None]:
 
 @lru_cache(maxsize=32)
 def _without(model: Model, dropped: tuple[str, ...]) -> Model:
-    keep = [r for r in model.relations.values() if r.variant not in dropped]
+    chosen_groups = {model.variants[d].group for d in dropped}
+    unchosen = {v.name for v in model.variants.values() if v.group not in chosen_groups}
+    keep = [r for r in model.relations.values() if r.variant not in dropped
+            and not (r.only_when_chosen and r.variant in unchosen)]
+    if len(keep) == len(model.relations):
+        return model
     variants = [v for v in model.variants.values() if v.name not in dropped]
     return build_model(model.variables.values(), keep, model.conditions.values(), variants,
                        parent=model)
