@@ -156,24 +156,28 @@ def test_console_script_rejects_code_without_running_it(tmp_path):
 def test_readme_fit_examples(run_cli):
     # the two commands of the README's "Does it fit?" section, by hand. The preset counts
     # DeepSeek-V3 from its architecture (tests/knowledge/test_architecture.py): 671.03e9
-    # parameters, 36.62e9 active. Compute-bound,
-    # B = (1/30 s) x 32 x 989e12 / (2 x 36.62e9 + 2 x 128 x 1,088 x 61 x 4,000) = 7,471
-    # sequences, whose fill is (1,342e9 + 7,471 x 281,088,000) / (32 x 80e9) = 1.345; the
-    # largest batch that fits is (32 x 80e9 - 1,342e9) / 281,088,000 = 4,333. The first
-    # states the expert-parallel all-to-all hidden (alltoall_exposed_fraction = 0).
+    # parameters, 36.62e9 active. Attention is split over all 32 chips, each holding MLA's
+    # whole latent: 32 copies of each sequence's 281,088,000 byte of KV. Memory-bound,
+    # 1/30 s x 32 x 3.35e12 = W(B) + 32 x B x 281,088,000 byte, W(B) the weights read (all
+    # but the input table and the (248/256)^B of the routed experts no token picks): B =
+    # 248.3 sequences (iterated from every expert read, as in
+    # tests/knowledge/test_moe_as_it_runs.py), whose fill is (1,342.05e9 + 32 x 248.3 x
+    # 281,088,000) / (32 x 80e9) = 1.397; the largest batch that fits is (32 x 80e9 -
+    # 1,342.05e9) / (32 x 281,088,000) = 135.4. The first states the expert-parallel
+    # all-to-all hidden (alltoall_exposed_fraction = 0).
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("### Does it fit?", 1)[1].split("```", 2)[1]
     first, second = [shlex.split(line)[1:] for line in section.strip().splitlines()]
     status, out, _ = run_cli(*first)
     assert status == 0
     lines = out.splitlines()
-    assert lines[0] == "batch_size = 7,471 sequence"
+    assert lines[0] == "batch_size = 248.3 sequence"
     # a fill past 1 reads as failed, once: no "(checked ...)" line beside the flag
-    assert lines[2].startswith("flag: memory_fill = 1.345 is above 1")
+    assert lines[2].startswith("flag: memory_fill = 1.397 is above 1")
     assert "(checked: memory_fill" not in out
     status, out, _ = run_cli(*second)
     assert status == 0
-    assert out.splitlines()[0] == "batch_size = 4,333 sequence"
+    assert out.splitlines()[0] == "batch_size = 135.4 sequence"
     assert "active constraint: memory capacity" in out
 
 
