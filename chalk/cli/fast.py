@@ -55,7 +55,7 @@ from chalk.symbolic.variables import BOUND_RTOL, within_bounds
 MAGNITUDE = (1e-60, 1e60)
 # The top of an entry as _freeze writes it; an entry laid out otherwise is ignored, and
 # one that differs deeper down raises one of _UNFIT while it is replayed (ignored too)
-_LAYOUT = {"targets": list, "conventions": str, "rtol": float, "seconds": list,
+_LAYOUT = {"targets": list, "conventions": str, "rtol": float,
            "unused": list, "given": list, "pins": list, "steps": list, "checks": list,
            "conditions": list, "variables": dict, "reported": list, "notes": list,
            "relations": dict}
@@ -175,7 +175,7 @@ def _replay(entry: dict, args) -> str | None:
         if not isinstance(value, float) or not variables[name].admits(value):
             return None
         env[name] = value
-        regime, note = _regime(step, env, UnitDisplay(*entry["seconds"]))
+        regime, note = _regime(step, env)
         records.append(StepRecord((step["relation"],), (name,), None, step["method"],
                                   tuple(step["inputs"]), regime, note,
                                   formula=step["formula"], template=step["template"]))
@@ -226,13 +226,15 @@ def _moderate(value: float) -> bool:
     return value == 0 or low <= abs(value) <= high
 
 
-def _regime(step: dict, env: dict, seconds: UnitDisplay) -> tuple[str | None, str]:
+def _regime(step: dict, env: dict) -> tuple[str | None, str]:
     """Which argument of a max() (or min()) a forward step took, and the note saying so
-    (as the solver says it: :func:`~chalk.solvers.execution.steps.regime_taken`)."""
+    (as the solver says it: :func:`~chalk.solvers.execution.steps.regime_taken`), the
+    arguments shown in their own unit."""
     if not step.get("regimes"):
         return None, ""
     args = [(label, float(evaluate_ir(ir, env))) for label, ir in step["regimes"]]
-    return regime_taken(args, step["low_wins"], lambda v: format_display(v, seconds))
+    shown = UnitDisplay(*step["regime_display"])
+    return regime_taken(args, step["low_wins"], lambda v: format_display(v, shown))
 
 
 def _number_free(note: Note) -> bool:
@@ -325,7 +327,7 @@ def _freeze(args, question: dict, solution) -> dict | None:
     from chalk.symbolic.parsing import parse_unit
     from chalk.symbolic.printing.expressions import plain, substituted
     from chalk.symbolic.printing.quantities import unit_display
-    from chalk.symbolic.units import base_factor, ureg
+    from chalk.symbolic.units import base_factor
 
     d, plan = solution.derivation, solution.plan
     model = d.model
@@ -339,7 +341,6 @@ def _freeze(args, question: dict, solution) -> dict | None:
     if d.checks and yield_candidates(model, d.pins, d.targets):
         return None  # a pin might give way at other numbers
     constants = model.constant_values()
-    seconds = unit_display(ureg.second)
     steps = []
     for record in d.steps:
         if record.expression is None or len(record.relations) != 1:
@@ -359,10 +360,12 @@ def _freeze(args, question: dict, solution) -> dict | None:
                 return None
             step["regimes"] = [[label, to_ir(e, constants)] for label, e in relation.regimes]
             step["low_wins"] = relation.is_min()
+            shown = unit_display(model.base_unit_of(relation.regimes[0][1]))
+            step["regime_display"] = [shown.text, shown.to_base, shown.ladder]
             if name in varying and not all(cannot_amplify(e) for _, e in relation.regimes):
                 return None
         # what a replay would say here must be what the solver said
-        if _regime(step, d.values, seconds) != (record.regime, record.note):
+        if _regime(step, d.values) != (record.regime, record.note):
             return None
         steps.append(step)
     checks = []
@@ -404,7 +407,6 @@ def _freeze(args, question: dict, solution) -> dict | None:
     relations = {r: {"equation": model.relations[r].equation,
                      "source": str(model.relations[r].source)} for r in used}
     return {"targets": list(d.targets), "conventions": d.conventions, "rtol": d.rtol,
-            "seconds": [seconds.text, seconds.to_base, seconds.ladder],
             "unused": list(d.unused_pins), "given": given, "pins": pins, "steps": steps,
             "checks": checks, "conditions": conditions, "variables": variables,
             "reported": [list(item) for item in d.reported],
