@@ -127,8 +127,8 @@ RELATIONS = (
         "where the attention group holds several",
         lecture("5:30", "5:56"),
         ("dense attention: KV traffic grows linearly with context (kv_bytes_per_sequence)",
-         "kv_cache_copies 1 (the conventions) unless an attention group has more chips than "
-         "KV heads (knowledge/kv_sharding.py)"),
+         "kv_cache_copies 1 (the conventions' kv_extra_copies 0) unless an attention "
+         "group has more chips than KV heads (knowledge/kv_sharding.py)"),
         topic=TOPIC,
     ),
     Relation(

@@ -67,12 +67,22 @@ RELATIONS = (
       MLA_ONE_HEAD,
       ("the group splits the query heads, not the latent",),
       topic=TOPIC, variant="mla", only_when_chosen=True),
-    R("kv_cache_copies",
-      q.kv_cache_copies * q.kv_elements_per_layer, group_chips * q.kv_elements_per_chip,
+    # Alone on its left, and a zero by default: without a layout that computes it the
+    # relation is absent, so the conventions' single copy never sizes a group backwards
+    # (one copy of a latent is no ground for one chip a group).
+    R("kv_extra_copies",
+      q.kv_extra_copies, group_chips * q.kv_elements_per_chip / q.kv_elements_per_layer - 1,
       "the t chips of an attention group together hold t x kv_elements_per_chip of a layer's "
       "kv_elements_per_layer for each token of their sequences: each element that many times "
-      "over",
+      "over, all but one of them extra",
       GQA_HEADS,
       ("every full-context layer has the same KV width, sliding-window layers too",),
+      topic=TOPIC),
+    R("kv_cache_copies",
+      q.kv_cache_copies, 1 + q.kv_extra_copies,
+      "the replica holds each sequence's KV cache once, and again for every extra copy",
+      GQA_HEADS,
+      ("kv_extra_copies 0 (the conventions) until the layout and the model's attention "
+       "give it",),
       topic=TOPIC),
 )

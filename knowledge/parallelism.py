@@ -90,8 +90,8 @@ RELATIONS = (
       lecture("1:04:32", "1:05:13"),
       ("replicated_attention_params 0 (the conventions) unless attention is data-parallel "
        "(knowledge/tensor_parallel.py)",
-       "kv_cache_copies 1 (the conventions) unless a group has more chips than KV heads "
-       "(knowledge/kv_sharding.py)"),
+       "kv_cache_copies 1 (the conventions' kv_extra_copies 0) unless a group has more "
+       "chips than KV heads (knowledge/kv_sharding.py)"),
       topic=TOPIC),
     R("memory_per_chip",
       q.memory_per_chip * q.pipeline_stages * stage_chips, q.memory_demand,
@@ -109,7 +109,8 @@ RELATIONS = (
       "(with its copies), P micro-batches of it (memory_fill = 1 in memory_demand)",
       USABLE_HBM,
       ("every sequence holds the whole context's KV cache",
-       "kv_cache_copies 1 (the conventions) unless a group has more chips than KV heads",
+       "kv_cache_copies 1 (the conventions' kv_extra_copies 0) unless a group has more "
+       "chips than KV heads",
        "usable_hbm_fraction 1 (the conventions): all of HBM holds weights and KV"),
       topic=TOPIC),
     R("max_whole_batch_size",
