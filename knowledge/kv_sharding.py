@@ -10,8 +10,9 @@ tensor-parallel group holds it whole on each chip; data-parallel attention (grou
 of one chip) is how engines avoid that.
 
 Which kind of attention a model has is known only from its pins (a model preset's
-widths): until they say, the per-chip relations are left out and the conventions keep
-one copy, split evenly, as the lecture does.
+widths): until they say, the per-chip relations are left out, and until the layout and
+the widths compute the extra copies the conventions' zero keeps one copy, split evenly,
+as the lecture does.
 
 Every chip reads its own copy in a decode step, so the copies count in the HBM a
 replica needs, in the largest batch that fits, in the KV read time of a step and in
