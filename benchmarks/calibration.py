@@ -21,9 +21,17 @@ chip/engine within it), each scheme scored within each and over both together.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
+
+# As the chalk command (chalk.cli) and benchmarks/run.py do: a single-threaded BLAS, set
+# before numpy loads. On 2 shared cores a threaded OpenBLAS spins for the core another
+# process holds: compiling the questions (the reference point's least-squares steps) cost
+# about three times the CPU time under a load of 6-8 (2026-12-02).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

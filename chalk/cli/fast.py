@@ -264,7 +264,8 @@ def _varying(records, given: list[str]) -> set[str]:
         form = record.expression.xreplace({symbols[n]: forms.get(n, symbols[n])
                                            for n in record.inputs
                                            if n in varying and n in symbols})
-        if _reads(form, varying.intersection(given)):
+        # a varying quantity with no closed form of its own counts as typed
+        if _reads(form, {n for n in varying if n not in forms}):
             varying.update(record.variables)
             forms.update(dict.fromkeys(record.variables, form))
     return varying

@@ -138,7 +138,10 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
     A zero stands for absence, and gives way only where the relations compute its
     quantity (:func:`~chalk.solvers.planning.forward.computed_from`) from the other pins
     and the targets that are not downstream of it, taken as known: the touched experts
-    of a batch asked for backwards from a step time are that batch's. A measured rate
+    of a batch asked for backwards from a step time are that batch's. The computation
+    never passes through what the zero feeds: a price step asked for, taken as known,
+    would otherwise give Llama speculative decoding through the crossover it sits at
+    (``context_crossover`` read backwards into the tokens a step accepts). A measured rate
     downstream of an absent term never brings the term into being by inverting the
     relations through it (no sliding-window KV is invented for a dense model): the
     disagreement stays and is reported.
@@ -148,7 +151,7 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
         later = downstream(model, name)
         known = (frozenset(n for n in without if n not in later)
                  | {t for t in targets if t not in later})
-        inputs = computed_from(model, name, known, zero_pins(without) & known)
+        inputs = computed_from(model, name, known, zero_pins(without) & known, later)
         if inputs is None:
             return None
         higher = tuple(sorted(i for i in inputs if i in without))

@@ -14,9 +14,12 @@ So before planning, each pinned zero is put into the relations it appears in:
 * one whose side vanishes while the other is a single quantity that may be zero,
   times constants, makes that quantity zero too (``untied_embeddings = 0`` leaves no
   separate embedding table), which is pinned as a zero that follows and put in turn;
-* one whose side vanishes while the other cannot (a product of positive quantities)
-  only defines the absent quantity: with it absent the relation says nothing and is
-  set aside;
+* one whose side vanishes while the other is a difference (terms of both signs) says
+  the positive terms equal the negative ones: ``attention_surplus_time_per_flop = 0``
+  leaves ``1/attention_chip_flops = 1/chip_flops``, attention at the matmuls' peak;
+* one whose side vanishes while the other cannot (a product, or a sum, of positive
+  quantities) only defines the absent quantity: with it absent the relation says
+  nothing and is set aside;
 * every other relation keeps its name and source, with the absent terms gone.
 
 The result is a model of its own (cached per set of zeros) whose reference point is
@@ -91,6 +94,10 @@ def _put(model: Model, zeros: frozenset[str]) -> Absent:
                 continue
             if lhs == 0 or rhs == 0:
                 other = rhs if lhs == 0 else lhs
+                sides = _balance(other)
+                if sides is not None:
+                    relations[name] = replace(relation, lhs=sides[0], rhs=sides[1])
+                    continue
                 single = _single_quantity(model, other)
                 del relations[name]
                 if single is not None and model.variables[single].allow_zero:
@@ -106,6 +113,19 @@ def _put(model: Model, zeros: frozenset[str]) -> Absent:
     narrowed = build_model(model.variables.values(), relations.values(),
                            model.conditions.values(), model.variants.values(), parent=model)
     return Absent(narrowed, tuple(follows), tuple(sorted(set_aside)))
+
+
+def _balance(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """``expr = 0`` as its positive terms equal to its negative ones, or None when
+    ``expr`` is not a sum with terms of both signs."""
+    if not expr.is_Add:
+        return None
+    positive, negative = [], []
+    for term in expr.args:
+        (negative if term.as_coeff_Mul()[0] < 0 else positive).append(term)
+    if not positive or not negative:
+        return None
+    return sympy.Add(*positive), -sympy.Add(*negative)
 
 
 def _single_quantity(model: Model, expr: sympy.Expr) -> str | None:

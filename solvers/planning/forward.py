@@ -52,7 +52,8 @@ def whole_counts(model: Model) -> frozenset[str]:
     return frozenset(whole.union(*(downstream(model, w) for w in whole)))
 
 
-def computed_from(model: Model, name: str, known, zeros=frozenset()) -> frozenset[str] | None:
+def computed_from(model: Model, name: str, known, zeros=frozenset(),
+                  avoid=frozenset()) -> frozenset[str] | None:
     """The ``known`` quantities from which ``name`` is computed, one relation at a time;
     None if they do not compute it.
 
@@ -61,7 +62,10 @@ def computed_from(model: Model, name: str, known, zeros=frozenset()) -> frozense
     that quantity out of it: ``t_alltoall = 0`` says nothing of the bytes a token
     sends, but ``n_local_layers = 0`` leaves ``n_kv_layers = n_layers``. ``known``
     should hold no measurement downstream of ``name`` (:func:`downstream`): from those
-    the relations would explain it backwards.
+    the relations would explain it backwards. No step computes a quantity in ``avoid``:
+    given ``downstream(model, name)``, no chain goes through what ``name`` feeds and back
+    (an asked price step is where the crossover is, and the crossover read backwards
+    would give the tokens a step accepts).
     """
     if name in known:
         return None
@@ -75,6 +79,8 @@ def computed_from(model: Model, name: str, known, zeros=frozenset()) -> frozense
             if len(unknown) != 1:
                 continue
             target = unknown[0]
+            if target in avoid:
+                continue
             if not (_defines(model, r, target)
                     or _solvable_past_zeros(model, r, target, frozenset(zeros & variables))):
                 continue

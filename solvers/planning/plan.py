@@ -26,6 +26,7 @@ from chalk.solvers.analysis.structure import dulmage_mendelsohn, incidence_graph
 from chalk.solvers.planning.completions import combination, completions, spans
 from chalk.solvers.planning.forward import defining_relation, downstream, whole_counts
 from chalk.solvers.planning.regimes import free_in_every_regime, regimes_reach
+from chalk.solvers.tolerances import RANK
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import monomial_text
@@ -134,6 +135,7 @@ def clear_caches() -> None:
     _analysis.cache_clear()
     _structure.cache_clear()
     identities.cache_clear()
+    unpinned_analysis.cache_clear()
 
 
 def make_plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
@@ -275,6 +277,13 @@ def identities(model: Model) -> frozenset[str]:
     it holds) before the others, so the relation called an identity is a consequence
     rather than a definition.
     """
+    return frozenset(r for r, _ in unpinned_analysis(model).dependent)
+
+
+@lru_cache(maxsize=16)
+def unpinned_analysis(model: Model) -> RankAnalysis:
+    """The rank analysis of ``model`` with nothing pinned (cached per model): what the
+    relations alone fix, and which of them follow from the others (:func:`identities`)."""
     def definition_first(name):
         defines = model.relations[name].lhs.is_Symbol or name in model.variables_in(name)
         return (not defines, name)
@@ -287,8 +296,7 @@ def identities(model: Model) -> frozenset[str]:
     order += sorted(partition.under_relations, key=definition_first)
     order += sorted(partition.unmatched_relations, key=definition_first)
     preferred = {r: v for r, v in partition.matched.items() if v in partition.determined}
-    analysis = analyse(model, (), blocks, order, preferred)
-    return frozenset(r for r, _ in analysis.dependent)
+    return analyse(model, (), blocks, order, preferred)
 
 
 def _distances(model: Model, unknowns_of, targets) -> dict[str, int]:
@@ -379,7 +387,8 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
         from_inputs = _input_completion(model, explained, pinned, undetermined)
         if from_inputs in found:
             from_inputs = ()
-        fixed = tuple((t, tuple(sorted(_fixed_combination(explained, t, found).items())))
+        fixed = tuple((t, tuple(sorted(_fixed_combination(model, explained, t,
+                                                          found).items())))
                       for t in undetermined)
     return Plan(targets, pinned, steps, checks, undetermined, found, unused, analysis,
                 from_inputs, placeholders, provisional, fixed, frozenset(structural), regime)
@@ -414,14 +423,48 @@ def completions_replacing(model: Model, pinned: frozenset[str], targets: tuple[s
                        _rank_key(model), require=replaced)
 
 
-def _fixed_combination(analysis: RankAnalysis, target: str, found) -> dict:
+def _fixed_combination(model: Model, analysis: RankAnalysis, target: str, found) -> dict:
     """The smallest product involving ``target`` that the pins fix: over the first
-    completion that determines it if there is one, else its reduced row."""
+    completion that determines it if there is one, else its reduced row. A product the
+    relations fix by themselves is passed over: empty when every completion's is one
+    (the completions are then the whole story)."""
+    completed = False
     for extra in found:
         combo = combination(analysis, target, extra)
-        if combo is not None:
+        if combo is not None and not _stated_by_relations(model, combo):
             return combo
-    return analysis.fixed_combination(target) or {}
+        completed |= combo is not None
+    combo = {} if completed else analysis.fixed_combination(target) or {}
+    return {} if _stated_by_relations(model, combo) else combo
+
+
+def _stated_by_relations(model: Model, combo: dict) -> bool:
+    """Whether the relations alone fix the product ``combo`` (``{quantity: exponent}``).
+
+    Such a product holds whatever the pins: with the conventions' zero attention surplus,
+    ``1/attention_chip_flops = 1/chip_flops`` fixes ``chip_flops/attention_chip_flops``
+    at 1, and ``cost_per_token = output_input_price_ratio * prefill_cost_per_token`` with
+    ``decode_mfu_ratio * output_input_price_ratio = 1`` fixes
+    ``cost_per_token * decode_mfu_ratio / prefill_cost_per_token``. Naming one as what the
+    pins fix says nothing about them. Decided by reducing its log-space row by the
+    reduced rows of the model with nothing pinned: it is fixed when nothing is left in a
+    free column.
+    """
+    if len(combo) < 2:
+        return False
+    analysis = unpinned_analysis(model)
+    left: dict[str, float] = {}  # the row less its pivots' reduced rows
+    for name, exponent in combo.items():
+        row = analysis.rows.get(name)
+        if row is None:
+            left[name] = left.get(name, 0) + float(exponent)
+            continue
+        for column, value in row.items():
+            if column != name:
+                left[column] = left.get(column, 0) - float(exponent) * float(value)
+    scale = max(abs(float(e)) for e in combo.values())
+    return all(abs(v) <= RANK.rtol * scale for c, v in left.items()
+               if c not in analysis.settled)
 
 
 def _pins_near(model: Model, analysis: RankAnalysis, name: str) -> set[str]:

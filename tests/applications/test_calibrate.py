@@ -275,8 +275,8 @@ def test_no_interval_reaches_past_the_bound(simulated_calibration):
 
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("theta"), "field 'theta': missing"),
-    (lambda d: d.update(format=2), "field 'format': this chalk reads format 3, not the "
-                                       "number 2"),
+    (lambda d: d.update(format=3), "field 'format': this chalk reads format 4, not the "
+                                       "number 3"),
     (lambda d: d.update(group_rows=[1, 1, 1]), "field 'group_rows': expected 3 whole numbers, "
                                                "one per group, adding up to rows (12)"),
     (lambda d: d.update(scatter_log_sd=0), "field 'scatter_log_sd': expected a number more "
@@ -291,6 +291,12 @@ def test_no_interval_reaches_past_the_bound(simulated_calibration):
     (lambda d: d.update(groups=["H200"] + d["groups"][1:]), "field 'groups': expected"),
     (lambda d: d.update(extra=1), "field 'extra': unknown key"),
     (lambda d: d.update(families=["moe"]), "field 'families': expected []"),
+    (lambda d: d.update(scatters=[{"architecture": "moe", "scatter_log_sd": 0.3,
+                                   "degrees_of_freedom": 5.0}]),
+     "field 'scatters': expected none, or one entry for each of two or more architectures"),
+    (lambda d: d.update(scatters=[{"architecture": "dense", "scatter_log_sd": 0.3}] * 2),
+     "field 'scatters': expected entries of architecture, scatter_log_sd, "
+     "degrees_of_freedom"),
 ])
 def test_a_bad_calibration_file_is_refused_by_field(simulated_calibration, tmp_path, change,
                                                     message):
@@ -564,9 +570,16 @@ def test_grouping_by_architecture_recovers_an_moe_efficiency_the_chip_group_aver
                               str(path))
     assert answer.efficiencies[0].value == pytest.approx(
         split.efficiency("b200/tensorrt_llm/moe", "flops_efficiency").value, rel=1e-12)
-    # with no group it could not tell which architecture's shared values to use
-    with pytest.raises(ChalkError, match="split by architecture; name a group"):
-        calibrated_solve("tokens_per_second", given, presets, None, str(path))
+    # with no group, the shared values of the model preset's architecture (MoE) and the
+    # spread between groups
+    unseen = calibrated_solve("tokens_per_second", given, presets, None, str(path))
+    shared_moe = split.fitted.log_efficiency(None, "moe")
+    assert [e.value for e in unseen.efficiencies] == pytest.approx(np.exp(shared_moe),
+                                                                   rel=1e-12)
+    # with no model preset it could not tell which architecture's values to use
+    with pytest.raises(ChalkError, match="tells dense and MoE models apart; name one model"):
+        calibrated_solve("tokens_per_second", given, [p for p in presets if p != "qwen3_30b_a3b"],
+                         None, str(path))
 
 
 def test_an_architecture_offset_moves_every_group_of_it():
@@ -683,3 +696,56 @@ def test_the_links_efficiency_is_recovered_from_rows_that_wait_on_the_all_to_all
         assert links.identified
         covered += links.low <= 0.2 <= links.high
     assert 16 <= covered <= 19, covered  # 80-97% of 20 is 16-19.4; 18 expected
+
+
+def test_each_architecture_has_its_own_scatter(rows, ep_rows):
+    # dense rows measured to 0.05 in the log and MoE rows (the two DEP rows, which share
+    # h200/tensorrt_llm with two dense questions) to 0.5. One scatter for every row would
+    # give both the same intervals and weigh a MoE row as heavily as a dense one; each
+    # architecture's own scatter is about its noise: on the ~10 degrees of freedom of 12
+    # MoE rows an sd estimate lies within a factor 0.6-1.4 of the truth at 95%, on the ~12
+    # of 18 dense rows likewise, so 0.05 reads below 0.1 and 0.5 above 0.25
+    truth = {"h200/tensorrt_llm": (0.15, 0.3, 0.2), "mi300x/vllm": (0.1, 0.2),
+             "h100/nim": (0.15, 0.35)}
+    rng = np.random.default_rng(7)
+    simulated = _simulated(rows, truth, 0.05, rng, copies=3) + _simulated(
+        ep_rows, truth, 0.5, rng, copies=6)
+    calibration = calibrate(rows=simulated)
+    fitted = calibration.fitted
+    (dense, dense_dof), (moe, moe_dof) = fitted.scatter("dense"), fitted.scatter("moe")
+    assert [a for a, _, _ in fitted.scatters] == ["dense", "moe"]
+    assert dense < 0.1 < 0.25 < moe
+    # the degrees of freedom split between them: n - edf over all 30 rows
+    assert dense_dof + moe_dof == pytest.approx(fitted.dof, rel=1e-12)
+    assert dense_dof < 18 and moe_dof < 12
+    # a row's prediction takes its own architecture's scatter, and a stored calibration
+    # carries both
+    from chalk.applications.calibrate.stored import dumps, loads
+
+    stored = loads(dumps(calibration).decode(), "cal.yaml", "test").fitted
+    for row, sigma in ((simulated[0], dense), (simulated[-1], moe)):
+        p = predict_row(fitted, row)
+        assert p.scatter == sigma
+        assert predict_row(stored, row) == p
+    assert "dense 0.0" in calibration.text() and "moe 0." in calibration.text()
+    # six MoE rows (fewer than SCATTER_ROWS, 10) cannot fix a scatter of their own: one
+    # scatter for every row, which the noisy MoE rows widen past the dense rows' 0.05
+    few = fit_rows(simulated[:18] + simulated[18:24])
+    assert few.scatters == () and few.scatter("dense") == few.scatter("moe")
+    assert few.sigma > 0.1
+
+
+def test_a_row_answers_a_point_it_has_answered_from_memory(rows):
+    # a cross-validation refit starts where the fit on every row ended: the row's answer
+    # there is kept, not asked of chalk again (a copy without a question still answers it),
+    # but only for the same metric (a per-chip rate of the same point is another answer)
+    row = replace(rows[0], known={})
+    x = np.log([[0.2, 0.3, 1.0]])
+    logs, slopes = row.log_rates_and_slopes(x)
+    unanswerable = replace(row, question=None)
+    again = unanswerable.log_rates_and_slopes(x)
+    assert again[0].tolist() == logs.tolist() and again[1].tolist() == slopes.tolist()
+    with pytest.raises(AttributeError):
+        replace(unanswerable, metric="per_chip").log_rates_and_slopes(x)
+    with pytest.raises(AttributeError):  # another point
+        unanswerable.log_rates_and_slopes(x - 0.1)

@@ -67,6 +67,23 @@ def test_attention_stays_at_chip_flops_when_no_format_is_named():
     assert s.derivation.pins["attention_surplus_time_per_flop"].value == 0
 
 
+# Regression (issue 22): asked for, attention's peak was refused ("the pins fix only a
+# combination of attention_bf16_share, attention_chip_flops and attention_fp8_share"):
+# the conventions' zero surplus took the relation 1/attention_chip_flops - 1/chip_flops
+# = attention_surplus_time_per_flop out of the question instead of reading it as
+# 1/attention_chip_flops = 1/chip_flops
+def test_asked_for_attentions_peak_is_the_matmuls_under_the_zero_surplus():
+    # chip_flops pinned alone: 1/attention_chip_flops = 1/1e15, so 1e15 FLOP/s
+    s = solve("attention_chip_flops", {"chip_flops": "1e15 FLOP/s"})
+    assert s.value("attention_chip_flops", "FLOP/s") == pytest.approx(1e15, rel=1e-12)
+    # full presets: bf16 puts every matmul FLOP in BF16, so chip_flops = 1 / (1 / 989e12)
+    # = 989e12 FLOP/s (the H100 SXM datasheet's dense BF16 peak), and attention runs at it
+    pins = {"n_chips": "8 chip", "batch_size": "32 sequence", "context_length": "8k token"}
+    s = solve("attention_chip_flops", pins, ["h100", "bf16", "llama_3_1_70b"])
+    assert s.value("attention_chip_flops", "FLOP/s") == pytest.approx(H100_BF16, rel=1e-12)
+    assert s.derivation.pins["attention_surplus_time_per_flop"].value == 0
+
+
 def test_a_pinned_attention_peak_is_used_and_found_backwards():
     # attention at 2.5e14 beside matmuls at 1e15: 100 x (2e10 / 1e15 + 1e10 / 2.5e14)
     # = 100 x (2e-5 + 4e-5) s = 6 ms

@@ -217,6 +217,19 @@ def test_rl_and_inference_tokens_under_an_equal_split_need_no_parameter_count():
         s["active_params"]
 
 
+# Regression (issue 22): with nothing pinned, the refusal said "the pins fix only a
+# combination of decode_requests_per_second, output_tokens and tokens_per_second", which
+# decode_requests_per_second x decoded_tokens = tokens_per_second (decoded_tokens read
+# off output_tokens) fixes whatever the pins are
+def test_a_product_the_relations_fix_alone_is_not_what_the_pins_fix():
+    with pytest.raises(UnderdeterminedError) as info:
+        solve("tokens_per_second", {})
+    assert not info.value.fixed
+    assert "fix only" not in info.value.message
+    assert ("decode_requests_per_second", "output_tokens") in set(
+        map(tuple, info.value.completions))
+
+
 def test_explain_names_the_combination_a_degenerate_set_fixes():
     pins = {"replica_flops": "8e15 FLOP/s", "replica_hbm_bandwidth": "26.8 TB/s",
             "hardware_intensity": "298.5 FLOP/byte"}
@@ -226,11 +239,16 @@ def test_explain_names_the_combination_a_degenerate_set_fixes():
     # pinned too, the pins fix chip_flops only together with hbm_bandwidth (or n_chips, or
     # chips_per_stage, which is n_chips in the conventions' single pipeline stage, or
     # expert_parallelism, which is chips_per_stage with whole experts on each chip, or
-    # attention_tensor_parallelism, which is n_chips in the conventions' one attention group)
+    # attention_tensor_parallelism, which is n_chips in the conventions' one attention group,
+    # or attention_chip_flops, which is chip_flops itself while attention runs at the matmuls'
+    # peak, the conventions' zero attention_surplus_time_per_flop). That last one is the first
+    # completion, but chip_flops/attention_chip_flops is fixed at 1 by the relation alone,
+    # whatever the pins: the message names the next one's product instead
     assert "fix only chip_flops·expert_parallelism" in info.value.message
     assert set(map(tuple, info.value.completions)) == {("hbm_bandwidth",), ("n_chips",),
                                                        ("chips_per_stage",),
                                                        ("expert_parallelism",),
-                                                       ("attention_tensor_parallelism",)}
+                                                       ("attention_tensor_parallelism",),
+                                                       ("attention_chip_flops",)}
     text = explain("chip_flops", pins).text()
     assert "n_chips" in text

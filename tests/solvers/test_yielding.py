@@ -393,3 +393,37 @@ def test_what_a_zero_feeds_is_no_ground_for_it():
              "scale_up_bandwidth_efficiency", "tokens_run_per_step"}
     assert computed_from(model, "alltoall_bytes_per_token", sends) is not None
     assert computed_from(model, "alltoall_bytes_per_token", sends, {"t_alltoall"}) is None
+
+
+# Regression (issue 22): the price step asked for at RATE_QUESTION was refused ("also pin
+# one of acceptance_rate, draft_tokens, ..."): the asked threshold, taken as known, was
+# read backwards through the crossover it sits at into the tokens a step accepts, so the
+# conventions' "no speculation" gave way to the question itself
+def test_an_asked_price_step_keeps_the_no_speculation_convention():
+    s = solve("long_context_threshold", RATE_QUESTION, SERVING_PRESETS)
+    # the step sits at the crossover, where a token's KV reads take as long as its
+    # matmuls: one token per step, 2 x LLAMA_ACTIVE = 139,003,428,864 FLOP per token, over
+    # 989e12 / 3.35e12 = 295.22 FLOP/byte times 327,680 byte/token = 96.74e6 FLOP/token:
+    # 139,003,428,864 / 96.74e6 = 1,436.9 token
+    crossover = 2 * LLAMA_ACTIVE / (989e12 / 3.35e12 * LLAMA_KV)
+    assert crossover == pytest.approx(1436.9, abs=0.05)
+    assert s.value("long_context_threshold", "token") == pytest.approx(crossover, rel=1e-9)
+    assert s.derivation.pins["accepted_tokens_per_step"].value == 0
+
+
+def test_no_zero_is_computed_back_through_what_it_feeds():
+    model = load_model()
+    # the price step is where the crossover is; read backwards, the crossover relation
+    # gives the tokens a step decodes, and those the tokens it accepts
+    known = {"long_context_threshold", "hardware_intensity", "kv_bytes_per_token",
+             "flops_per_token"}
+    assert computed_from(model, "accepted_tokens_per_step", known) is not None
+    # but the crossover is downstream of the accepted tokens: no chain passes through it
+    later = downstream(model, "accepted_tokens_per_step")
+    assert {"context_crossover", "decode_tokens_per_step"} <= later
+    assert computed_from(model, "accepted_tokens_per_step", known, avoid=later) is None
+    # an acceptance rate asked for backwards still computes the tokens a step throws away:
+    # accepted forwards from alpha and the draft length, rejected = drafted - accepted
+    known = {"acceptance_rate", "draft_tokens"}
+    assert computed_from(model, "rejected_tokens_per_step", known,
+                         avoid=downstream(model, "rejected_tokens_per_step")) == known

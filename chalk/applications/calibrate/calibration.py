@@ -11,7 +11,13 @@ import numpy as np
 
 from chalk.applications.calibrate.fit import Fitted, family_of
 from chalk.applications.calibrate.predict import LEVEL, Prediction, predict_row, quantile
-from chalk.applications.calibrate.rows import COMMUNICATION, EFFICIENCIES, Row, architecture_of
+from chalk.applications.calibrate.rows import (
+    ARCHITECTURES,
+    COMMUNICATION,
+    EFFICIENCIES,
+    Row,
+    architecture_of,
+)
 from chalk.symbolic.errors import UsageError
 
 RATE_UNIT = "token/s"  # the scatter is measured on output token rates
@@ -139,6 +145,8 @@ class Calibration:
             "rows": len(self.rows), "groups": list(self.groups), "level": LEVEL,
             "prior_width": {"value": f.prior_width, "kind": "stated"},
             "scatter_log_sd": f.sigma, "degrees_of_freedom": f.dof,
+            "scatter_by_architecture": {a: {"scatter_log_sd": sd, "degrees_of_freedom": d}
+                                        for a, sd, d in f.scatters},
             "shared": {n: _efficiency_dict(e) for n, e in self.shared.items()},
             "efficiencies": [_efficiency_dict(e) for e in self.efficiencies]}
 
@@ -150,8 +158,7 @@ class Calibration:
                  f"({kind}); 90% intervals.",
                  f"Each group's log efficiency = shared + deviation, deviation ~ N(0, "
                  f"{f.prior_width:g}^2) (prior width stated, not estimated).",
-                 f"Scatter between measurements: {f.sigma:.3f} in log rate (a factor "
-                 f"{math.exp(f.sigma):.2f}), on {f.dof:.1f} degrees of freedom.", "",
+                 _scatter_line(f), "",
                  f"{'group':<22} {'rows':>4}  "
                  + " ".join(f"{name:<29}" for name in EFFICIENCIES).rstrip()]
         reference = sorted({family_of(g) for g in self.groups} - {None})[:1]
@@ -207,22 +214,40 @@ def predict_question(fitted: Fitted, groups: Sequence[str], target: str, given=(
     calibration has no rows to compile)."""
     from chalk.compiled import compile_question
 
-    refuse_without_group(fitted, group)
+    family = question_architecture(fitted, group, presets)
     name = checked_prediction(target, given, group, groups, presets)
     pins = list(given.items()) if isinstance(given, Mapping) else list(given)
     pins += [(efficiency, "1") for efficiency in EFFICIENCIES]
     question = compile_question([name], pins, presets)
     row = Row(id="", group=group or "(not calibrated)", source="",
-              measured=math.nan, metric="total", question=question)
+              measured=math.nan, metric="total", question=question,
+              architecture=family or ARCHITECTURES[0])
     return predict_row(fitted, row)
 
 
-def refuse_without_group(fitted: Fitted, group: str | None) -> None:
-    """A calibration split by architecture predicts for a named group only: with none, it
-    could not say which architecture's shared values the question's model has."""
-    if group is None and fitted.families:
-        raise UsageError("this calibration is split by architecture; name a group "
-                         "(chip/engine/architecture, e.g. h200/tensorrt_llm/moe)")
+def question_architecture(fitted: Fitted, group: str | None, presets=()) -> str | None:
+    """The architecture a question's prediction is of, where the calibration tells them
+    apart (an offset or a scatter per architecture; else None): the one a group named
+    ``chip/engine/moe`` says, else the model preset's among ``presets``.
+
+    Raises
+    ------
+    UsageError
+        A calibration that tells architectures apart and a question with no group of
+        one and not exactly one model preset: which efficiencies or scatter would apply.
+    """
+    from chalk.knowledge import data
+
+    if family_of(group) is not None or not (fitted.families or fitted.scatters):
+        return family_of(group)
+    names = [getattr(p, "name", p) for p in ([presets] if isinstance(presets, str)
+                                             else presets)]
+    kinds = {architecture_of(n) for n in names if n in data.models()}
+    if len(kinds) != 1:
+        raise UsageError("this calibration tells dense and MoE models apart; name one "
+                         "model preset (or a group of its architecture, such as "
+                         "h200/tensorrt_llm/moe, for a split calibration)")
+    return kinds.pop()
 
 
 def checked_prediction(target: str, given, group: str | None, groups: Sequence[str],
@@ -273,6 +298,16 @@ def checked_prediction(target: str, given, group: str | None, groups: Sequence[s
             raise UsageError(f"a calibrated prediction takes one value per pin; {name} is "
                              f"given a range or distribution ({value.strip()[:60]})")
     return variable.name
+
+
+def _scatter_line(f: Fitted) -> str:
+    """The scatter between measurements, one per architecture where there are several."""
+    if not f.scatters:
+        return (f"Scatter between measurements: {f.sigma:.3f} in log rate (a factor "
+                f"{math.exp(f.sigma):.2f}), on {f.dof:.1f} degrees of freedom.")
+    return "Scatter between measurements, in log rate: " + "; ".join(
+        f"{a} {sd:.3f} (a factor {math.exp(sd):.2f}) on {d:.1f} degrees of freedom"
+        for a, sd, d in f.scatters) + "."
 
 
 def _shown(e: Efficiency) -> str:

@@ -3,18 +3,27 @@
 The model, for a row ``i`` of group ``k`` (its chip and engine) and each efficiency
 ``j`` (flops, HBM bandwidth, scale-up bandwidth: :data:`~.rows.EFFICIENCIES`)::
 
-    log measured_i = log rate_i(exp(x_k)) + e_i,      e_i ~ N(0, sigma^2)
+    log measured_i = log rate_i(exp(x_k)) + e_i,      e_i ~ N(0, sigma_a^2)
     x_kj = mu_j + u_kj,                                u_kj ~ N(0, tau^2)
 
 ``rate_i`` is chalk's answer for the row's question at those efficiencies
 (:meth:`~chalk.applications.calibrate.rows.Row.rates`); ``mu`` is the shared log
 efficiency (flat prior), ``u`` a group's deviation under a normal prior whose width
 ``tau`` is *stated* (:data:`PRIOR_WIDTH` unless the caller gives another), and
-``sigma`` the scatter between measurements, estimated from the residuals with the
-degrees of freedom the fit used (``n - edf``, edf the trace of the hat matrix). The
+``sigma_a`` the scatter between measurements of the row's architecture ``a`` (dense or
+MoE; one scatter where the rows have one architecture, or fewer than
+:data:`SCATTER_ROWS` of one of them: the data could not fix its own), estimated from that
+architecture's residuals with the degrees of freedom the fit spent on its rows (``n_a -
+edf_a``, edf_a the hat matrix's diagonal summed over them). A mixture of experts carries
+physics the relations state at its limit (expert load balance, small expert matrix
+products, the exposed all-to-all), so its rows scatter more about the fitted rates than
+dense rows do; one scatter for both would weigh the MoE rows as heavily as the dense
+ones in every group they share and give the dense rows intervals too wide and the MoE
+rows too narrow. The
 estimate is the posterior mode (penalised least squares, Levenberg-Marquardt on
 one-sided finite-difference slopes) and the covariance its Laplace approximation,
-``(A'A / sigma^2 + P)^-1`` with ``P`` the prior precision. ``tau = 0`` is complete
+``(A'WA + P)^-1`` with ``W`` each row's ``1 / sigma_a^2`` and ``P`` the prior precision.
+``tau = 0`` is complete
 pooling: one set of efficiencies for every group.
 
 An efficiency of :data:`~.rows.COMMUNICATION` that no row's answer depends on (no row
@@ -40,6 +49,11 @@ from chalk.symbolic.errors import UsageError
 # serving_bounds.py), a spread of this order between chips and engines.
 PRIOR_WIDTH = 0.5
 INFORMS = 1e-6  # sum of squared slopes below this: the rows do not inform an efficiency
+# Rows each architecture needs for a scatter of its own (else one scatter for every row):
+# ten rows leave it some 8 degrees of freedom after the parameters they inform, a scatter
+# known to about 1 / sqrt(2 x 8) = 25%; with fewer it is too loose to weigh rows by (four
+# MoE rows of equal noise gave the links' 90% interval 20 covers in 20, not 16-19).
+SCATTER_ROWS = 10
 J = len(EFFICIENCIES)
 MAX_ITERATIONS = 100
 # Change of the objective (chi-square units) at which the fit has converged: 1/270 of
@@ -64,7 +78,8 @@ class Fitted:
         the order of :data:`~.rows.EFFICIENCIES` (only the ``mu`` under complete pooling).
     covariance : ndarray
     sigma : float
-        Residual scatter in log rate.
+        Residual scatter in log rate (with a scatter per architecture, their pooled
+        summary: the residuals' root mean square over every row's degrees of freedom).
     dof : float
         ``n - edf``, the degrees of freedom ``sigma`` rests on.
     prior_width : float
@@ -88,6 +103,16 @@ class Fitted:
     slopes: np.ndarray
     informed: np.ndarray
     families: tuple[str, ...] = ()
+    # (architecture, sigma_a, n_a - edf_a) per architecture, where the rows have several
+    scatters: tuple[tuple[str, float, float], ...] = ()
+
+    def scatter(self, architecture: str | None = None) -> tuple[float, float]:
+        """The scatter of a row of ``architecture`` and the degrees of freedom it rests on
+        (the one scatter where the calibration has no scatter per architecture)."""
+        for kind, sigma, dof in self.scatters:
+            if kind == architecture:
+                return sigma, dof
+        return self.sigma, self.dof
 
     @property
     def pooled(self) -> bool:
@@ -119,10 +144,11 @@ class Fitted:
                 = 1.0
         return out
 
-    def parameter_variance(self, group: str | None, slopes: np.ndarray) -> float:
+    def parameter_variance(self, group: str | None, slopes: np.ndarray,
+                           family: str | None = None) -> float:
         """Variance of a log rate with these slopes, from the efficiencies' uncertainty
         (a group not fitted adds its deviation's prior, ``tau^2`` per efficiency)."""
-        a = slopes @ self.gradient(group)
+        a = slopes @ self.gradient(group, family)
         variance = float(a @ self.covariance @ a)
         if not self.pooled and group not in self.groups:
             variance += self.prior_width ** 2 * float(slopes @ slopes)
@@ -172,9 +198,29 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     base = np.zeros(size)  # the prior precision (a communication efficiency: see _held)
     base[J:] = 1 / prior_width ** 2 if groups else 0.0
     y = np.log([r.measured for r in rows])
+    # a scatter for each architecture's rows (one where the rows have one, or where one
+    # architecture has too few rows to fix its own): see the module
+    architectures = sorted({r.architecture for r in rows})
+    if min(sum(r.architecture == a for r in rows) for a in architectures) < SCATTER_ROWS:
+        architectures = ["all"]
+    cls = np.array([architectures.index(r.architecture) if len(architectures) > 1 else 0
+                    for r in rows])
+    masks = [cls == c for c in range(len(architectures))]
+
+    def scatter(a, residual, sig, precision):
+        """Each architecture's scatter from its residuals and the degrees of freedom the
+        fit spent on its rows (the hat matrix's diagonal summed over them), at the
+        weights of the scatters ``sig`` so far."""
+        w = 1 / sig[cls] ** 2
+        covariance = np.linalg.pinv(a.T @ (a * w[:, None]) + np.diag(precision))
+        hat = np.einsum("ip,pq,iq->i", a, covariance, a) * w
+        dof = np.array([max(m.sum() - hat[m].sum(), 1.0) for m in masks])
+        out = np.array([max(float(np.sqrt(residual[m] @ residual[m] / d)), 1e-6)
+                        for m, d in zip(masks, dof, strict=True)])
+        return out, dof
 
     def evaluate(thetas, strict=True):
-        """Log rates (m × n) and slopes (m × n × 2) at m parameter vectors, one
+        """Log rates (m × n) and slopes (m × n × J) at m parameter vectors, one
         evaluation per row (NaN where chalk refuses a point, unless ``strict``)."""
         x = np.einsum("ijp,mp->mij", design, np.atleast_2d(thetas))
         found = [r.log_rates_and_slopes(x[:, i], strict) for i, r in enumerate(rows)]
@@ -193,14 +239,13 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         for _ in range(MAX_ITERATIONS):
             a = np.einsum("ij,ijp->ip", slopes, design)  # d log rate_i / d theta
             residual = y - log_rates
-            # pinv: on the way, no row may yet depend on an efficiency
-            covariance = np.linalg.pinv(a.T @ a / sigma ** 2 + np.diag(precision))
-            edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
-            # sigma from the residuals and the degrees of freedom the fit spent on them
-            sigma = max(float(np.sqrt(residual @ residual / max(n - edf, 1.0))), 1e-6)
-            hessian = a.T @ a / sigma ** 2 + np.diag(precision)
-            gradient = a.T @ residual / sigma ** 2 - precision * theta
-            objective = residual @ residual / sigma ** 2 + precision @ theta ** 2
+            # the scatter from the residuals and the degrees of freedom the fit spent on
+            # them (pinv: on the way, no row may yet depend on an efficiency)
+            sigma, _ = scatter(a, residual, sigma, precision)
+            w = 1 / sigma[cls] ** 2
+            hessian = a.T @ (a * w[:, None]) + np.diag(precision)
+            gradient = a.T @ (residual * w) - precision * theta
+            objective = residual ** 2 @ w + precision @ theta ** 2
             if abs(previous - objective) <= TOLERANCE:
                 break
             previous = objective
@@ -214,7 +259,7 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
                 break
             trial_rates, trial_slopes = evaluate(trials, strict=False)
             r = y - trial_rates
-            objectives = (r ** 2).sum(axis=1) / sigma ** 2 + (trials ** 2) @ precision
+            objectives = (r ** 2) @ w + (trials ** 2) @ precision
             # a step where chalk refuses some row (or its slopes) is not taken
             objectives[~np.isfinite(objectives) | ~np.isfinite(trial_slopes).all(axis=(1, 2))] \
                 = np.inf
@@ -230,20 +275,27 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
                              f"{MAX_ITERATIONS} steps; try another prior width")
         a = np.einsum("ij,ijp->ip", slopes, design)
         _check_informed(a, rows)
-        covariance = np.linalg.inv(a.T @ a / sigma ** 2 + np.diag(precision))
+        w = 1 / sigma[cls] ** 2
+        covariance = np.linalg.inv(a.T @ (a * w[:, None]) + np.diag(precision))
         # symmetric as the matrix it inverts: inv leaves rounding that a stored calibration's
         # reader would refuse where the links and the flops trade off (ill-conditioned)
         covariance = (covariance + covariance.T) / 2
-        edf = float(np.trace(a @ covariance @ a.T)) / sigma ** 2
+        _, dof = scatter(a, y - log_rates, sigma, precision)
         informed = np.zeros((max(len(groups), 1), J), dtype=bool)
         for k in range(informed.shape[0]):
             inside = member == k
             informed[k] = (slopes[inside] ** 2).sum(axis=0) > INFORMS
-        return Fitted(groups, theta, covariance, sigma, n - edf, prior_width, log_rates,
-                      slopes, informed, families)
+        scatters = tuple(zip(architectures, sigma.tolist(), dof.tolist(), strict=True)) \
+            if len(architectures) > 1 else ()
+        whole = float(np.sqrt(((y - log_rates) ** 2).sum() / dof.sum()))
+        return Fitted(groups, theta, covariance, whole if scatters else float(sigma[0]),
+                      float(dof.sum()), prior_width, log_rates, slopes, informed, families,
+                      scatters)
 
     starts = _starts(rows, size, groups, families, member, start, evaluate)
-    sigma = start.sigma if start is not None else 0.3
+    sigma = np.full(len(architectures), 0.3)
+    if start is not None:
+        sigma[:] = [start.scatter(k)[0] for k in architectures]
     fits, refusals = [], []
     for theta in starts:
         try:
@@ -252,9 +304,10 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
             refusals.append(exc)
     if not fits:
         raise refusals[0]
-    # the lowest posterior objective, every fit's residuals scaled by one scatter
-    common = min(f.sigma for f in fits)
-    return min(fits, key=lambda f: float(((y - f.log_rates) ** 2).sum()) / common ** 2
+    # the lowest posterior objective, every fit's residuals scaled by one scatter for each
+    # architecture
+    common = np.array([min(f.scatter(k)[0] for f in fits) for k in architectures])
+    return min(fits, key=lambda f: float((y - f.log_rates) ** 2 @ (1 / common[cls] ** 2))
                + float(_held(base, f.slopes, prior_width) @ f.theta ** 2))
 
 

@@ -64,9 +64,10 @@ class Prediction:
                 "efficiency_log_sd": self.parameter_sd, "capped_at_bound": self.capped}
 
 
-def quantile(fitted: Fitted) -> float:
-    """The two-sided 90% quantile of Student's t on ``fitted``'s degrees of freedom."""
-    return float(stats.t.ppf(0.5 + LEVEL / 2, max(fitted.dof, 1.0)))
+def quantile(fitted: Fitted, architecture: str | None = None) -> float:
+    """The two-sided 90% quantile of Student's t on the degrees of freedom of
+    ``fitted``'s scatter (of ``architecture``'s rows, where it has one per architecture)."""
+    return float(stats.t.ppf(0.5 + LEVEL / 2, max(fitted.scatter(architecture)[1], 1.0)))
 
 
 def predict_row(fitted: Fitted, row: Row) -> Prediction:
@@ -80,7 +81,8 @@ def predict_row(fitted: Fitted, row: Row) -> Prediction:
         all-to-all, when no row stated an expert-parallel layout): nothing fixed it.
     """
     known = row.group if (not fitted.pooled and row.group in fitted.groups) else None
-    x = fitted.log_efficiency(row.group)  # an unseen group: its architecture's shared values
+    # an unseen group: the shared values of the row's architecture
+    x = fitted.log_efficiency(row.group, row.architecture)
     both = np.vstack([x, np.zeros(len(x))])  # the fitted point and the bound
     logs, slopes = row.log_rates_and_slopes(both)
     for j in np.nonzero(~fitted.identified & (slopes[0] ** 2 > INFORMS))[0]:
@@ -88,10 +90,11 @@ def predict_row(fitted: Fitted, row: Row) -> Prediction:
         raise UsageError(f"{what} depends on {EFFICIENCIES[j]}, which none of the "
                          "calibration's measurements did; calibrate on measurements that "
                          "state such a layout (expert_parallelism) or predict without it")
-    parameter = fitted.parameter_variance(row.group, slopes[0])
-    spread = math.sqrt(parameter + fitted.sigma ** 2) * quantile(fitted)
+    parameter = fitted.parameter_variance(row.group, slopes[0], row.architecture)
+    sigma = fitted.scatter(row.architecture)[0]
+    spread = math.sqrt(parameter + sigma ** 2) * quantile(fitted, row.architecture)
     bound = float(np.exp(logs[1]))
     high = float(np.exp(logs[0] + spread))
     return Prediction(float(np.exp(logs[0])), float(np.exp(logs[0] - spread)),
-                      min(high, bound), bound, known, fitted.sigma, math.sqrt(parameter),
+                      min(high, bound), bound, known, sigma, math.sqrt(parameter),
                       high > bound)

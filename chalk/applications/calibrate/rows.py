@@ -25,10 +25,12 @@ from chalk.symbolic.errors import ChalkError, DataError, UnknownNameError, Usage
 EFFICIENCIES = ("flops_efficiency", "hbm_bandwidth_efficiency",
                 "scale_up_bandwidth_efficiency")
 COMMUNICATION = ("scale_up_bandwidth_efficiency",)  # may be absent from every row
+ARCHITECTURES = ("dense", "moe")  # architecture_of's answers; the first is the reference
 _ANSWERED = ("tokens_per_second", "batch_size")  # what a row's rate is made of
 # Facts of a measurement that pin its layout as published (knowledge/data.py).
 LAYOUT_FACTS = ("expert_parallelism", "attention_tensor_parallelism")
 STEP = 1e-4  # log step of the finite differences (downward: an efficiency is at most 1)
+KNOWN = 256  # answers a row keeps by point (then it starts again): see Row.known
 
 
 def measured_tokens(record, fact: str) -> float | None:
@@ -125,6 +127,9 @@ class Row:
     chips: float = 1.0
     batch: float | None = None  # as published; None: the HBM-filling batch chalk solves
     architecture: str = "dense"  # of the row's model: dense or moe (architecture_of)
+    # log rates and slopes already found, by point: each cross-validation refit starts
+    # where the fit on every row ended, so its first evaluation of a row is that fit's last
+    known: dict = field(default_factory=dict, repr=False, compare=False)
 
     def rates(self, log_efficiencies: np.ndarray, strict: bool = True) -> np.ndarray:
         """The row's rate (token/s in its metric) at each row of ``log_efficiencies``
@@ -174,10 +179,21 @@ class Row:
         differences below each point, so no efficiency passes 1 (``strict`` as for
         :meth:`rates`)."""
         x = np.atleast_2d(np.asarray(log_efficiencies, dtype=float))
+        # the metric and batch too: a row copied with another keeps the same dictionary
+        keys = [(self.metric, self.chips, self.batch, point.tobytes()) for point in x]
+        if all(key in self.known for key in keys):
+            return (np.array([self.known[key][0] for key in keys]),
+                    np.array([self.known[key][1] for key in keys]))
         steps = STEP * np.eye(x.shape[1])
         points = np.concatenate([x] + [x - step for step in steps])
         logs = np.log(self.rates(points, strict)).reshape(1 + len(steps), len(x))
-        return logs[0], (logs[0] - logs[1:]).T / STEP
+        slopes = (logs[0] - logs[1:]).T / STEP
+        if len(self.known) > KNOWN:
+            self.known.clear()
+        for key, value, slope in zip(keys, logs[0], slopes, strict=True):
+            if np.isfinite(value) and np.isfinite(slope).all():  # a refusal is not kept
+                self.known[key] = (value, slope)
+        return logs[0], slopes
 
 
 def compile_rows(records: Iterable) -> list[Row]:

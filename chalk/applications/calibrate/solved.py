@@ -20,7 +20,7 @@ from chalk.applications.calibrate.calibration import (
     checked_prediction,
     fitted_efficiency,
     predict_question,
-    refuse_without_group,
+    question_architecture,
 )
 from chalk.applications.calibrate.predict import LEVEL, Prediction
 from chalk.applications.calibrate.rows import EFFICIENCIES
@@ -131,11 +131,12 @@ def calibrated_solve(targets: str | Sequence[str], given=(), presets=(),
         check_against_shipped(names, given, presets, group)
     source, calibration = _loaded(calibration)
     fitted, groups = calibration.fitted, calibration.groups
-    refuse_without_group(fitted, group)
+    family = question_architecture(fitted, group, presets)
     canonical = [checked_prediction(t, given, group, groups, presets) for t in names]
     counts = calibration.group_rows
     used = tuple(fitted_efficiency(fitted, group or "(not calibrated)", group, j,
-                                   counts.get(group, 0), unseen=group is None)
+                                   counts.get(group, 0), unseen=group is None,
+                                   family=family)
                  for j in range(len(EFFICIENCIES)))
     pins = list(given.items()) if isinstance(given, Mapping) else list(given)
     pins += [(e.name, repr(e.value)) for e in used]

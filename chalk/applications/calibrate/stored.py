@@ -21,15 +21,17 @@ import numpy as np
 
 from chalk.applications.calibrate.fit import Fitted, family_of
 from chalk.applications.calibrate.predict import LEVEL, Prediction
-from chalk.applications.calibrate.rows import EFFICIENCIES
+from chalk.applications.calibrate.rows import ARCHITECTURES, EFFICIENCIES
 from chalk.symbolic.errors import DataError
 
 # 2: the rows of each group (group_rows), which a calibrated answer names; 3: three
-# efficiencies (scale_up_bandwidth_efficiency joined the two), so theta and informed grew
-FORMAT = 3
+# efficiencies (scale_up_bandwidth_efficiency joined the two), so theta and informed grew;
+# 4: a scatter per architecture (scatters), which a format-3 reader would not know
+FORMAT = 4
 KEYS = ("format", "level", "rows", "groups", "group_rows", "families", "prior_width",
-        "scatter_log_sd",
-        "degrees_of_freedom", "theta", "covariance", "informed")
+        "scatter_log_sd", "degrees_of_freedom", "scatters", "theta", "covariance",
+        "informed")
+SCATTER_KEYS = ("architecture", "scatter_log_sd", "degrees_of_freedom")
 GROUP = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*(/dense|/moe)?$")
 MAX_GROUPS = 1000
 SYMMETRY = 1e-9  # relative asymmetry of a covariance written by chalk (it writes it exact)
@@ -64,6 +66,8 @@ def dumps(calibration) -> bytes:
             "families": list(f.families),
             "prior_width": float(f.prior_width),
             "scatter_log_sd": float(f.sigma), "degrees_of_freedom": float(f.dof),
+            "scatters": [dict(zip(SCATTER_KEYS, (a, float(sd), float(d)), strict=True))
+                         for a, sd, d in f.scatters],
             "theta": [float(v) for v in f.theta],
             "covariance": [[float(v) for v in row] for row in f.covariance],
             "informed": [[bool(v) for v in row] for row in f.informed]}
@@ -155,13 +159,38 @@ def parse(raw: object, shown: str, source: str) -> StoredCalibration:
         raise DataError(shown, "-", "informed", f"expected {max(len(fitted_groups), 1)} lists "
                                                 f"of {count} true/false, one per group")
     fitted = Fitted(fitted_groups, theta, covariance, sigma, dof, width, np.zeros(0),
-                    np.zeros((0, count)), np.array(informed, dtype=bool), families)
+                    np.zeros((0, count)), np.array(informed, dtype=bool), families,
+                    _scatters(raw["scatters"], shown))
     for group in (None, *fitted_groups):
         if (fitted.log_efficiency(group) > 0).any():
             raise DataError(shown, "-", "theta", f"{group or 'the shared value'} has an "
                                                  "efficiency above 1")
     return StoredCalibration(fitted, tuple(groups), int(rows),
                              dict(zip(groups, counts, strict=True)), source)
+
+
+def _scatters(raw, shown: str) -> tuple[tuple[str, float, float], ...]:
+    """The scatter of each architecture: none (one scatter for every row), or one for each
+    of two or more architectures in sorted order, each positive on at least 1 degree of
+    freedom."""
+    from chalk.knowledge import fields
+
+    entries = fields.listing(raw, shown, "-", "scatters", "entries of " + ", ".join(
+        SCATTER_KEYS))
+    out = []
+    for entry in entries:
+        if not isinstance(entry, Mapping) or sorted(entry) != sorted(SCATTER_KEYS) \
+                or entry["architecture"] not in ARCHITECTURES:
+            raise DataError(shown, "-", "scatters", "expected entries of " + ", ".join(
+                SCATTER_KEYS) + f", each architecture one of {', '.join(ARCHITECTURES)}")
+        out.append((entry["architecture"],
+                    _number(entry, "scatter_log_sd", shown, low=0, strict=True),
+                    _number(entry, "degrees_of_freedom", shown, low=1)))
+    names = [a for a, _, _ in out]
+    if len(out) == 1 or names != sorted(set(names)):
+        raise DataError(shown, "-", "scatters", "expected none, or one entry for each of two "
+                                                "or more architectures in sorted order")
+    return tuple(out)
 
 
 def _number(raw: Mapping, key: str, shown: str, low: float, strict: bool = False) -> float:
