@@ -144,7 +144,7 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
                 candidate, value,
                 [(compile_expr(a, constants), compile_expr(b, constants))
                  for a, b in candidate.guards],
-                candidate.expr is not None and _monomial(candidate.expr),
+                candidate.expr is not None and monomial(candidate.expr),
                 candidate.expr is not None and cannot_amplify(candidate.expr)))
         if relation.regimes and not relation.inside_regime_node(variable):
             compiled.regime_args = [(label, compile_expr(expr, constants))
@@ -352,13 +352,17 @@ def conditioning_inputs(model: Model, cstep: CompiledStep) -> list[str]:
     (solvers.analysis.conditioning): every other quantity of its relation but those it
     rounds to a whole count (exact: its jump at a whole input is the rounding the
     relation states, not digits lost)."""
-    name = cstep.step.variables[0]
-    relation = cstep.relations[0]
+    return measured_inputs(model, cstep.relations[0], cstep.step.variables[0])
+
+
+def measured_inputs(model: Model, relation: Relation, name: str) -> list[str]:
+    """The quantities the conditioning of ``relation`` solved for ``name`` is measured
+    against (:func:`conditioning_inputs`, for one relation and its unknown)."""
     return [v for v in model.variables_in(relation.name)
             if v != name and not relation.rounds(v)]
 
 
-def _monomial(expr) -> bool:
+def monomial(expr) -> bool:
     """A product of symbols to numeric powers (elasticities bounded by the exponents)."""
     factors = expr.args if expr.is_Mul else (expr,)
     for factor in factors:
