@@ -309,8 +309,9 @@ VARIABLES: tuple[Variable, ...] = (
        "split over (Megatron-style); each such group serves its own sequences",
        PARALLELISM, lower=1, typical=8),
     _v("attention_data_parallelism", "1", "groups of attention_tensor_parallelism chips in a "
-       "replica, each holding the whole attention weights and serving its share of the batch "
-       "(1: attention split over every chip)", PARALLELISM, lower=1, typical=1),
+       "pipeline stage (the replica without pipelining), each holding the stage's whole "
+       "attention weights and serving its share of the batch (1: attention split over every "
+       "chip of the stage)", PARALLELISM, lower=1, typical=1),
     _v("replicated_attention_params", "param", "attention weights held and read beyond one "
        "copy: one more copy per extra data-parallel attention group", PARALLELISM,
        allow_zero=True, typical=1e10),
