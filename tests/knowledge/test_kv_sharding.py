@@ -140,3 +140,23 @@ def test_sixteen_stages_on_eight_chips_are_refused_on_the_memory_path(target):
             "hbm_capacity": "80 GB"}
     with pytest.raises(ChalkError, match=r"gives 0.5 chip \(not physical"):
         solve(target, pins)
+
+
+def test_a_kind_alone_in_its_group_is_chosen_by_its_own_markers():
+    # Regression: a model holding only the grouped-query relations (no MLA variant to set
+    # aside) left the per-chip relations out even with n_kv_heads pinned, since "chosen"
+    # was read off the variants set aside. 8 heads over 16 chips: max(1, 8/16) = 1 a chip
+    from chalk.knowledge import load_model
+    from chalk.solvers.pinning.variants import for_pins
+    from chalk.symbolic.model import build_model
+
+    full = load_model()
+    relation = full.relations["kv_heads_per_chip"]
+    names = sorted(full.variables_in(relation.name))
+    alone = build_model([full.variables[n] for n in names], [relation], (),
+                        [full.variants["gqa"]])
+    assert "kv_heads_per_chip" in for_pins(alone, ("n_kv_heads",))[0].relations
+    assert "kv_heads_per_chip" not in for_pins(alone, ())[0].relations
+    s = solve("kv_heads_per_chip", {"n_kv_heads": 8, "attention_tensor_parallelism": "16 chip"},
+              ["none"], model=alone)
+    assert s.value("kv_heads_per_chip") == pytest.approx(1)
