@@ -50,8 +50,9 @@ def _solve_prepared(q: Prepared, options: Options) -> Solution:
                                          "reason": exc.message}),)
     plan = done.plan
     propagation = None
-    used = used_quantities(q.model, plan)
-    if any(p.spread is not None and n in used for n, p in q.pins.items()):
+    ranged = [n for n, p in q.pins.items() if p.spread is not None]
+    used = used_quantities(q.model, plan) if ranged else set()
+    if any(n in used for n in ranged):
         # a range on a pin this answer does not use has no share in its spread
         pins = {n: p for n, p in q.pins.items() if p.spread is None or n in used}
         propagation = propagate(done.compiled, pins, q.targets + tuple(q.range_checks),

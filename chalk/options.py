@@ -101,6 +101,8 @@ def _shown(value) -> str:
 
 def _pin_value(name: str, value) -> None:
     """Refuse a whole number (alone or as a Quantity's magnitude) no float can hold."""
+    if isinstance(value, str):
+        return  # text: the parser reads it (and refuses a number past a float's range)
     magnitude = getattr(value, "magnitude", value)
     if _is_whole(magnitude):
         try:

@@ -187,7 +187,12 @@ class Relation:
     def inside_regime_node(self, name: str) -> bool:
         """Whether quantity ``name`` appears inside the max()/min(): solving for it must
         choose a regime, where solving for anything else evaluates the max() forwards."""
-        return any(name in {s.name for s in n.free_symbols} for n in self._regime_nodes)
+        return name in self._inside_regime_nodes
+
+    @cached_property
+    def _inside_regime_nodes(self) -> frozenset[str]:
+        # asked of every step on every solve (solvers.execution.checked)
+        return frozenset(s.name for n in self._regime_nodes for s in n.free_symbols)
 
 
 @dataclass(frozen=True)

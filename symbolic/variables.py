@@ -106,8 +106,10 @@ class Variable:
     def pint_unit(self) -> pint.Unit:
         return _unit(self.unit)
 
-    @property
+    @cached_property
     def dimensionality(self):
+        """The declared unit's dimensions (every number given for it is checked against
+        them)."""
         from chalk.symbolic.units import dimensionality
 
         return dimensionality(self.pint_unit)
@@ -202,8 +204,10 @@ class Constant:
     def pint_unit(self) -> pint.Unit:
         return _unit(self.unit)
 
-    @property
+    @cached_property
     def dimensionality(self):
+        """The declared unit's dimensions (every number given for it is checked against
+        them)."""
         from chalk.symbolic.units import dimensionality
 
         return dimensionality(self.pint_unit)

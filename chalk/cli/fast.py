@@ -15,7 +15,7 @@ ranges, no stated targets, no placeholders, no pin that could give way to anothe
 form with a difference in it can amplify rounding (it is not
 :func:`~chalk.solvers.analysis.conditioning.cannot_amplify`): the replay measures it at
 the new numbers by the solver's own rule (:func:`~chalk.solvers.analysis.conditioning.check`,
-against the inputs :func:`~chalk.solvers.execution.execute.measured_inputs` names) and
+against the inputs :func:`~chalk.solvers.analysis.conditioning.measured_inputs` keeps) and
 hands the question back wherever the solver would warn or refuse
 (``kv_extra_copies = max(t/n_kv_heads, 1) - 1`` follows the typed ``n_chips``). A step
 that reads only what the presets and conventions give computes the same value at every
@@ -355,8 +355,8 @@ def remember(args, solution) -> bool:
 
 
 def _freeze(args, question: dict, solution) -> dict | None:
-    from chalk.solvers.analysis.conditioning import cannot_amplify
-    from chalk.solvers.execution.execute import measured_inputs, monomial
+    from chalk.solvers.analysis.conditioning import cannot_amplify, measured_inputs
+    from chalk.solvers.execution.execute import monomial, relation_inputs
     from chalk.solvers.execution.steps import slot
     from chalk.solvers.pinning.yielding import yield_candidates
     from chalk.solvers.records.flags import bound_value
@@ -395,7 +395,9 @@ def _freeze(args, question: dict, solution) -> dict | None:
         if not monomial(record.expression):
             step["sides"] = [to_ir(relation.lhs, constants), to_ir(relation.rhs, constants)]
         if name in varying and not cannot_amplify(record.expression):
-            step["measured"] = measured_inputs(model, relation, name)
+            # the inputs the solver measures this closed form against
+            step["measured"] = list(measured_inputs(record.expression,
+                                                    relation_inputs(model, relation, name)))
         if relation.regimes:  # a max() evaluated forwards: which argument wins varies
             if args.regime is not None or relation.inside_regime_node(name):
                 return None

@@ -26,6 +26,7 @@ is exactly 0 or merely that small. Ill-conditioning and flatness are one rule.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from chalk.solvers.tolerances import CONDITIONING
@@ -78,12 +79,13 @@ def elasticities(evaluator, env: dict, inputs, value) -> dict[str, np.ndarray]:
     return out
 
 
-def _steps() -> list[float]:
+@lru_cache(maxsize=1)
+def _steps() -> tuple[float, ...]:
     """step, step * shrink, ... down to smallest_step (counted, not compared: 1e-10 * 1e-3
     need not round to 1e-13)."""
     count = round(math.log(CONDITIONING.step / CONDITIONING.smallest_step)
                   / -math.log(CONDITIONING.shrink))
-    return [CONDITIONING.step * CONDITIONING.shrink ** i for i in range(count + 1)]
+    return tuple(CONDITIONING.step * CONDITIONING.shrink ** i for i in range(count + 1))
 
 
 def _elasticities_at(evaluator, env: dict, inputs, value: float) -> dict[str, float]:
@@ -100,6 +102,7 @@ def _measured_at(evaluator, env: dict, inputs, value: float) -> dict[str, float]
     last = len(steps) - 1
     out = {}
     log_value = np.log(np.float64(value))
+    trial = dict(env)  # one input moved at a time, put back after
     for name in inputs:
         x = env.get(name)
         if not isinstance(x, float) or not (math.isfinite(x) and x > 0):
@@ -107,17 +110,17 @@ def _measured_at(evaluator, env: dict, inputs, value: float) -> dict[str, float]
         found, evaluated = math.inf, False
         for i, step in enumerate(steps):
             moved_x = x * (1 + step)
-            trial = dict(env)
             trial[name] = moved_x
             try:
                 moved = evaluator(trial)
             except (ArithmeticError, ValueError, TypeError):
                 continue
             evaluated = True
-            if isinstance(moved, complex) or np.iscomplexobj(moved):
+            if type(moved) is not float and (isinstance(moved, complex)
+                                             or np.iscomplexobj(moved)):
                 moved = moved.real if moved.imag == 0 else math.nan
             moved = np.float64(moved)
-            if not (np.isfinite(moved) and moved > 0):
+            if not (math.isfinite(moved) and moved > 0):
                 change = math.inf  # off the domain: not a slope (shrunk, or infinite)
                 ratio = math.inf
             else:
@@ -126,6 +129,7 @@ def _measured_at(evaluator, env: dict, inputs, value: float) -> dict[str, float]
             if i == last or abs(change) <= CONDITIONING.secant:
                 found = float(ratio)
                 break
+        trial[name] = x
         if evaluated:
             out[name] = found
     return out
@@ -339,3 +343,37 @@ def cannot_amplify(expr) -> bool:
     if expr.is_Mul or expr.is_Add or isinstance(expr, (Max, Min)):
         return all(cannot_amplify(arg) for arg in expr.args)
     return False
+
+
+def measured_inputs(expr, inputs) -> tuple[str, ...]:
+    """The ``inputs`` whose elasticity :func:`check` must measure for the closed form
+    ``expr`` (a product of factors): those in a factor that could amplify rounding. In the
+    factors that cannot (:func:`cannot_amplify`) an input's elasticity is at most the sum
+    of its exponents there (:func:`_exponent_bound`), so one found only in such factors
+    is measured only if that bound reaches ``CONDITIONING.warn``, where the measure could
+    change what :func:`check` says; an input not in ``expr`` measures 0."""
+    factors = expr.args if expr.is_Mul else (expr,)
+    amplifying: set[str] = set()
+    bound: dict[str, float] = {}
+    for factor in factors:
+        if cannot_amplify(factor):
+            for s in factor.free_symbols:
+                bound[s.name] = bound.get(s.name, 0.0) + _exponent_bound(factor, s)
+        else:
+            amplifying |= {s.name for s in factor.free_symbols}
+    return tuple(n for n in inputs
+                 if n in amplifying or bound.get(n, 0.0) >= CONDITIONING.warn)
+
+
+def _exponent_bound(expr, symbol) -> float:
+    """The largest elasticity to ``symbol`` a form :func:`cannot_amplify` accepts can
+    have: its exponent in a power, summed over a product's factors, the largest of a
+    sum's terms (their shares average them) or of a max's or min's arguments."""
+    if expr.is_Symbol:
+        return 1.0 if expr == symbol else 0.0
+    if expr.is_Number:
+        return 0.0
+    if expr.is_Pow:
+        return abs(float(expr.exp)) * _exponent_bound(expr.base, symbol)
+    parts = [_exponent_bound(arg, symbol) for arg in expr.args]
+    return sum(parts) if expr.is_Mul else max(parts)

@@ -22,7 +22,7 @@ import numpy as np
 from chalk.solvers.analysis.conditioning import refused
 from chalk.solvers.bulk.elementwise import admits, holds, one_by_one, sign_changes, subset
 from chalk.solvers.bulk.vectorised_blocks import solve_block
-from chalk.solvers.execution.execute import CompiledPlan, conditioning_inputs
+from chalk.solvers.execution.execute import CompiledPlan
 from chalk.solvers.execution.placeholders import placeholder_values
 from chalk.solvers.execution.steps import physical, regime_for
 from chalk.solvers.execution.strategies import search_range
@@ -100,8 +100,7 @@ def _explicit(model, cstep, env, regime, size, result):
             if not physical(model, name, value, name in cstep.provisional):
                 result.failed[name] = size
                 value = math.nan
-            elif not only.bounded and refused(only.value, env,
-                                               conditioning_inputs(model, cstep), value):
+            elif not only.bounded and refused(only.value, env, only.measured, value):
                 result.ill_conditioned[name] = size
                 value = math.nan
             env[name] = value
@@ -178,7 +177,7 @@ def _ill_conditioned(model, cstep, cc, env, value, where, size, result) -> np.nd
     value = np.broadcast_to(value, (size,))[index]
     local = subset({k: (np.broadcast_to(v, (size,)) if isinstance(v, np.ndarray) and v.ndim
                         else v) for k, v in env.items()}, index, size)
-    out[index] = refused(cc.value, local, conditioning_inputs(model, cstep), value)
+    out[index] = refused(cc.value, local, cc.measured, value)
     if out.any():
         name = cstep.step.variables[0]
         result.ill_conditioned[name] = result.ill_conditioned.get(name, 0) + int(out.sum())

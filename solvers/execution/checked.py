@@ -18,7 +18,7 @@ from chalk.solvers.execution.conflicts import inconsistency, show_value
 from chalk.solvers.execution.execute import CompiledPlan, compile_plan
 from chalk.solvers.execution.paths import explore
 from chalk.solvers.execution.placeholders import run
-from chalk.solvers.execution.steps import CheckRecord, StepRecord, inputs_of
+from chalk.solvers.execution.steps import CheckRecord, StepRecord, inputs_of, may_leave_open
 from chalk.solvers.pinning.pinned import Pin
 from chalk.solvers.planning.plan import Plan
 from chalk.solvers.tolerances import PINS, STEPS
@@ -141,7 +141,8 @@ def _run_once(model, plan, compiled, base, pins, regime, rtol, choices) -> Compu
             raise inconsistency(model, check, pins, plan, base,
                                 lambda values, i=i: _check_at(compiled, values, regime, i,
                                                               choices))
-    check_fixed_at_solution(model, plan, values, records, regime)
+    check_fixed_at_solution(model, plan, values, records, regime,
+                            compiled.steps_may_open)
     return Computed(plan, compiled, values, tuple(records), tuple(checks))
 
 
@@ -262,24 +263,17 @@ def balanced(relation: Relation, values: Mapping[str, float]) -> bool:
     return len(args) > 1 and abs(args[-1] - args[-2]) <= STEPS.guard_rtol * abs(args[-1])
 
 
-def _regime_decides(relation: Relation, solved) -> bool:
-    """Whether the regime a max()/min() relation is in can leave the quantity it is solved
-    for free: only when that quantity is inside the max() (solved backwards through it).
-    Evaluated forwards (``step_time`` from its arguments, or a factor beside the max()),
-    the step's own entry in the Jacobian is the same in every regime, so the regime
-    changes no more than a relation without one would."""
-    return relation.has_regimes() and any(relation.inside_regime_node(v) for v in solved)
-
-
 def check_fixed_at_solution(model: Model, plan: Plan, values: Mapping[str, float], records,
-                            regime=None) -> None:
+                            regime=None, steps_may_open: bool | None = None) -> None:
     """Refuse a target the pins do not fix where the solution actually is.
 
     The plan decides with generic rows (a max() as a mixture of its regimes, sums at a
     reference point); in the regime the numbers land in, or with placeholders held,
     a target may still be free. At a balance point, where a max()'s arguments are equal,
     both regimes hold, and the target must be fixed in each (unless the user chose one).
-    Checked only when something of this kind can happen.
+    Checked only when something of this kind can happen. ``steps_may_open`` is
+    :func:`~chalk.solvers.execution.steps.may_leave_open` of the plan's steps, when the
+    caller has it (a compiled plan keeps it).
 
     Raises
     ------
@@ -287,12 +281,12 @@ def check_fixed_at_solution(model: Model, plan: Plan, values: Mapping[str, float
         Naming the first target left open.
     """
     steps = plan.steps
+    if steps_may_open is None:
+        steps_may_open = may_leave_open(model, steps)
     # a block that found its equations flat at the solution kept one point of a family:
     # whether a target moves along it is decided here
-    risky = (any(r.flat for r in records) or plan.placeholders or plan.regime
-             or any(s.simultaneous or any(_regime_decides(model.relations[r], s.variables)
-                                          for r in s.relations) for s in steps))
-    if not risky:
+    if not (steps_may_open or any(r.flat for r in records) or plan.placeholders
+            or plan.regime):
         return
     relations = [r for s in steps for r in s.relations] + list(plan.checks)
     unknowns = set(plan.computed) | set(plan.placeholders)

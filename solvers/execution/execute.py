@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from chalk.solvers.analysis.conditioning import cannot_amplify
+from chalk.solvers.analysis.conditioning import cannot_amplify, measured_inputs
 from chalk.solvers.analysis.conditioning import check as conditioning_check
 from chalk.solvers.execution import numeric
 from chalk.solvers.execution.blocks import MULTI_START, run_block
@@ -28,6 +28,7 @@ from chalk.solvers.execution.steps import (
     StepRecord,
     guards_hold,
     inputs_of,
+    may_leave_open,
     physical,
     regime_for,
     regime_taken,
@@ -59,6 +60,12 @@ class _CompiledCandidate:
     monomial: bool = False  # a product of powers: no cancellation, elasticities bounded
     # conditioning.cannot_amplify: elasticities bounded by its exponents, nothing to check
     bounded: bool = False
+    # the relation is ``unknown = value`` with this closed form as the other side
+    # (_as_written): its residual at the value is exactly 0, so nothing to polish
+    as_written: bool = False
+    last_record: StepRecord | None = None  # of the last run that took it (_record)
+    # the step's conditioning inputs its elasticity is measured against (measured_inputs)
+    measured: tuple = ()
 
 
 @dataclass
@@ -90,6 +97,7 @@ class CompiledPlan:
     steps: list
     checks: list  # (Relation, lhs evaluator, rhs evaluator)
     constants: dict
+    steps_may_open: bool = False  # steps.may_leave_open of its steps
 
 
 def clear_caches() -> None:
@@ -116,6 +124,10 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
         compiled.inputs = inputs_of(compiled.relations, compiled.step.variables, model)
         if compiled.kind == "explicit":
             compiled.conditioning_inputs = tuple(conditioning_inputs(model, compiled))
+            for cc in compiled.candidates:
+                if cc.candidate.expr is not None and not cc.bounded:
+                    cc.measured = measured_inputs(cc.candidate.expr,
+                                                  compiled.conditioning_inputs)
         inputs = set(compiled.inputs)
         compiled.held = frozenset(inputs & set(plan.placeholders) - used)
         used |= inputs & set(plan.placeholders)
@@ -124,7 +136,8 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
         relation = model.relations[name]
         checks.append((relation, compile_expr(relation.lhs, constants),
                        compile_expr(relation.rhs, constants)))
-    return CompiledPlan(plan, model, steps, checks, constants)
+    return CompiledPlan(plan, model, steps, checks, constants,
+                        may_leave_open(model, plan.steps))
 
 
 def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
@@ -145,7 +158,8 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
                 [(compile_expr(a, constants), compile_expr(b, constants))
                  for a, b in candidate.guards],
                 candidate.expr is not None and monomial(candidate.expr),
-                candidate.expr is not None and cannot_amplify(candidate.expr)))
+                candidate.expr is not None and cannot_amplify(candidate.expr),
+                _as_written(relation, variable, candidate.expr)))
         if relation.regimes and not relation.inside_regime_node(variable):
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
@@ -190,31 +204,34 @@ def run_steps(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | N
     env: dict[str, float] = dict(compiled.constants)
     env.update(pins)
     records = []
-    for index, cstep in enumerate(compiled.steps):
-        pick = choices.get(index)
-        try:
-            if cstep.kind == "block":
-                records.append(run_block(model, cstep, env, regime, pick))
-            elif cstep.kind == "numeric":
-                records.append(run_numeric(model, cstep, env, pick))
-            else:
-                records.append(_run_explicit(model, cstep, env, regime, pick))
-        except AmbiguousSolution as exc:
-            if exc.count and exc.step is None:
-                exc.step = index
-            raise
-        except NoSolution as exc:
-            unproven = _searched_upstream(model, cstep, records)
-            if unproven is not None and not isinstance(exc, SearchFailed):
-                exc.after_search = unproven.variables
-            raise
-    checks = []
-    for relation, lhs, rhs in compiled.checks:
-        with np.errstate(all="ignore"):
+    # Closed forms are evaluated where they may overflow or divide by zero; the value is
+    # then judged (not physical), so numpy's warnings would say nothing. One context for
+    # the whole run: entering one costs more than most steps.
+    with np.errstate(all="ignore"):
+        for index, cstep in enumerate(compiled.steps):
+            pick = choices.get(index)
+            try:
+                if cstep.kind == "block":
+                    records.append(run_block(model, cstep, env, regime, pick))
+                elif cstep.kind == "numeric":
+                    records.append(run_numeric(model, cstep, env, pick))
+                else:
+                    records.append(_run_explicit(model, cstep, env, regime, pick))
+            except AmbiguousSolution as exc:
+                if exc.count and exc.step is None:
+                    exc.step = index
+                raise
+            except NoSolution as exc:
+                unproven = _searched_upstream(model, cstep, records)
+                if unproven is not None and not isinstance(exc, SearchFailed):
+                    exc.after_search = unproven.variables
+                raise
+        checks = []
+        for relation, lhs, rhs in compiled.checks:
             left, right = float(lhs(env)), float(rhs(env))
-        scale = max(abs(left), abs(right))
-        difference = 0.0 if scale == 0 else abs(left - right) / scale
-        checks.append(CheckRecord(relation.name, left, right, difference))
+            scale = max(abs(left), abs(right))
+            difference = 0.0 if scale == 0 else abs(left - right) / scale
+            checks.append(CheckRecord(relation.name, left, right, difference))
     values = {k: v for k, v in env.items() if k in model.variables}
     return values, records, checks
 
@@ -254,8 +271,7 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
             if abs(numeric.relative_residual(left, right)) < GUARD_RTOL:
                 unbounded.append(cc.candidate)
             continue
-        with np.errstate(all="ignore"):
-            value = cc.value(env)
+        value = cc.value(env)  # (run_steps silences numpy's floating-point warnings)
         if isinstance(value, complex) or not physical(model, name, value,
                                                       name in cstep.provisional):
             if not np.isfinite(value):
@@ -266,7 +282,7 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
                             f"{name} must be {model.variables[name].requirement()})")
             continue
         value = float(value)
-        if not cc.monomial:  # sums can cancel in floating point
+        if not (cc.monomial or cc.as_written):  # sums can cancel in floating point
             lhs, rhs = _sides(model, cstep)
             value = numeric.polish_root(lhs, rhs, env, name, value)
         if cc.guards and not guards_hold(cc.guards, {**env, name: value}):
@@ -282,13 +298,13 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     if len(survivors) == 1 and not unbounded and not survivors[0][1].bounded:
         value, chosen = survivors[0]
         conditioning = conditioning_check(name, relation.name, chosen.value, env,
-                                          cstep.conditioning_inputs, value)
-    survivors = [(value, cc.candidate) for value, cc in survivors]
+                                          chosen.measured, value)
     if unbounded:
-        options = [f"{c.regime or 'a branch'}: {show(model, name, v)}" for v, c in survivors]
+        options = [f"{cc.candidate.regime or 'a branch'}: {show(model, name, v)}"
+                   for v, cc in survivors]
         options += [f"{c.regime or 'a branch'}: any value its inequalities allow"
                     for c in unbounded]
-        labels = [c.regime for _, c in survivors] + [c.regime for c in unbounded]
+        labels = [cc.candidate.regime for _, cc in survivors] + [c.regime for c in unbounded]
         hint = ("choose one with --regime " + " or --regime ".join(labels)
                 if all(labels) else "pin another quantity")
         if len(options) > 1 or not survivors:
@@ -304,17 +320,18 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
         why = "; ".join(rejected) or "no closed form applies"
         raise NoSolution(name, f"relation {relation.name}: {why}")
     # printed only when there is a choice: printing an expression costs more than the step
-    options = ([f"{c.regime or plain(c.expr)}: {show(model, name, v)}" for v, c in survivors]
-               if len(survivors) > 1 else [])
+    options = ([f"{cc.candidate.regime or plain(cc.candidate.expr)}: {show(model, name, v)}"
+                for v, cc in survivors] if len(survivors) > 1 else [])
     if len(survivors) > 1 and pick is None:
-        hint = ("choose one with --regime " + " or --regime ".join(
-            c.regime for _, c in survivors)) if all(c.regime for _, c in survivors) \
+        labels = [cc.candidate.regime for _, cc in survivors]
+        hint = ("choose one with --regime " + " or --regime ".join(labels)) if all(labels) \
             else "pin another quantity to tell them apart"
         raise AmbiguousSolution(name, options, hint, count=len(survivors))
     if pick is not None and pick >= len(survivors):
         raise NoSolution(name, f"relation {relation.name}: the path followed needs root "
                          f"{pick + 1}, and {len(survivors)} are physical here")
-    value, candidate = survivors[pick or 0]
+    value, chosen = survivors[pick or 0]
+    candidate = chosen.candidate
     env[name] = value
     note_parts = [cstep.note] if cstep.note else []
     if len(survivors) > 1:
@@ -333,8 +350,22 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
             note_parts.append(f"the numbers put this step {active}, not {wanted}")
     elif candidate.regime:
         note_parts.append(f"{candidate.regime} regime: its inequalities hold")
-    return StepRecord((relation.name,), (name,), candidate.expr, candidate.method,
-                      cstep.inputs, active, "; ".join(note_parts))
+    return _record(cstep, chosen, active, "; ".join(note_parts))
+
+
+def _record(cstep: CompiledStep, chosen: _CompiledCandidate, active: str | None,
+            note: str) -> StepRecord:
+    """The record of an explicit step solved by ``chosen``'s closed form. Records are
+    frozen, so the last one made with it is handed out again where the regime and note
+    are the same (they are, unless the note shows values): making one costs more than
+    the step's arithmetic."""
+    record = chosen.last_record
+    if record is None or record.regime != active or record.note != note:
+        candidate = chosen.candidate
+        record = chosen.last_record = StepRecord(
+            (cstep.relations[0].name,), cstep.step.variables, candidate.expr,
+            candidate.method, cstep.inputs, active, note)
+    return record
 
 
 def _sides(model: Model, cstep: CompiledStep) -> tuple:
@@ -352,12 +383,14 @@ def conditioning_inputs(model: Model, cstep: CompiledStep) -> list[str]:
     (solvers.analysis.conditioning): every other quantity of its relation but those it
     rounds to a whole count (exact: its jump at a whole input is the rounding the
     relation states, not digits lost)."""
-    return measured_inputs(model, cstep.relations[0], cstep.step.variables[0])
+    return relation_inputs(model, cstep.relations[0], cstep.step.variables[0])
 
 
-def measured_inputs(model: Model, relation: Relation, name: str) -> list[str]:
-    """The quantities the conditioning of ``relation`` solved for ``name`` is measured
-    against (:func:`conditioning_inputs`, for one relation and its unknown)."""
+def relation_inputs(model: Model, relation: Relation, name: str) -> list[str]:
+    """The quantities the conditioning of ``relation`` solved for ``name`` may be measured
+    against (:func:`conditioning_inputs`, for one relation and its unknown; of these, a
+    closed form measures those :func:`~chalk.solvers.analysis.conditioning.measured_inputs`
+    keeps)."""
     return [v for v in model.variables_in(relation.name)
             if v != name and not relation.rounds(v)]
 
@@ -372,7 +405,19 @@ def monomial(expr) -> bool:
     return True
 
 
+def _as_written(relation: Relation, name: str, expr) -> bool:
+    """Whether ``relation`` reads ``name = expr`` (either way round): the closed form is
+    then the relation's own side, evaluated by the same arithmetic, so the relation holds
+    at its value to the last bit and :func:`numeric.polish_root` would return it as is."""
+    if expr is None:
+        return False
+    return ((relation.lhs.is_Symbol and relation.lhs.name == name and relation.rhs == expr)
+            or (relation.rhs.is_Symbol and relation.rhs.name == name and relation.lhs == expr))
+
+
 def _dedupe(survivors):
+    if len(survivors) < 2:
+        return survivors
     out = []
     for value, candidate in survivors:
         if not any(abs(value - v) <= STEPS.distinct_rtol * max(abs(value), abs(v))

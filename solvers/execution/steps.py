@@ -121,6 +121,23 @@ def inputs_of(relations, solved, model) -> tuple[str, ...]:
     return tuple(sorted(names - set(solved)))
 
 
+def may_leave_open(model: Model, steps) -> bool:
+    """Whether a plan's steps can leave a quantity free at the solution though the plan
+    fixes it: a simultaneous block, or a step solved backwards through a max()/min()
+    (:func:`regime_decides`)."""
+    return any(s.simultaneous or any(regime_decides(model.relations[r], s.variables)
+                                     for r in s.relations) for s in steps)
+
+
+def regime_decides(relation, solved) -> bool:
+    """Whether the regime a max()/min() relation is in can leave the quantity it is solved
+    for free: only when that quantity is inside the max() (solved backwards through it).
+    Evaluated forwards (``step_time`` from its arguments, or a factor beside the max()),
+    the step's own entry in the Jacobian is the same in every regime, so the regime
+    changes no more than a relation without one would."""
+    return relation.has_regimes() and any(relation.inside_regime_node(v) for v in solved)
+
+
 def regime_for(regime, relation: str) -> str | None:
     """The regime asked for one relation: ``regime`` is a label for every max()/min()
     (the ``--regime`` option) or a mapping of relation name to label (or ``None``)."""

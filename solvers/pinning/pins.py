@@ -240,6 +240,37 @@ def parse_given(items: Iterable[str] | Mapping[str, object]) -> list[tuple[str, 
             for item in items]
 
 
+def _given_pin(variable: Variable, raw_value, replaces: str) -> Pin:
+    """The user's pin of ``variable`` from ``raw_value`` (text, a Spread, a Quantity, a
+    number or a PresetValue with its source), standing over a lower layer's pin from
+    ``replaces`` ("" if none)."""
+    provenance = {}
+    if isinstance(raw_value, PresetValue):  # a user's value with its source note
+        provenance = {"source": raw_value.source, "date": raw_value.date,
+                      "note": raw_value.note, "estimate": raw_value.estimate}
+        raw_value = raw_value.text
+    spread = None
+    if isinstance(raw_value, Spread):
+        spread, text = raw_value, raw_value.text
+    elif isinstance(raw_value, str) and looks_uncertain(raw_value):
+        spread, text = read_spread(variable, raw_value), raw_value.strip()
+    if spread is not None:
+        value = spread.nominal
+    else:
+        value, text = read_value(variable, raw_value)
+    return Pin(variable.name, value, text, Layer.GIVEN, replaces=replaces, spread=spread,
+               **provenance)
+
+
+@lru_cache(maxsize=4096)
+def _text_pin(variable: Variable, text: str, replaces: str) -> Pin:
+    """:func:`_given_pin` for value text, read once per quantity and exact text (the same
+    pins are asked again with one value changed, and reading one costs more than the
+    solve's arithmetic). Pins and their spreads are frozen, so a pin handed out twice
+    cannot be changed through either; a text that is refused is read again each time."""
+    return _given_pin(variable, text, replaces)
+
+
 # The conventions and presets of recent questions, layered (see :func:`_layered`): a
 # question asked again with new values of the user's pins layers the same presets.
 _LAYERED: dict[tuple, tuple] = {}
@@ -320,24 +351,11 @@ def resolve_pins(
         if variable.name in targets:
             raise UsageError(f"{variable.name} is both pinned and asked for; drop the pin or "
                              "the target")
-        provenance = {}
-        if isinstance(raw_value, PresetValue):  # a user's value with its source note
-            provenance = {"source": raw_value.source, "date": raw_value.date,
-                          "note": raw_value.note, "estimate": raw_value.estimate}
-            raw_value = raw_value.text
-        spread = None
-        if isinstance(raw_value, Spread):
-            spread, text = raw_value, raw_value.text
-        elif isinstance(raw_value, str) and looks_uncertain(raw_value):
-            spread, text = read_spread(variable, raw_value), raw_value.strip()
-        if spread is not None:
-            value = spread.nominal
-        else:
-            value, text = read_value(variable, raw_value)
         previous = pins.get(variable.name)
+        replaces = previous.origin if previous else ""
+        pin = (_text_pin(variable, raw_value, replaces) if isinstance(raw_value, str)
+               else _given_pin(variable, raw_value, replaces))
         if previous is not None and previous.layer is Layer.GIVEN:
             raise UsageError(f"{variable.name} is pinned twice; give it once")
-        pins[variable.name] = Pin(variable.name, value, text, Layer.GIVEN,
-                                  replaces=previous.origin if previous else "", spread=spread,
-                                  **provenance)
+        pins[variable.name] = pin
     return ResolvedPins(pins, conventions.name if conventions is not None else "", stated)

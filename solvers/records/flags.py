@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from chalk.solvers.tolerances import STEPS
@@ -72,8 +73,10 @@ def flag_text(quantity: str, value: float, bound: float, kind: str, meaning: str
                 f"{side} {format_display(bound / to_base, display, SHOWN_DIGITS)}: {meaning}")
 
 
+@lru_cache(maxsize=1024)
 def bound_value(condition: Condition) -> float:
-    """The condition's bound in base units."""
+    """The condition's bound in base units (a condition is frozen, and its bound is
+    asked on every solve)."""
     from chalk.symbolic.evaluate import compile_expr
     from chalk.symbolic.variables import known_constant
 
