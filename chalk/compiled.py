@@ -240,10 +240,19 @@ class CompiledQuestion:
         names = self._answered
         out = {n: np.full(size, np.nan) for n in names}
         if not self._main.plan.determined:
-            # solve refuses every point so, before any number (the pins that would do)
+            # solve refuses every point so, before any number (the pins that would do),
+            # but only once it has read the point's values: one out of bounds is refused
+            # for that first, as solve reads pins before it plans
             error = self._main.plan.underdetermined_error()
-            return Evaluation(out, dict.fromkeys(range(size), error),
-                              np.zeros(size, dtype=bool))
+            refusals = dict.fromkeys(range(size), error)
+            admitted = np.ones(size, dtype=bool)
+            for name, array in arrays.items():
+                admitted &= self.model.variables[name].admits_each(array)
+            for index in np.nonzero(~admitted)[0]:
+                point = {n: a if isinstance(a, float) else float(a[index])
+                         for n, a in arrays.items()}
+                refusals[int(index)] = self.outcome(point).error
+            return Evaluation(out, refusals, np.zeros(size, dtype=bool))
         trusted = np.zeros(size, dtype=bool)
         regimes: dict[str, np.ndarray] = {}
         if self._vouched and not self._value_sensitive(arrays):

@@ -38,7 +38,7 @@ from chalk.solvers.pinning.yielding import (
 )
 from chalk.solvers.pinning.zeros import following_pins, put_zeros, used_zeros, zero_pins
 from chalk.solvers.pinning.zeros import note as absent_note
-from chalk.solvers.planning.plan import Plan, make_plan
+from chalk.solvers.planning.plan import Plan, completions_replacing, make_plan
 from chalk.solvers.records.flags import reported
 from chalk.solvers.records.notes import Note
 from chalk.symbolic.errors import UsageError
@@ -362,9 +362,63 @@ def settle(state: State) -> State:
     return replace(state, pins=pins, plan=plan, reported=extra, range_checks=ranged)
 
 
+def complete_past_zeros(state: State) -> State:
+    """An under-determined question that no extra pin completes is offered the pins that
+    would replace a default's zero where that zero took out the only relations naming a
+    target: the user's value stands over the default's (``acceptance_rate`` appears only
+    in the relation that ``accepted_tokens_per_step = 0``, no speculation, removes; pinning
+    it with ``draft_tokens`` determines the rate)."""
+    state = planned(state)
+    plan, original = state.plan, state.original
+    if plan.determined or plan.completions or original is None:
+        return state
+    removed = set(original.relations) - set(state.model.relations)
+
+    def defaults_in(relations):
+        return {n for r in relations for n in original.variables_in(r) if n in state.pins
+                and state.pins[n].value == 0 and state.pins[n].layer is not Layer.GIVEN}
+
+    # one absence is several zeros (no speculation: nothing accepted, nothing thrown away):
+    # those that share a removed relation are replaced together
+    release = defaults_in(r for t in plan.undetermined for r in original.relations_of(t)
+                          if r in removed)
+    while more := defaults_in(r for n in release for r in original.relations_of(n)
+                              if r in removed) - release:
+        release |= more
+    if not release:
+        return state
+    # the zeros that followed from those go with them: they are put in again from the rest
+    gone = set(release)
+    follows = put_zeros(original, zero_pins(state.pins)).follows
+    while more := {name for name, _, behind in follows if gone & set(behind)} - gone:
+        gone |= more
+    pins = {n: p for n, p in state.pins.items() if n not in gone}
+    absent = put_zeros(original, zero_pins(pins))
+    pins.update(following_pins(absent, original, pins))
+    found = completions_replacing(absent.model, frozenset(pins), state.targets,
+                                  frozenset(release))
+    # a set replaces only the zeros it names: the others stay in force, and the set must
+    # complete the question with them (a pinned decode_tokens_per_step does not replace
+    # nothing accepted)
+    followers = {name for name, _, _ in follows}
+    found = tuple(c for c in found if _completes_beside(state, original, followers, c))
+    return replace(state, plan=replace(plan, completions=found)) if found else state
+
+
+def _completes_beside(state: State, original: Model, followers: set[str], extra) -> bool:
+    """Whether pinning ``extra`` determines the targets with the other pins in force, the
+    zeros that followed from zeros (``followers``) followed again from those left."""
+    pins = {n: p for n, p in state.pins.items() if n not in followers and n not in extra}
+    absent = put_zeros(original, zero_pins(pins))
+    pins.update({n: p for n, p in following_pins(absent, original, pins).items()
+                 if n not in extra})
+    return make_plan(absent.model, frozenset(pins) | set(extra), state.targets,
+                     explain=False).determined
+
+
 # The passes of :func:`prepare`, in order; each takes a State and returns one.
 PASSES = (move_values, drop_pins, choose_variant, hold_counts, yield_lower_layers,
-          one_size_per_model, user_pins_stand, put_in_zeros, settle)
+          one_size_per_model, user_pins_stand, put_in_zeros, settle, complete_past_zeros)
 
 
 def settled_plan(model: Model, pins: dict[str, Pin], names: tuple[str, ...], plan: Plan,

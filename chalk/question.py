@@ -60,16 +60,16 @@ class Question:
     Parameters are those of :func:`chalk.solve`. Calling it with ``name=value``
     replaces pinned values and returns :class:`Answers` (pint Quantities);
     :meth:`magnitudes` returns plain numbers in the declared units instead, which is
-    what a tight loop wants.
+    what a tight loop wants. A question its pins do not determine is refused when
+    asked, with what :func:`chalk.solve` raises at those values.
     """
 
     def __init__(self, targets, given=(), presets=(), *, regime: str | None = None,
                  model=None):
+        # an under-determined question is refused where it is asked, as solve refuses it:
+        # after the values asked are read (one out of bounds is refused for that first)
         self._question = compile_question(targets, given, presets, model=model,
                                           options=Options(regime=regime))
-        plan = self._question.prepared.plan
-        if not plan.determined:
-            raise plan.underdetermined_error()
         self.model = self._question.model
         self.targets = self._question.targets
         self.regime = regime

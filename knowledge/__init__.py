@@ -9,7 +9,7 @@ from chalk.symbolic.model import Model, build_model
 TOPIC_MODULES = ("batch", "moe", "parallelism", "training", "long_context", "pricing",
                  "fast_mode", "tensor_parallel", "attention",
                  "training_parallelism", "architecture", "precision", "requests",
-                 "speculative", "fleet")
+                 "speculative", "fleet", "kv_sharding")
 
 
 @lru_cache(maxsize=1)

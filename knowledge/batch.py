@@ -121,10 +121,14 @@ RELATIONS = (
     ),
     Relation(
         "t_kv_per_sequence",
-        q.t_kv_per_sequence, q.kv_bytes_per_sequence / q.replica_hbm_bandwidth,
-        "time to read one sequence's whole KV cache once",
+        q.t_kv_per_sequence,
+        q.kv_bytes_per_sequence * q.kv_cache_copies / q.replica_hbm_bandwidth,
+        "time to read one sequence's whole KV cache once, each chip reading its own copy "
+        "where the attention group holds several",
         lecture("5:30", "5:56"),
-        ("dense attention: KV traffic grows linearly with context (kv_bytes_per_sequence)",),
+        ("dense attention: KV traffic grows linearly with context (kv_bytes_per_sequence)",
+         "kv_cache_copies 1 (the conventions' kv_extra_copies 0) unless an attention "
+         "group has more chips than KV heads (knowledge/kv_sharding.py)"),
         topic=TOPIC,
     ),
     Relation(

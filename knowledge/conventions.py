@@ -67,6 +67,11 @@ _SHARED = {
         "layout)", LECTURE_DATE,
         "gives way where n_chips, the layout (attention_data_parallelism or "
         "attention_tensor_parallelism) and the model's attention widths determine it"),
+    "kv_extra_copies": PresetValue(
+        "0", "one copy of each sequence's KV cache, split evenly over the chips, as the "
+        "lecture's memory check assumes (1:05:37-1:11:58)", LECTURE_DATE,
+        "gives way where the attention layout and the model's KV heads (or its latent) "
+        "determine it"),
     "attention_flops_per_token": PresetValue(
         "0 FLOP/token", "attention FLOPs left out, as on the lecture's blackboard (3:19-4:04), "
         "until the attention shape is known", LECTURE_DATE,

@@ -83,29 +83,34 @@ RELATIONS = (
       topic=TOPIC),
     R("memory_demand",
       q.memory_demand, q.weight_bytes + q.replicated_attention_params * q.bytes_per_param
-      + q.global_batch_size * q.kv_bytes_per_sequence,
+      + q.global_batch_size * q.kv_bytes_per_sequence * q.kv_cache_copies,
       "memory the whole system needs: all weights (with each data-parallel attention "
-      "group's own copy of the attention weights) plus every sequence's KV cache",
+      "group's own copy of the attention weights) plus every sequence's KV cache, as many "
+      "times as the attention groups hold it",
       lecture("1:04:32", "1:05:13"),
       ("replicated_attention_params 0 (the conventions) unless attention is data-parallel "
-       "(knowledge/tensor_parallel.py)",),
+       "(knowledge/tensor_parallel.py)",
+       "kv_cache_copies 1 (the conventions' kv_extra_copies 0) unless a group has more "
+       "chips than KV heads (knowledge/kv_sharding.py)"),
       topic=TOPIC),
     R("memory_per_chip",
-      q.memory_per_chip * chips, q.memory_demand,
-      "weights and KV shard evenly over the replica's chips; with P stages of C chips and P "
+      q.memory_per_chip * q.pipeline_stages * stage_chips, q.memory_demand,
+      "weights and KV shard evenly over the replica's P stages of C chips; with P "
       "micro-batches in flight, the KV share per chip is B x KV / C, whatever P",
       lecture("1:05:37", "1:11:58"),
       ("perfect sharding of weights and contexts",),
       topic=TOPIC),
     R("max_batch_size",
-      q.max_batch_size * q.pipeline_stages * q.kv_bytes_per_sequence,
-      chips * q.usable_hbm_fraction * q.hbm_capacity - q.weight_bytes
-      - q.replicated_attention_params * q.bytes_per_param,
-      "the largest batch that fits: the usable HBM the weights (and any extra attention "
-      "copies) leave, over the KV cache of each sequence in flight, P micro-batches of it "
-      "with P pipeline stages (memory_fill = 1 in memory_demand)",
+      q.max_batch_size * q.pipeline_stages * q.kv_bytes_per_sequence * q.kv_cache_copies,
+      q.pipeline_stages * stage_chips * q.usable_hbm_fraction * q.hbm_capacity
+      - q.weight_bytes - q.replicated_attention_params * q.bytes_per_param,
+      "the largest batch that fits: the usable HBM of the P stages of C chips the weights "
+      "(and any extra attention copies) leave, over the KV cache of each sequence in flight "
+      "(with its copies), P micro-batches of it (memory_fill = 1 in memory_demand)",
       USABLE_HBM,
       ("every sequence holds the whole context's KV cache",
+       "kv_cache_copies 1 (the conventions' kv_extra_copies 0) unless a group has more "
+       "chips than KV heads",
        "usable_hbm_fraction 1 (the conventions): all of HBM holds weights and KV"),
       topic=TOPIC),
     R("max_whole_batch_size",
@@ -116,8 +121,10 @@ RELATIONS = (
        "rounding down keeps the batch within the HBM; rounding up would overfill it"),
       topic=TOPIC),
     R("weight_fill",
-      q.weight_fill * chips * q.usable_hbm_fraction * q.hbm_capacity, q.weight_bytes,
-      "share of the replica's usable HBM the weights alone take, before any KV cache",
+      q.weight_fill * q.pipeline_stages * stage_chips * q.usable_hbm_fraction
+      * q.hbm_capacity, q.weight_bytes,
+      "share of the usable HBM of the replica's P stages of C chips the weights alone take, "
+      "before any KV cache",
       USABLE_HBM,
       ("weights shard evenly over the chips",
        "usable_hbm_fraction 1 (the conventions): all of HBM holds weights and KV"),

@@ -51,6 +51,7 @@ disaggregated_tokens_per_second_per_chip
 decode_tokens_per_step verify_tokens_per_step t_draft_step t_draft
 replicas fleet_chips fleet_tokens_per_second replicas_needed chips_needed fleet_chips_needed
 replicated_attention_params attention_tensor_parallelism
+kv_heads_per_chip kv_elements_per_chip kv_cache_copies kv_extra_copies
 max_batch_size max_whole_batch_size
 t_chunk_compute t_chunk_memory mixed_step_time prefill_chunks chunked_time_to_first_token
 chunked_time_per_output_token
@@ -308,11 +309,24 @@ VARIABLES: tuple[Variable, ...] = (
        "split over (Megatron-style); each such group serves its own sequences",
        PARALLELISM, lower=1, typical=8),
     _v("attention_data_parallelism", "1", "groups of attention_tensor_parallelism chips in a "
-       "replica, each holding the whole attention weights and serving its share of the batch "
-       "(1: attention split over every chip)", PARALLELISM, lower=1, typical=1),
+       "pipeline stage (the replica without pipelining), each holding the stage's whole "
+       "attention weights and serving its share of the batch (1: attention split over every "
+       "chip of the stage)", PARALLELISM, lower=1, typical=1),
     _v("replicated_attention_params", "param", "attention weights held and read beyond one "
        "copy: one more copy per extra data-parallel attention group", PARALLELISM,
        allow_zero=True, typical=1e10),
+    _v("kv_heads_per_chip", "1", "KV heads of one attention layer a chip of an attention "
+       "group holds: the group's share of n_kv_heads, but at least one whole head",
+       PARALLELISM, lower=1, typical=1),
+    _v("kv_elements_per_chip", "1", "KV-cache elements of one layer a chip of an attention "
+       "group holds per token: its KV heads' K and V, or the whole latent (MLA)",
+       PARALLELISM, typical=256),
+    _v("kv_extra_copies", "1", "copies of each sequence's KV cache a replica holds beyond "
+       "the first: 0 while an attention group has no more chips than KV heads",
+       PARALLELISM, allow_zero=True, typical=1, scale_like=False),
+    _v("kv_cache_copies", "1", "copies of each sequence's KV cache a replica holds and each "
+       "step reads: 1 while an attention group has no more chips than KV heads, more when "
+       "its chips share heads", PARALLELISM, lower=1, typical=1, scale_like=False),
     _v("allreduces_per_layer", "1", "tensor-parallel all-reduces of the activations in one "
        "layer's forward pass (Megatron: 2, after attention and after the MLP)", PARALLELISM,
        allow_zero=True, typical=2),

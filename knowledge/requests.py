@@ -55,9 +55,10 @@ RELATIONS = (
     R("t_prefill_memory",
       q.t_prefill_memory * q.replica_hbm_bandwidth,
       (q.total_params - q.input_embedding_params) * q.bytes_per_param
-      + q.prompt_tokens * q.kv_bytes_per_token,
+      + q.prompt_tokens * q.kv_bytes_per_token * q.kv_cache_copies,
       "the memory side of a prefill: every weight read once for the whole prompt (the "
-      "input-embedding table only looked up) and the prompt's KV cache written once",
+      "input-embedding table only looked up) and the prompt's KV cache written once, by "
+      "every chip that holds a copy",
       SARATHI,
       ("the prompt's tokens touch every routed expert (for 8 of 256 experts, 128 tokens "
        "leave 1.7% unpicked, 2,048 none to speak of)",
@@ -83,7 +84,8 @@ RELATIONS = (
       topic=TOPIC),
     R("t_chunk_memory",
       q.t_chunk_memory * q.replica_hbm_bandwidth,
-      Rational(1, 2) * q.kv_bytes_per_token * (q.prompt_tokens + q.prefill_chunk_tokens),
+      Rational(1, 2) * q.kv_bytes_per_token * q.kv_cache_copies
+      * (q.prompt_tokens + q.prefill_chunk_tokens),
       "HBM traffic a chunk adds beside the step's weight read (which it shares): its own "
       "C tokens of KV written, and its attention reading the KV of the prompt's earlier "
       "chunks, (prompt - C) / 2 tokens on average: (prompt + C) / 2 tokens in all",

@@ -30,7 +30,7 @@ from sympy import Integer
 
 TOPIC = "tensor-parallel communication"
 
-chips = count(BY_NAME["n_chips"])
+stage_chips = count(BY_NAME["chips_per_stage"])
 group_chips = count(BY_NAME["attention_tensor_parallelism"])
 run_tokens = count(BY_NAME["tokens_run_per_step"])
 
@@ -57,9 +57,9 @@ RELATIONS = (
     # their chips, and through them into the weights a step reads, so a measured step is
     # never a ground for the count (solvers.planning.forward)
     R("attention_groups",
-      q.attention_tensor_parallelism, q.n_chips / q.attention_data_parallelism,
-      "a replica's chips are its data-parallel attention groups, each splitting the attention "
-      "weights over its own chips",
+      q.attention_tensor_parallelism, q.chips_per_stage / q.attention_data_parallelism,
+      "a pipeline stage's chips (all the replica's without pipelining) are its data-parallel "
+      "attention groups, each splitting the stage's attention weights over its own chips",
       DP_ATTENTION,
       ("every group has the same number of chips",
        "attention_data_parallelism 1 (the conventions): Megatron's layout, attention split "
@@ -70,10 +70,10 @@ RELATIONS = (
     # chip (16 groups on 8 chips is no layout).
     R("replicated_attention_params",
       q.replicated_attention_params * group_chips,
-      (chips - group_chips) * q.n_layers * q.attention_layer_params,
-      "every data-parallel attention group holds, and each step reads, its own copy of the "
-      "attention weights: one copy more per group beyond the first, n_chips / "
-      "attention_tensor_parallelism groups in all",
+      (stage_chips - group_chips) * q.n_layers * q.attention_layer_params,
+      "every data-parallel attention group holds, and each step reads, its own copy of its "
+      "stage's attention weights: one copy more per group beyond the first, chips_per_stage "
+      "/ attention_tensor_parallelism groups in each stage, n_layers over all stages",
       DP_ATTENTION,
       ("every layer has an attention block of attention_layer_params",
        "the other weights (experts, dense MLPs, embeddings) are held once, split over the "
@@ -86,7 +86,7 @@ RELATIONS = (
       "bytes each chip sends in a ring all-reduce of its group's share of the step's "
       "activations: a reduce-scatter and an all-gather, each passing (n-1)/n of the message",
       RING,
-      ("the tensor-parallel group is one attention group (all n_chips in Megatron's layout)",
+      ("the tensor-parallel group is one attention group (a stage's chips in Megatron's layout)",
        "the groups share the step's tokens evenly",
        "one activation vector of d_model elements per token the step runs (drafted ones "
        "included)"),

@@ -17,6 +17,7 @@ from chalk.symbolic.dimensions import DimensionConflict, dimension_of
 from chalk.symbolic.errors import KnowledgeError, UnknownNameError
 from chalk.symbolic.printing.quantities import describe_dimension
 from chalk.symbolic.relations import Condition, Relation, Variant
+from chalk.symbolic.units import base_unit, ureg
 from chalk.symbolic.variables import Constant, Variable, known_constant
 
 
@@ -70,6 +71,24 @@ class Model:
     def constant_values(self) -> dict[str, float]:
         """Base-unit values of every constant, by symbol name."""
         return {name: c.base_value for name, c in self.constants.items()}
+
+    def base_unit_of(self, expr: sympy.Expr):
+        """The coherent base unit (pint) of ``expr``, a product of powers of declared
+        quantities and constants; a sum, max() or min() takes its first term's (the model
+        checked at build that all agree)."""
+        if expr.is_Symbol:
+            declared = self.variables.get(expr.name) or self.constants[expr.name]
+            return base_unit(declared.pint_unit)
+        if expr.is_Number:
+            return ureg.dimensionless
+        if expr.is_Add or isinstance(expr, (sympy.Max, sympy.Min)):
+            return self.base_unit_of(expr.args[0])
+        if expr.is_Pow:
+            return self.base_unit_of(expr.args[0]) ** float(expr.args[1])
+        unit = ureg.dimensionless
+        for factor in expr.args:  # a product
+            unit = unit * self.base_unit_of(factor)
+        return unit
 
 
 def build_model(variables: Iterable[Variable], relations: Iterable[Relation],

@@ -109,6 +109,11 @@ class Relation:
     variant : str
         The name of the :class:`Variant` it belongs to (``"mla"``), if it holds for one
         kind of model only; empty if it holds for every model.
+    only_when_chosen : bool
+        Whether it is left out until the pins choose its variant. A relation that states
+        one kind's version of a quantity both kinds have (the KV a chip holds: heads for
+        grouped-query attention, the whole latent for MLA) would, beside the other kind's,
+        equate the two kinds and solve for a model that is neither.
     """
 
     name: str
@@ -120,9 +125,12 @@ class Relation:
     regimes: tuple[tuple[str, sympy.Expr], ...] = ()
     topic: str = ""
     variant: str = ""
+    only_when_chosen: bool = False
 
     def __post_init__(self):
         validate_name(self.name)
+        if self.only_when_chosen and not self.variant:
+            raise ValueError(f"relation {self.name}: only_when_chosen needs a variant")
         object.__setattr__(self, "lhs", _as_expr(self.lhs, self.name))
         object.__setattr__(self, "rhs", _as_expr(self.rhs, self.name))
 

@@ -92,6 +92,27 @@ def test_evaluate_refuses_every_point_of_an_under_determined_question():
     assert type(result.refusals[0]).__name__ == "UnderdeterminedError"
 
 
+def test_an_under_determined_question_refuses_a_value_out_of_bounds_for_that_first():
+    # Regression (issue 22, one answer): solve reads a pin before it plans, so a negative
+    # capacity is a BoundsError even where the pins determine nothing; evaluate refused
+    # every point as under-determined, and chalk.Question raised that when made
+    from chalk.symbolic.errors import BoundsError, UnderdeterminedError
+
+    from chalk import Question, solve
+
+    with pytest.raises(BoundsError):
+        solve("hbm_drain_time", {"hbm_capacity": "-1 GB"})
+    question = compile_question("hbm_drain_time", {"hbm_capacity": "288 GB"})
+    result = question.evaluate({"hbm_capacity": np.array([-1e9, 2e9])})
+    assert type(result.refusals[0]) is BoundsError
+    assert type(result.refusals[1]) is UnderdeterminedError
+    asked = Question("hbm_drain_time", {"hbm_capacity": "288 GB"})
+    with pytest.raises(BoundsError):
+        asked.magnitudes(hbm_capacity=-1.0)
+    with pytest.raises(UnderdeterminedError):
+        asked.magnitudes(hbm_capacity=2.0)
+
+
 def test_changing_a_pin_the_question_does_not_have_is_refused():
     question = compile_question("hbm_drain_time",
                                 {"hbm_capacity": "288 GB", "hbm_bandwidth": "20 TB/s"})

@@ -112,6 +112,19 @@ def _agree(outcomes: dict) -> bool:
     return True
 
 
+def test_an_under_determined_question_at_a_value_out_of_bounds():
+    # Regression (question 143 of the draw, seed 143): kv_extra_copies with
+    # attention_tensor_parallelism moved from 1.105 chip by 1e-3 to 0.0011 chip, below a
+    # group's one chip, and both kinds' markers (kv_lora_rank, n_kv_heads) pinned, so no
+    # kind is chosen and the per-chip KV is undetermined. solve and the sweep read the
+    # value first (BoundsError); Question and evaluate refused it as under-determined
+    model, target, given, varied, value = _draw(143)
+    assert (target, varied) == ("kv_extra_copies", "attention_tensor_parallelism")
+    assert value < 1  # chip: below a group's least
+    outcomes = _paths(model, target, given, varied, value)
+    assert set(outcomes.values()) == {"BoundsError"}, outcomes
+
+
 def test_every_path_gives_solves_answer_or_its_refusal():
     asked, answered, disagreements = 0, 0, []
     seed = 0

@@ -9,15 +9,19 @@ the new numbers and renders it with the same :class:`~chalk.solvers.records.deri
 as the full solver, so the output is the same to the byte.
 
 Only questions whose answer cannot depend on the numbers in any other way are stored:
-where a step reads a number the user typed, a straight-line closed form (one root; sums,
-products, quotients and numeric powers without subtraction, so no conditioning note:
-:func:`~chalk.solvers.analysis.conditioning.cannot_amplify`, as the solver decides; a max() only
-evaluated forwards, its regime chosen again from the numbers); no ranges, no stated
-targets, no placeholders, no pin that could give way to another. A step that reads only
-what the presets and conventions give computes the same value at every replay, so any
-closed form the solver took there is stored (a model's size from its architecture, with
-its differences of layer counts); and a question with no number typed at all (presets
-alone) is a constant of its key, notes included. Each step is stored as the tree
+where a step reads a number the user typed, a straight-line closed form (one root, no
+guards; a max() only evaluated forwards, its regime chosen again from the numbers); no
+ranges, no stated targets, no placeholders, no pin that could give way to another. Such a
+form with a difference in it can amplify rounding (it is not
+:func:`~chalk.solvers.analysis.conditioning.cannot_amplify`): the replay measures it at
+the new numbers by the solver's own rule (:func:`~chalk.solvers.analysis.conditioning.check`,
+against the inputs :func:`~chalk.solvers.analysis.conditioning.measured_inputs` keeps) and
+hands the question back wherever the solver would warn or refuse
+(``kv_extra_copies = max(t/n_kv_heads, 1) - 1`` follows the typed ``n_chips``). A step
+that reads only what the presets and conventions give computes the same value at every
+replay, so any closed form the solver took there is stored (a model's size from its
+architecture, with its differences of layer counts); and a question with no number typed
+at all (presets alone) is a constant of its key, notes included. Each step is stored as the tree
 (:mod:`chalk.symbolic.ir`) the engine itself compiled and ran.
 
 At replay, a value outside its quantity's bounds or beyond :data:`MAGNITUDE`, a failed
@@ -55,7 +59,7 @@ from chalk.symbolic.variables import BOUND_RTOL, within_bounds
 MAGNITUDE = (1e-60, 1e60)
 # The top of an entry as _freeze writes it; an entry laid out otherwise is ignored, and
 # one that differs deeper down raises one of _UNFIT while it is replayed (ignored too)
-_LAYOUT = {"targets": list, "conventions": str, "rtol": float, "seconds": list,
+_LAYOUT = {"targets": list, "conventions": str, "rtol": float,
            "unused": list, "given": list, "pins": list, "steps": list, "checks": list,
            "conditions": list, "variables": dict, "reported": list, "notes": list,
            "relations": dict}
@@ -174,8 +178,12 @@ def _replay(entry: dict, args) -> str | None:
         value = evaluate_ir(step["ir"], env)
         if not isinstance(value, float) or not variables[name].admits(value):
             return None
+        if "sides" in step:  # polished on the relation as written, as the solver does
+            value = _polished(step, env, value)
+        if "measured" in step and _would_speak(step, env, value):
+            return None  # the solver notes or refuses this difference here: it answers
         env[name] = value
-        regime, note = _regime(step, env, UnitDisplay(*entry["seconds"]))
+        regime, note = _regime(step, env)
         records.append(StepRecord((step["relation"],), (name,), None, step["method"],
                                   tuple(step["inputs"]), regime, note,
                                   formula=step["formula"], template=step["template"]))
@@ -226,13 +234,44 @@ def _moderate(value: float) -> bool:
     return value == 0 or low <= abs(value) <= high
 
 
-def _regime(step: dict, env: dict, seconds: UnitDisplay) -> tuple[str | None, str]:
+def _polished(step: dict, env: dict, value: float) -> float:
+    """A stored step's ``value`` polished on its relation's two sides (the step's
+    ``sides``) by the solver's own Newton steps
+    (:func:`~chalk.solvers.execution.numeric.polish_root`), which it takes for every
+    closed form that is not a product of powers."""
+    from chalk.solvers.execution.numeric import polish_root
+
+    lhs, rhs = step["sides"]
+    return polish_root(lambda point: evaluate_ir(lhs, point),
+                       lambda point: evaluate_ir(rhs, point), env, step["variable"], value)
+
+
+def _would_speak(step: dict, env: dict, value: float) -> bool:
+    """Whether the full solve would warn about, or refuse, the conditioning of a stored
+    step's ``value`` at these numbers: the solver's own measure and thresholds
+    (:func:`~chalk.solvers.analysis.conditioning.check`) on the stored tree, against the
+    inputs it measures (the step's ``measured``)."""
+    from chalk.solvers.analysis.conditioning import check
+    from chalk.symbolic.errors import IllConditioned
+
+    tree = step["ir"]
+    try:
+        return bool(check(step["variable"], step["relation"],
+                          lambda point: evaluate_ir(tree, point), env, step["measured"],
+                          value))
+    except IllConditioned:
+        return True
+
+
+def _regime(step: dict, env: dict) -> tuple[str | None, str]:
     """Which argument of a max() (or min()) a forward step took, and the note saying so
-    (as the solver says it: :func:`~chalk.solvers.execution.steps.regime_taken`)."""
+    (as the solver says it: :func:`~chalk.solvers.execution.steps.regime_taken`), the
+    arguments shown in their own unit."""
     if not step.get("regimes"):
         return None, ""
     args = [(label, float(evaluate_ir(ir, env))) for label, ir in step["regimes"]]
-    return regime_taken(args, step["low_wins"], lambda v: format_display(v, seconds))
+    shown = UnitDisplay(*step["regime_display"])
+    return regime_taken(args, step["low_wins"], lambda v: format_display(v, shown))
 
 
 def _number_free(note: Note) -> bool:
@@ -288,18 +327,16 @@ def _reads(form, names: set[str]) -> bool:
     return any(s.name in names for s in form.free_symbols)
 
 
-def _one_way(relation, name: str, expression) -> bool:
+def _one_way(relation, name: str) -> bool:
     """Whether solving ``relation`` for ``name`` can only go one way whatever the
-    numbers: a single closed form, without guards, regimes or a note, and with nothing
-    to cancel (so no conditioning note either)."""
-    from chalk.solvers.analysis.conditioning import cannot_amplify
+    numbers: a single closed form, without guards, regimes or a note (its conditioning,
+    which does depend on them, is measured at each replay: :func:`_would_speak`)."""
     from chalk.solvers.execution.symbolic_solve import DEFAULT_TIMEOUT, solve_relation
 
     solved = solve_relation(relation, name, DEFAULT_TIMEOUT)
     (candidate, *others) = solved.candidates or (None,)
     return not (others or candidate is None or solved.numeric or solved.note
-                or candidate.guards or candidate.regime
-                or not cannot_amplify(expression))
+                or candidate.guards or candidate.regime)
 
 
 def remember(args, solution) -> bool:
@@ -318,7 +355,8 @@ def remember(args, solution) -> bool:
 
 
 def _freeze(args, question: dict, solution) -> dict | None:
-    from chalk.solvers.analysis.conditioning import cannot_amplify
+    from chalk.solvers.analysis.conditioning import cannot_amplify, measured_inputs
+    from chalk.solvers.execution.execute import monomial, relation_inputs
     from chalk.solvers.execution.steps import slot
     from chalk.solvers.pinning.yielding import yield_candidates
     from chalk.solvers.records.flags import bound_value
@@ -326,7 +364,7 @@ def _freeze(args, question: dict, solution) -> dict | None:
     from chalk.symbolic.parsing import parse_unit
     from chalk.symbolic.printing.expressions import plain, substituted
     from chalk.symbolic.printing.quantities import unit_display
-    from chalk.symbolic.units import base_factor, ureg
+    from chalk.symbolic.units import base_factor
 
     d, plan = solution.derivation, solution.plan
     model = d.model
@@ -340,13 +378,12 @@ def _freeze(args, question: dict, solution) -> dict | None:
     if d.checks and yield_candidates(model, d.pins, d.targets):
         return None  # a pin might give way at other numbers
     constants = model.constant_values()
-    seconds = unit_display(ureg.second)
     steps = []
     for record in d.steps:
         if record.expression is None or len(record.relations) != 1:
             return None
         relation, name = model.relations[record.relations[0]], record.variables[0]
-        if name in varying and not _one_way(relation, name, record.expression):
+        if name in varying and not _one_way(relation, name):
             return None  # more than one way this step could go at other numbers
         step = {
             "relation": relation.name, "variable": name, "inputs": list(record.inputs),
@@ -355,15 +392,23 @@ def _freeze(args, question: dict, solution) -> dict | None:
             "template": substituted(record.expression,
                                     {n: slot(i) for i, n in enumerate(record.inputs)}),
         }
+        if not monomial(record.expression):
+            step["sides"] = [to_ir(relation.lhs, constants), to_ir(relation.rhs, constants)]
+        if name in varying and not cannot_amplify(record.expression):
+            # the inputs the solver measures this closed form against
+            step["measured"] = list(measured_inputs(record.expression,
+                                                    relation_inputs(model, relation, name)))
         if relation.regimes:  # a max() evaluated forwards: which argument wins varies
             if args.regime is not None or relation.inside_regime_node(name):
                 return None
             step["regimes"] = [[label, to_ir(e, constants)] for label, e in relation.regimes]
             step["low_wins"] = relation.is_min()
+            shown = unit_display(model.base_unit_of(relation.regimes[0][1]))
+            step["regime_display"] = [shown.text, shown.to_base, shown.ladder]
             if name in varying and not all(cannot_amplify(e) for _, e in relation.regimes):
                 return None
         # what a replay would say here must be what the solver said
-        if _regime(step, d.values, seconds) != (record.regime, record.note):
+        if _regime(step, d.values) != (record.regime, record.note):
             return None
         steps.append(step)
     checks = []
@@ -405,7 +450,6 @@ def _freeze(args, question: dict, solution) -> dict | None:
     relations = {r: {"equation": model.relations[r].equation,
                      "source": str(model.relations[r].source)} for r in used}
     return {"targets": list(d.targets), "conventions": d.conventions, "rtol": d.rtol,
-            "seconds": [seconds.text, seconds.to_base, seconds.ladder],
             "unused": list(d.unused_pins), "given": given, "pins": pins, "steps": steps,
             "checks": checks, "conditions": conditions, "variables": variables,
             "reported": [list(item) for item in d.reported],

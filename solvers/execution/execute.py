@@ -48,7 +48,7 @@ from chalk.symbolic.errors import AmbiguousSolution, NoSolution, RoundedUp, Sear
 from chalk.symbolic.evaluate import compile_expr
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.expressions import plain
-from chalk.symbolic.printing.quantities import format_seconds
+from chalk.symbolic.printing.quantities import format_display, unit_display
 from chalk.symbolic.relations import Relation
 
 
@@ -79,6 +79,7 @@ class CompiledStep:
     candidates: list = field(default_factory=list)
     regime_args: list = field(default_factory=list)
     regime_low_wins: bool = False  # the forward regime is a min(): the smallest argument wins
+    regime_display: object = None  # how the note shows the arguments (their own unit)
     equation: tuple | None = None
     block_branches: list = field(default_factory=list)
     note: str = ""
@@ -156,13 +157,15 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
                 candidate, value,
                 [(compile_expr(a, constants), compile_expr(b, constants))
                  for a, b in candidate.guards],
-                candidate.expr is not None and _monomial(candidate.expr),
+                candidate.expr is not None and monomial(candidate.expr),
                 candidate.expr is not None and cannot_amplify(candidate.expr),
                 _as_written(relation, variable, candidate.expr)))
         if relation.regimes and not relation.inside_regime_node(variable):
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
             compiled.regime_low_wins = relation.is_min()
+            compiled.regime_display = unit_display(
+                model.base_unit_of(relation.regimes[0][1]))
         return compiled
     # A simultaneous block: one smooth system per combination of regimes. A whole count
     # solved together with what it rounds would let the search stop anywhere in a step.
@@ -340,7 +343,8 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
     active = candidate.regime
     if cstep.regime_args:
         args = [(label, float(fn(env))) for label, fn in cstep.regime_args]
-        active, said = regime_taken(args, cstep.regime_low_wins, format_seconds)
+        active, said = regime_taken(args, cstep.regime_low_wins,
+                                    lambda v: format_display(v, cstep.regime_display))
         note_parts.append(said)
         if wanted and wanted != active and wanted in {label for label, _ in args}:
             note_parts.append(f"the numbers put this step {active}, not {wanted}")
@@ -379,13 +383,19 @@ def conditioning_inputs(model: Model, cstep: CompiledStep) -> list[str]:
     (solvers.analysis.conditioning): every other quantity of its relation but those it
     rounds to a whole count (exact: its jump at a whole input is the rounding the
     relation states, not digits lost)."""
-    name = cstep.step.variables[0]
-    relation = cstep.relations[0]
+    return relation_inputs(model, cstep.relations[0], cstep.step.variables[0])
+
+
+def relation_inputs(model: Model, relation: Relation, name: str) -> list[str]:
+    """The quantities the conditioning of ``relation`` solved for ``name`` may be measured
+    against (:func:`conditioning_inputs`, for one relation and its unknown; of these, a
+    closed form measures those :func:`~chalk.solvers.analysis.conditioning.measured_inputs`
+    keeps)."""
     return [v for v in model.variables_in(relation.name)
             if v != name and not relation.rounds(v)]
 
 
-def _monomial(expr) -> bool:
+def monomial(expr) -> bool:
     """A product of symbols to numeric powers (elasticities bounded by the exponents)."""
     factors = expr.args if expr.is_Mul else (expr,)
     for factor in factors:

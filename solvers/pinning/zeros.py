@@ -17,6 +17,10 @@ So before planning, each pinned zero is put into the relations it appears in:
 * one whose side vanishes while the other is a difference (terms of both signs) says
   the positive terms equal the negative ones: ``attention_surplus_time_per_flop = 0``
   leaves ``1/attention_chip_flops = 1/chip_flops``, attention at the matmuls' peak;
+  but where the relation defines the absent quantity from others that are computed by
+  relations of their own, the absence is no ground for them (as a zero gives way only
+  to what computes it forwards, :mod:`chalk.solvers.pinning.yielding`) and the relation
+  is set aside: the conventions' ``kv_extra_copies = 0`` never sizes an attention group;
 * one whose side vanishes while the other cannot (a product, or a sum, of positive
   quantities) only defines the absent quantity: with it absent the relation says
   nothing and is set aside;
@@ -34,6 +38,7 @@ from functools import lru_cache
 
 import sympy
 from chalk.solvers.pinning.pinned import Pin
+from chalk.solvers.planning.forward import defining_relation
 from chalk.solvers.records.notes import Kind, Note
 from chalk.symbolic.model import Model, build_model
 from chalk.symbolic.printing.numbers import format_display
@@ -95,7 +100,7 @@ def _put(model: Model, zeros: frozenset[str]) -> Absent:
             if lhs == 0 or rhs == 0:
                 other = rhs if lhs == 0 else lhs
                 sides = _balance(other)
-                if sides is not None:
+                if sides is not None and not _grounds_upstream(model, name, hit, other):
                     relations[name] = replace(relation, lhs=sides[0], rhs=sides[1])
                     continue
                 single = _single_quantity(model, other)
@@ -126,6 +131,16 @@ def _balance(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
     if not positive or not negative:
         return None
     return sympy.Add(*positive), -sympy.Add(*negative)
+
+
+def _grounds_upstream(model: Model, relation: str, hit, other: sympy.Expr) -> bool:
+    """Whether ``relation`` defines a zero (in ``hit``) from ``other``, a side naming a
+    quantity that a relation of its own computes: balanced, the absence would be a
+    ground for that quantity."""
+    if not any(defining_relation(model, s.name) == relation for s in hit):
+        return False
+    return any(defining_relation(model, s.name) not in (None, relation)
+               for s in other.free_symbols if s.name in model.variables)
 
 
 def _single_quantity(model: Model, expr: sympy.Expr) -> str | None:

@@ -20,8 +20,10 @@ from chalk.solvers.tolerances import RANK
 
 def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iterable[str],
                 key: Callable[[tuple[str, ...]], object] | None = None,
-                max_size: int | None = None) -> tuple[tuple[str, ...], ...]:
-    """The smallest sets of extra pins that would determine every target.
+                max_size: int | None = None, require: frozenset[str] = frozenset()
+                ) -> tuple[tuple[str, ...], ...]:
+    """The smallest sets of extra pins that would determine every target (with
+    ``require``, the smallest among those naming at least one of its quantities).
 
     Pinning a set ``E`` removes the null-space directions along which any member
     of ``E`` moves; the targets are then determined when their null-space vectors
@@ -40,8 +42,8 @@ def completions(analysis: RankAnalysis, targets: Sequence[str], candidates: Iter
     pool_names = sorted(n for n in set(candidates) - set(targets)
                         if not analysis.is_determined(n))
     order = key or (lambda c: c)
-    found = _smallest(space, open_targets, pool_names, order, max_size)
-    if not found and len(open_targets) > 1:
+    found = _smallest(space, open_targets, pool_names, order, max_size, require)
+    if not found and len(open_targets) > 1 and not require:
         # Several targets and no set of as many pins as targets: offer the smallest unions
         # of each target's own smallest completions (each exact; a smaller joint set may
         # exist, which this does not search for).
@@ -80,8 +82,10 @@ class _NullSpace:
 
 
 def _smallest(space: _NullSpace, open_targets: list[str], pool_names: list[str],
-              order: Callable, max_size: int) -> list[tuple[str, ...]]:
-    """The smallest completions of as many pins as needed (no unions of targets')."""
+              order: Callable, max_size: int, require: frozenset[str] = frozenset()
+              ) -> list[tuple[str, ...]]:
+    """The smallest completions of as many pins as needed (no unions of targets'), each
+    naming one of ``require`` if it is given."""
     wanted_free = set()
     for t in open_targets:
         wanted_free |= space.components.get(t, set())
@@ -113,6 +117,8 @@ def _smallest(space: _NullSpace, open_targets: list[str], pool_names: list[str],
                                            size - 1)
             for base in bases:
                 found.extend(_completing(vectors, target_matrix, base, names))
+        if require:
+            found = [f for f in found if require & set(f)]
         if found:
             break
     return found

@@ -391,18 +391,11 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
         used |= _pins_near(model, explained, t)
     unused = tuple(sorted(p for p in pinned if p not in used))
 
-    # a whole count completes only a question about what it feeds forward into
-    whole = whole_counts(model)
-    candidates = {v for v in model.variables if v not in pinned and model.relations_of(v)
-                  and (v not in whole or set(undetermined) <= downstream(model, v))}
-
-    def rank_key(extra):
-        return (sum(model.variables[v].derived for v in extra),
-                sum(len(model.relations_of(v)) for v in extra), extra)
-
     found, from_inputs, fixed = (), (), ()
     if explain and undetermined:
-        found = completions(explained, undetermined, candidates, rank_key)
+        found = completions(explained, undetermined,
+                            _completion_candidates(model, pinned, undetermined),
+                            _rank_key(model))
         from_inputs = _input_completion(model, explained, pinned, undetermined)
         if from_inputs in found:
             from_inputs = ()
@@ -411,6 +404,35 @@ def _plan(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
                       for t in undetermined)
     return Plan(targets, pinned, steps, checks, undetermined, found, unused, analysis,
                 from_inputs, placeholders, provisional, fixed, frozenset(structural), regime)
+
+
+def _completion_candidates(model: Model, pinned: frozenset[str], undetermined) -> set[str]:
+    # a whole count completes only a question about what it feeds forward into
+    whole = whole_counts(model)
+    return {v for v in model.variables if v not in pinned and model.relations_of(v)
+            and (v not in whole or set(undetermined) <= downstream(model, v))}
+
+
+def _rank_key(model: Model):
+    def rank_key(extra):
+        return (sum(model.variables[v].derived for v in extra),
+                sum(len(model.relations_of(v)) for v in extra), extra)
+    return rank_key
+
+
+def completions_replacing(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
+                          replaced: frozenset[str]) -> tuple[tuple[str, ...], ...]:
+    """The smallest sets of extra pins that would determine ``targets``, each naming at
+    least one of ``replaced`` (pins of a lower layer, left out of ``pinned``, that a
+    user's pin would stand over): the sets that complete a question whose defaults took
+    the target's relations out."""
+    analysis = analyse_pins(model, pinned, targets, "inputs")
+    undetermined = [t for t in targets if not analysis.is_determined(t)]
+    if not undetermined:
+        return ()
+    return completions(analysis, undetermined,
+                       _completion_candidates(model, pinned, undetermined),
+                       _rank_key(model), require=replaced)
 
 
 def _fixed_combination(model: Model, analysis: RankAnalysis, target: str, found) -> dict:

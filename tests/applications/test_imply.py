@@ -122,8 +122,14 @@ def test_without_a_speedup_the_fast_section_says_how_to_give_one():
 
 @pytest.mark.slow  # seconds of searching: the slow tier
 def test_fast_mode_runs_the_optimiser_when_the_deployment_is_known():
+    # DeepSeek's decode layout, attention groups of 4 chips (TP4, one all-reduce a layer;
+    # DeepSeek-V3, arXiv:2412.19437, sec. 3.4.2): each group holds MLA's latent 4 times.
+    # Megatron's layout (the conventions) would hold it on all 32 chips, 32 copies, and no
+    # normal batch within 100 ms and the HBM then leaves room for the fast tier
     result = imply("claude_opus_4_6", presets=["lecture", "deepseek_v3", "h100", "fp8"],
-                   given={"context_length": "4k token", "n_chips": "32 chip"})
+                   given={"context_length": "4k token", "n_chips": "32 chip",
+                          "attention_tensor_parallelism": "4 chip",
+                          "allreduces_per_layer": "1"})
     fast = deduction(result, "Fast mode")
     optimiser = fast.details["optimiser"]
     assert optimiser["feasible"] and optimiser["batch_fast"] > 0

@@ -171,31 +171,53 @@ def test_plotting_leaves_the_matplotlib_backend_alone():
     assert matplotlib.get_backend() == "svg"
 
 
-# DeepSeek-V3 in bf16 on 32 H800s (80 GB, 3.35 TB/s) at 4,000 tokens of context
-# The expert-parallel all-to-all is stated hidden (exposed fraction 0): these tests check
-# the optimisers against the roofline (tests/knowledge/test_moe_as_it_runs.py adds it).
-DSV3_H800 = (["deepseek_v3", "h800", "bf16"],
+# DeepSeek-V3 in bf16 on 32 H800s (80 GB, 3.35 TB/s) at 4,000 tokens of context, laid out
+# as DeepSeek serves it (the layout preset dp_attention: every GPU an attention group of its
+# own, holding the whole attention weights and its own sequences' latent once). These tests
+# are about the optimisers' mechanics on that real serving; the conventions' Megatron layout,
+# which holds MLA's latent on every chip, is tests/knowledge/test_kv_sharding.py's and the
+# README's. The expert-parallel all-to-all is stated hidden (exposed fraction 0): these tests
+# check the optimisers against the roofline (tests/knowledge/test_moe_as_it_runs.py adds it).
+DSV3_H800 = (["deepseek_v3", "h800", "bf16", "dp_attention"],
              {"n_chips": "32 chip", "context_length": "4000 token",
               "total_params": "671e9 param", "active_params": "36.7e9 param",
               "alltoall_exposed_fraction": 0})
-DSV3_KV = 4000 * (512 + 64) * 61 * 2  # byte per sequence
+DSV3_KV = 4000 * (512 + 64) * 61 * 2  # byte per sequence, held once: 2.81088e8
 DSV3_WEIGHTS = 671e9 * 2  # byte
 # a step reads every weight but the 129,280 x 7,168 input-embedding table: 1.340e12 byte
 DSV3_WEIGHTS_READ = (671e9 - 129_280 * 7_168) * 2
+# one MLA layer's attention weights, from DeepSeek-V3's config (as tests/cli/test_cli.py's
+# test_readme_fit_examples counts them): 7,168 x 1,536 + 7,168 x 576 + 7,168 x 128 x 128
+# + 512 x 128 x 256 + 128 x 1,536 x 192 = 187,105,280 param, over 61 layers 11.413e9 param
+DSV3_ATTENTION = 61 * (7168 * 1536 + 7168 * 576 + 7168 * 128 * 128 + 512 * 128 * 256
+                       + 128 * 1536 * 192)
+
+
+def dsv3_attention_copies(chips):
+    """Bytes of the attention copies ``chips`` one-chip groups hold beyond one (bf16)."""
+    return (chips - 1) * DSV3_ATTENTION * 2
+
+
+# on 32 chips: 31 copies x 11.413e9 param x 2 byte = 707.6e9 byte, held and read every step
+DSV3_COPIES = dsv3_attention_copies(32)
 
 
 def test_largest_batch_that_fits_by_hand():
     from chalk.applications.optimize import largest_batch
 
     presets, pins = DSV3_H800
-    # B kv + W = 32 x 80 GB  ->  B = (2.56e12 - 1.342e12) / 2.81088e8 = 4,333.2
-    batch = (32 * 80e9 - DSV3_WEIGHTS) / DSV3_KV
+    # B kv + W + copies = 32 x 80 GB  ->  B = (2.56e12 - 1.342e12 - 707.6e9) / 2.81088e8
+    # = 1,815.7
+    batch = (32 * 80e9 - DSV3_WEIGHTS - DSV3_COPIES) / DSV3_KV
+    assert batch == pytest.approx(1815.7, abs=0.05)
     found = largest_batch(pins, presets)
     assert found.batch == pytest.approx(batch, rel=1e-9)
     assert found.active == "memory capacity"
-    # full HBM read once per step but the embedding table (memory-bound: B x 2 x 37e9 /
-    # (32 x 989e12) = 10 ms): (2.56e12 - 2 x 926,679,040) / (32 x 3.35e12) = 23.86 ms,
-    # just under the drain time 80 GB / 3.35 TB/s = 23.88 ms
+    # full HBM read once per step but the embedding table, every chip reading its own
+    # attention copy (memory-bound: B x 2 x 36.7e9 / (32 x 989e12) = 4.2 ms; every expert
+    # is read, the share no token picks being (248/256)^1,816 ~ 1e-25):
+    # (2.56e12 - 2 x 926,679,040) / (32 x 3.35e12) = 23.86 ms, just under the drain time
+    # 80 GB / 3.35 TB/s = 23.88 ms
     step = (32 * 80e9 - (DSV3_WEIGHTS - DSV3_WEIGHTS_READ)) / (32 * 3.35e12)
     assert found.step_time == pytest.approx(step, rel=1e-9)
     assert found.step_time == pytest.approx(23.86e-3, abs=1e-5)
@@ -206,14 +228,17 @@ def test_largest_batch_within_a_latency_budget_by_hand():
     from chalk.applications.optimize import largest_batch
 
     presets, pins = DSV3_H800
-    # 20 ms x 32 x 3.35 TB/s = W read + B kv  ->  B = 2,859.8, below the 4,333 that fit
-    batch = (0.020 * 32 * 3.35e12 - DSV3_WEIGHTS_READ) / DSV3_KV
-    found = largest_batch(pins, presets, "20 ms")
+    # 22 ms x 32 x 3.35 TB/s = W read + copies + B kv  ->  B = (2.3584e12 - 1.3402e12
+    # - 707.6e9) / 2.81088e8 = 1,105.1, below the 1,815.7 that fit (the experts no token
+    # picks, (248/256)^1,105 ~ 6e-16 of them, are all read)
+    batch = (0.022 * 32 * 3.35e12 - DSV3_WEIGHTS_READ - DSV3_COPIES) / DSV3_KV
+    assert batch == pytest.approx(1105.1, abs=0.05)
+    found = largest_batch(pins, presets, "22 ms")
     assert found.batch == pytest.approx(batch, rel=1e-9)
     assert found.active == "latency budget"
-    # (1.342e12 + 2,859.8 x 2.81088e8) / 2.56e12 = 0.8382
-    fill = (DSV3_WEIGHTS + batch * DSV3_KV) / (32 * 80e9)
-    assert found.shown["memory_fill"] == f"{fill:.4g}" == "0.8382"
+    # (1.342e12 + 707.6e9 + 1,105.1 x 2.81088e8) / 2.56e12 = 0.9220
+    fill = (DSV3_WEIGHTS + DSV3_COPIES + batch * DSV3_KV) / (32 * 80e9)
+    assert found.shown["memory_fill"] == f"{fill:.4g}" == "0.922"
 
 
 def test_largest_batch_when_the_weights_alone_do_not_fit():
@@ -221,7 +246,8 @@ def test_largest_batch_when_the_weights_alone_do_not_fit():
 
     presets, pins = DSV3_H800
     with pytest.raises(NoSolution, match="even one sequence does not fit"):
-        largest_batch({**pins, "n_chips": "8 chip"}, presets)  # 1,342 GB on 640 GB
+        # 1,342 GB and 7 attention copies (159.8 GB) on 640 GB
+        largest_batch({**pins, "n_chips": "8 chip"}, presets)
 
 
 @pytest.mark.slow  # seconds of searching: the slow tier
@@ -229,7 +255,9 @@ def test_cheapest_batch_stops_where_memory_runs_out():
     presets, pins = DSV3_H800
     # memory-bound up to the memory limit, so cost per token falls all the way to it
     found = cheapest_batch("50 ms", {**pins, "chip_price": "2 USD/hour"}, presets)
-    assert found.batch == pytest.approx((32 * 80e9 - DSV3_WEIGHTS) / DSV3_KV, rel=1e-6)
+    # the largest batch that fits, as in test_largest_batch_that_fits_by_hand: 1,815.7
+    assert found.batch == pytest.approx((32 * 80e9 - DSV3_WEIGHTS - DSV3_COPIES) / DSV3_KV,
+                                        rel=1e-6)
     assert found.active == "memory capacity"
     assert "memory_fill" in found.shown and found.flags == ()
 
@@ -239,11 +267,11 @@ def test_sweep_flags_the_batches_that_do_not_fit():
     found = sweep("step_time", "batch_size", "1000 sequence", "8000 sequence", steps=8,
                   given=pins, presets=presets)
     assert found.targets == ("step_time", "memory_fill", "weight_fill")
-    fills = (DSV3_WEIGHTS + found.x_values * DSV3_KV) / 32 / 80e9
+    fills = (DSV3_WEIGHTS + DSV3_COPIES + found.x_values * DSV3_KV) / 32 / 80e9
     assert found.y_values["memory_fill"] == pytest.approx(fills, rel=1e-9)
-    # 5,000 .. 8,000 sequences are above the 4,333 that fit
+    # 2,000 .. 8,000 sequences are above the 1,815.7 that fit (1,000 fills 0.91)
     (flag,) = found.flags
-    assert flag.startswith("memory_fill is above 1 at 4 of 8 points (batch_size 5,000 "
+    assert flag.startswith("memory_fill is above 1 at 7 of 8 points (batch_size 2,000 "
                            "sequence to 8,000 sequence)")
     assert found.to_dict()["flags"] == [flag]
 
@@ -309,10 +337,11 @@ def test_largest_batch_beyond_the_largest_batch_searched():
     from chalk.applications.optimize import largest_batch
 
     presets, pins = DSV3_H800
-    # 4e6 chips x 80 GB hold (3.2e17 - 1.342e12) / 2.81088e8 = 1.14e9 sequences, past 1e9
-    assert (4e6 * 80e9 - DSV3_WEIGHTS) / DSV3_KV > 1e9
+    # 6e6 chips x 80 GB, less the weights and 6e6 - 1 attention copies (1.3696e17 byte),
+    # hold (4.8e17 - 1.342e12 - 1.3696e17) / 2.81088e8 = 1.22e9 sequences, past 1e9
+    assert (6e6 * 80e9 - DSV3_WEIGHTS - dsv3_attention_copies(6e6)) / DSV3_KV > 1e9
     with pytest.raises(BeyondSearch, match=r"above 1e\+09 sequence"):
-        largest_batch({**pins, "n_chips": "4e6 chip"}, presets)
+        largest_batch({**pins, "n_chips": "6e6 chip"}, presets)
 
 
 @pytest.mark.slow  # seconds of searching: the slow tier
@@ -320,9 +349,13 @@ def test_cheapest_batch_still_falling_at_the_largest_batch_searched():
     from chalk.symbolic.errors import BeyondSearch
 
     presets, pins = DSV3_H800
-    # compute is free (1e21 FLOP/s) and 4e6 chips hold 1.1e9 sequences: the step is the
-    # weight read plus B KV reads, so cost per token ~ t_kv + t_weights / B keeps falling
-    # (by 4774 / B relative: 0.5% at the 1e6 searched), and no constraint stops it
+    # compute is free (1e21 FLOP/s) and 4e6 chips hold (3.2e17 - 1.342e12 - 9.13e16) /
+    # 2.81088e8 = 8.1e8 sequences: the step is the weight read (with 4e6 - 1 attention
+    # copies) plus B KV reads, so cost per token ~ t_kv + t_weights / B keeps falling (by
+    # R / B relative, R = (1.340e12 + 9.13e16) / 2.81088e8 = 3.2e8: still 325 at the 1e6
+    # searched), and no constraint stops it
+    assert (4e6 * 80e9 - DSV3_WEIGHTS - dsv3_attention_copies(4e6)) / DSV3_KV > 1e6
+    assert (DSV3_WEIGHTS_READ + dsv3_attention_copies(4e6)) / DSV3_KV / 1e6 > 300
     given = {**pins, "n_chips": "4e6 chip", "chip_flops": "1e21 FLOP/s",
              "chip_price": "2 USD/hour"}
     with pytest.raises(BeyondSearch, match=r"above 1e\+06 sequence"):
@@ -346,9 +379,11 @@ def test_fast_mode_speedup_still_growing_at_the_largest_batch_searched():
     from chalk.symbolic.errors import BeyondSearch
 
     presets, pins = DSV3_H800
-    # free compute, 0.4-token context: step(B) = t_w + B t_kv with t_w / t_kv =
-    # 1.342e12 / (0.4 x 70272) = 4.77e7 = R, so the speed-up (R + B) / (R + B / 15) is 1.02
-    # at the 1e6 searched and reaches 2.5 only at B = 1.8 R = 8.6e7: beyond the range
+    # free compute, 0.4-token context: step(B) = t_w + B t_kv with t_w / t_kv = (1.340e12
+    # + 9.13e16 of 4e6 - 1 attention copies) / (0.4 x 70272) = 3.2e12 = R, so the speed-up
+    # (R + B) / (R + B / 15) is 1.0000 at the 1e6 searched and reaches 2.5 only at
+    # B = 1.8 R = 5.8e12 (which 4e6 chips would hold: 2.3e17 byte / 28,109 = 8.1e12):
+    # beyond the range
     # every expert read whatever the batch (pinned), so the weights cost the same per step
     given = {**pins, "n_chips": "4e6 chip", "context_length": "0.4 token",
              "chip_flops": "1e21 FLOP/s", "unread_expert_fraction": 0}

@@ -154,26 +154,68 @@ def test_console_script_rejects_code_without_running_it(tmp_path):
 
 
 def test_readme_fit_examples(run_cli):
-    # the two commands of the README's "Does it fit?" section, by hand. The preset counts
-    # DeepSeek-V3 from its architecture (tests/knowledge/test_architecture.py): 671.03e9
-    # parameters, 36.62e9 active. Compute-bound,
-    # B = (1/30 s) x 32 x 989e12 / (2 x 36.62e9 + 2 x 128 x 1,088 x 61 x 4,000) = 7,471
-    # sequences, whose fill is (1,342e9 + 7,471 x 281,088,000) / (32 x 80e9) = 1.345; the
-    # largest batch that fits is (32 x 80e9 - 1,342e9) / 281,088,000 = 4,333. The first
-    # states the expert-parallel all-to-all hidden (alltoall_exposed_fraction = 0).
+    # the two commands of the README's "Does it fit?" section, by hand, in DeepSeek's own
+    # layout (dp_attention: every GPU an attention group of its own), and the first again in
+    # the conventions' Megatron layout the prose sets beside it. The preset counts
+    # DeepSeek-V3 from its architecture (tests/knowledge/test_architecture.py): one MLA
+    # layer 7,168 x 1,536 + 7,168 x 576 + 7,168 x 128 x 128 + 512 x 128 x 256 + 128 x
+    # 1,536 x 192 = 187,105,280 params; the total 671,025,397,760, of which the routed
+    # experts are 3 x 7,168 x 2,048 x 256 x 58 and the input table 129,280 x 7,168.
+    attention = 7168 * 1536 + 7168 * 576 + 7168 * 128 * 128 + 512 * 128 * 256 \
+        + 128 * 1536 * 192
+    assert attention == 187_105_280
+    total, routed, table = 671_025_397_760, 3 * 7168 * 2048 * 256 * 58, 129_280 * 7168
+    kv = 4000 * 576 * 61 * 2  # byte a sequence: 281,088,000
+    read_per_step = 1 / 30 * 32 * 3.35e12  # byte the 32 chips read in 1/30 s
+    hbm = 32 * 80e9
+
+    def batch(copies, extra):
+        # memory-bound: every weight read but the input table and the (248/256)^B of the
+        # routed experts no token picks, plus each chip's extra attention copy, plus
+        # ``copies`` of every sequence's KV; the batch and the unread share depend on each
+        # other: iterate from every expert read
+        b = 0.0
+        for _ in range(30):
+            b = (read_per_step - 2 * (total - table - routed * (248 / 256) ** b + extra)) / (
+                copies * kv)
+        return b
+
+    # data-parallel attention: 31 extra copies of 61 layers' attention (353.8e9 params),
+    # each sequence's KV once: B = (3.5733e12 - 2.0478e12) / 281,088,000 = 5,427.2, whose
+    # fill is (2 x 671.03e9 + 2 x 353.8e9 + B kv) / 2.56e12 = 1.397; the largest batch that
+    # fits is (2.56e12 - 1,342.05e9 - 707.6e9) / 281,088,000 = 1,815.5
+    extra = 31 * 61 * attention
+    dp = batch(1, extra)
+    assert dp == pytest.approx(5427.2, abs=0.1)
+    dp_fill = (2 * total + 2 * extra + dp * kv) / hbm
+    assert dp_fill == pytest.approx(1.397, abs=1e-3)
+    largest = (hbm - 2 * total - 2 * extra) / kv
+    assert largest == pytest.approx(1815.5, abs=0.1)
+    # Megatron's layout: one attention copy split 32 ways, MLA's latent whole on every chip,
+    # 32 copies of each sequence's KV: B = 248.3, fill (1,342.05e9 + 32 x 248.3 x
+    # 281,088,000) / 2.56e12 = 1.397 again (a memory-bound step reads what the chips hold)
+    megatron = batch(32, 0)
+    assert megatron == pytest.approx(248.3, abs=0.05)
+    megatron_fill = (2 * total + 32 * megatron * kv) / hbm
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("### Does it fit?", 1)[1].split("```", 2)[1]
     first, second = [shlex.split(line)[1:] for line in section.strip().splitlines()]
-    status, out, _ = run_cli(*first)
-    assert status == 0
-    lines = out.splitlines()
-    assert lines[0] == "batch_size = 7,471 sequence"
-    # a fill past 1 reads as failed, once: no "(checked ...)" line beside the flag
-    assert lines[2].startswith("flag: memory_fill = 1.345 is above 1")
-    assert "(checked: memory_fill" not in out
+    assert "dp_attention" in first and "dp_attention" in second
+    at = first.index("dp_attention")
+    assert first[at - 1] == "--preset"
+    runs = {"dp": (first, dp, dp_fill),
+            "megatron": (first[:at - 1] + first[at + 1:], megatron, megatron_fill)}
+    for layout, (argv, expected, fill) in runs.items():
+        status, out, _ = run_cli(*argv)
+        assert status == 0, layout
+        lines = out.splitlines()
+        assert lines[0] == f"batch_size = {expected:,.4g} sequence", layout
+        # a fill past 1 reads as failed, once: no "(checked ...)" line beside the flag
+        assert lines[2].startswith(f"flag: memory_fill = {fill:.4g} is above 1"), layout
+        assert "(checked: memory_fill" not in out
     status, out, _ = run_cli(*second)
     assert status == 0
-    assert out.splitlines()[0] == "batch_size = 4,333 sequence"
+    assert out.splitlines()[0] == f"batch_size = {largest:,.4g} sequence"
     assert "active constraint: memory capacity" in out
 
 

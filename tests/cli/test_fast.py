@@ -416,15 +416,69 @@ def test_steps_that_read_only_presets_are_cached_and_typed_numbers_replayed(run_
     assert status == 0 and cached == out.rstrip("\n")
 
 
-def test_what_could_follow_from_a_typed_number_still_keeps_the_question_out(run_cli,
-                                                                          folder):
+def test_a_difference_a_typed_number_reaches_is_stored_and_measured_at_replay(run_cli,
+                                                                            folder):
     # DeepSeek-V3's parameters read per step: total - routed experts left unread, where
-    # the unread share (1 - 8/256)**tokens_per_step follows from the typed batch; the
-    # conditioning of that difference depends on the numbers, so nothing is stored
-    assert run_cli("solve", "tokens_per_second", "--preset", "h200", "--preset", "fp8",
-                   "--preset", "deepseek_v3", "--given", "batch_size=64 sequence",
-                   "--given", "n_chips=8 chip", "--given", "context_length=4k token")[0] == 0
-    assert list(folder.iterdir()) == []
+    # the unread share (1 - 8/256)**tokens_per_step follows from the typed batch. Once kept
+    # out (the conditioning of that difference depends on the numbers); now stored, its
+    # conditioning measured again at each replay, and the cached answer is the solver's
+    from chalk.cli.fast import answer
+
+    deepseek = ["solve", "tokens_per_second", "--preset", "h200", "--preset", "fp8",
+                "--preset", "deepseek_v3", "--given", "batch_size=64 sequence",
+                "--given", "n_chips=8 chip", "--given", "context_length=4k token"]
+    assert run_cli(*deepseek)[0] == 0
+    assert len(list(folder.iterdir())) == 1
+    other = [a.replace("batch_size=64", "batch_size=7") for a in deepseek]
+    cached = answer(other)
+    status, out, _ = run_cli(*other)
+    assert status == 0 and cached == out.rstrip("\n")
+
+
+def _uncached(run_cli, monkeypatch, argv):
+    monkeypatch.setenv("CHALK_NO_CACHE", "1")
+    try:
+        return run_cli(*argv)
+    finally:
+        monkeypatch.delenv("CHALK_NO_CACHE")
+
+
+def test_extra_kv_copies_from_typed_chips_replay_where_the_solver_is_silent(
+        run_cli, folder, monkeypatch):
+    # kv_extra_copies = t * kv_elements_per_chip / kv_elements_per_layer - 1, a difference
+    # that follows the typed n_chips (was: not stored at all). Llama 3.1 70B has 8 KV
+    # heads of 128: 2 * 8 * 128 = 2,048 elements a layer. On 16 chips (one Megatron
+    # group) a chip holds max(1, 8/16) = 1 head, 2 * 128 = 256 elements, so
+    # 16 * 256 / 2,048 - 1 = 1 extra copy, 2 in all: well conditioned, (16*256/2048) /
+    # 1 = 2 at most, and the cache answers as the solver does
+    from chalk.cli.fast import answer
+
+    assert run_cli(*LLAMA_STEP)[0] == 0  # stored at 8 chips: 8 * 1 * 256 / 2,048 - 1 = 0
+    sixteen = [a.replace("n_chips=8 chip", "n_chips=16 chip") for a in LLAMA_STEP]
+    cached = answer(sixteen)
+    status, out, err = _uncached(run_cli, monkeypatch, sixteen)
+    assert (status, err) == (0, "") and cached == out.rstrip("\n")
+    assert "kv_cache_copies = 1 + kv_extra_copies\n       = 1 + (1)\n       = 2" in out
+
+
+@pytest.mark.parametrize("chips, refused", [("8.0000001", False), ("8.000000001", True)])
+def test_extra_kv_copies_that_cancel_are_handed_back_to_the_solver(
+        run_cli, folder, monkeypatch, chips, refused):
+    # Just past 8 chips the difference cancels: t/8 - 1 = 1e-7/8 = 1.25e-8, and a relative
+    # change in t (or in the 2,048 elements) moves it (t/8) / 1.25e-8 = 8e7 times as much,
+    # past the solver's warning (1e5); 1.25e-10 gives 8e9, past its refusal (1e9). The
+    # cache has nothing to say of either: the full solve warns or refuses, in its words
+    from chalk.cli.fast import answer
+
+    assert run_cli(*LLAMA_STEP)[0] == 0
+    near = [a.replace("n_chips=8 chip", f"n_chips={chips} chip") for a in LLAMA_STEP]
+    assert answer(near) is None
+    status, out, err = _uncached(run_cli, monkeypatch, near)
+    assert run_cli(*near) == (status, out, err)  # through the cache's front door too
+    if refused:
+        assert status == 2 and "cannot pin down kv_extra_copies" in err
+    else:
+        assert status == 0 and "kv_extra_copies 8e+07 times as much" in out
 
 
 def test_a_typed_number_with_no_note_quoting_one_is_stored(run_cli, folder):

@@ -14,7 +14,12 @@ import random
 import pytest
 import sympy
 from chalk.knowledge import load_model
-from chalk.symbolic.errors import AmbiguousSolution, NoSolution, RoundedUp
+from chalk.symbolic.errors import (
+    AmbiguousSolution,
+    NoSolution,
+    RoundedUp,
+    UnderdeterminedError,
+)
 from chalk.symbolic.units import Q_
 from selfcheck import submodel
 
@@ -91,6 +96,17 @@ def test_relation_round_trip(relation_name, unknown):
     assert residual(relation, state) < 1e-12  # the drawn state satisfies the relation
     single = submodel([relation])
     pins = {n: Q_(x, MODEL.variables[n].pint_unit) for n, x in state.items() if n != unknown}
+    if relation.only_when_chosen:
+        # it holds once the pins say the model is of its kind: its variant's markers are
+        # pinned (n_kv_heads says grouped-query attention), and a marker is never solved
+        # from it, since nothing would then say which kind the model is
+        markers = MODEL.variants[relation.variant].markers
+        if unknown in markers:
+            with pytest.raises(UnderdeterminedError):
+                solve(unknown, given=pins, presets=["none"], model=single)
+            return
+        pins.update({m: Q_(MODEL.variables[m].typical, MODEL.variables[m].pint_unit)
+                     for m in markers if m not in pins})
     try:
         solution = solve(unknown, given=pins, presets=["none"], model=single)
     except RoundedUp:

@@ -175,10 +175,12 @@ def test_a_deployment_that_does_not_fit_is_flagged():
     # DeepSeek-V3 in bf16 on 8 H100s (80 GB each), one stage, 64 sequences of 4k (4,000)
     # tokens: weights 671e9 param × 2 byte = 1,342 GB; MLA keeps (512 + 64) elements per
     # layer per token over 61 layers at 2 bytes = 70,272 byte/token, so the KV cache is
-    # 64 × 4,000 × 70,272 byte; both shard over the 8 chips.
+    # 64 × 4,000 × 70,272 byte. The weights shard over the 8 chips; the latent is one head
+    # that Megatron's layout (attention split over all 8) holds whole on each chip, so the
+    # KV cache is there 8 times (knowledge/kv_sharding.py).
     weights = 671e9 * 2
     kv = 64 * 4000 * (512 + 64) * 61 * 2
-    fill = (weights + kv) / 8 / 80e9
+    fill = (weights + 8 * kv) / 8 / 80e9
     s = solve("memory_fill", {"batch_size": "64 sequence", "n_chips": "8 chip",
                               "context_length": "4k token", "total_params": "671e9 param"},
               ["h100", "deepseek_v3", "bf16"])

@@ -118,3 +118,20 @@ def test_an_moe_step_routes_every_verified_token():
     assert s.value("t_weight_fetch_touched", "ms") == pytest.approx(11.875, rel=1e-12)
     assert s.value("t_alltoall", "s") == pytest.approx(4 * 2 * 10 * 2 * 4096 * 2 / 1.8e12,
                                                        rel=1e-12)
+
+
+def test_the_acceptance_rate_alone_asks_for_the_pins_that_replace_no_speculation():
+    # Regression: the conventions' no speculation (nothing accepted) takes out the only
+    # relation naming acceptance_rate, and the completion search, which offered only
+    # quantities not yet pinned, said no small set of extra pins would determine it
+    from chalk.symbolic.errors import UnderdeterminedError
+
+    with pytest.raises(UnderdeterminedError) as caught:
+        solve("acceptance_rate", {}, ["lecture"])
+    assert ("accepted_tokens_per_step", "draft_tokens") in caught.value.completions
+    # and those pins do: 2 drafted tokens, 0.75 kept a step, is alpha + alpha^2 = 0.75,
+    # alpha = 0.5
+    s = solve("acceptance_rate", {"draft_tokens": "2 token/sequence",
+                                  "accepted_tokens_per_step": "0.75 token/sequence"},
+              ["lecture"])
+    assert s.value("acceptance_rate") == pytest.approx(0.5, rel=1e-9)

@@ -1,0 +1,162 @@
+"""KV heads over an attention group's chips: split while there are heads to split, copied
+after (issue 23), worked by hand; and a pipeline stage held to one chip on every path."""
+
+import pytest
+from chalk.symbolic.errors import ChalkError
+
+from chalk import solve
+
+# Llama 3.1 70B (80 layers, 8 KV heads of 128, bf16) on H100s (80 GB, 3.35 TB/s), 8,000
+# tokens of context. The weights are pinned at the published 70.55e9 params (141.1e9 byte)
+# so the arithmetic does not hang on the architecture's own count.
+LLAMA = ["h100", "bf16", "llama_3_1_70b"]
+PINS = {"context_length": "8000 token", "total_params": "70.55e9 param"}
+WEIGHTS = 70.55e9 * 2  # byte
+# one token's KV over all layers: 80 layers x 2 (K and V) x 8 heads x 128 x 2 byte
+KV_PER_TOKEN = 80 * 2 * 8 * 128 * 2  # 327,680 byte
+KV_PER_SEQUENCE = 8000 * KV_PER_TOKEN  # 2,621,440,000 byte
+
+
+def test_llama_70b_on_16_h100s_at_tp16_holds_every_kv_head_twice():
+    # TP 16 over 8 KV heads: each chip keeps max(1, 8 / 16) = 1 whole head, so the 16
+    # chips hold 16 heads of 8, each twice. A chip holds per token 80 layers x 2 x 1 head
+    # x 128 x 2 byte = 40,960 byte, not the 327,680 / 16 = 20,480 an even split would give.
+    per_chip_per_token = 80 * 2 * 1 * 128 * 2
+    assert per_chip_per_token == 40_960 == 2 * KV_PER_TOKEN / 16
+    # batch 10: weights 141.1e9 / 16 = 8.819e9 byte a chip, KV 10 x 8,000 x 40,960 =
+    # 3.277e9 byte a chip: 12.096e9 byte, 0.1512 of 80 GB
+    per_chip = WEIGHTS / 16 + 10 * 8000 * per_chip_per_token
+    assert per_chip == pytest.approx(12.0955e9, rel=1e-5)
+    s = solve(["memory_per_chip", "kv_heads_per_chip", "kv_cache_copies",
+               "kv_elements_per_chip"],
+              {**PINS, "n_chips": "16 chip", "batch_size": "10 sequence"}, LLAMA)
+    assert s.value("kv_heads_per_chip") == pytest.approx(1)
+    assert s.value("kv_elements_per_chip") == pytest.approx(2 * 1 * 128)
+    assert s.value("kv_cache_copies") == pytest.approx(2)
+    assert s.value("memory_per_chip", "byte") == pytest.approx(per_chip, rel=1e-12)
+    assert s.value("memory_fill") == pytest.approx(per_chip / 80e9, rel=1e-12)
+    # the regime of the max() is shown in its own unit (a count of heads), not in seconds
+    (step,) = [r for r in s.derivation.steps if r.variables == ("kv_heads_per_chip",)]
+    assert step.note == "KV heads replicated (KV heads split 0.5, KV heads replicated 1)"
+
+
+def test_the_largest_batch_and_the_kv_read_count_the_copies():
+    # the largest batch at TP 16: (16 x 80e9 - 141.1e9) / (2 x 2.62144e9) = 217.23
+    # sequences; split evenly it would be twice that
+    largest = (16 * 80e9 - WEIGHTS) / (2 * KV_PER_SEQUENCE)
+    assert largest == pytest.approx(217.23, abs=0.01)
+    s = solve("max_batch_size", {**PINS, "n_chips": "16 chip"}, LLAMA)
+    assert s.value("max_batch_size", "sequence") == pytest.approx(largest, rel=1e-12)
+    # a step of 10 sequences reads each chip's own copy: 10 x 2.62144e9 x 2 byte over
+    # 16 x 3.35 TB/s = 0.9781 ms of KV reads
+    kv_read = 10 * KV_PER_SEQUENCE * 2 / (16 * 3.35e12)
+    assert kv_read == pytest.approx(0.9781e-3, rel=1e-4)
+    s = solve("t_kv_fetch", {**PINS, "n_chips": "16 chip", "batch_size": "10 sequence"},
+              LLAMA)
+    assert s.value("t_kv_fetch", "s") == pytest.approx(kv_read, rel=1e-12)
+
+
+def test_backwards_the_batch_that_fills_a_chip_counts_the_copies():
+    # 12.0955e9 byte a chip at TP 16 is batch 10 (above); read as if the KV were split
+    # evenly it would be batch 20
+    per_chip = WEIGHTS / 16 + 10 * 8000 * 40_960
+    s = solve("batch_size", {**PINS, "n_chips": "16 chip",
+                             "memory_per_chip": f"{per_chip} byte"}, LLAMA)
+    assert s.value("batch_size", "sequence") == pytest.approx(10, rel=1e-9)
+
+
+@pytest.mark.parametrize("chips", [4, 8])
+def test_no_copies_while_the_group_has_no_more_chips_than_kv_heads(chips):
+    # TP 4 and TP 8 over 8 heads: 2 heads and 1 head a chip, one copy: today's even split,
+    # (141.1e9 + 10 x 2.62144e9) / chips
+    s = solve(["memory_per_chip", "kv_cache_copies"],
+              {**PINS, "n_chips": f"{chips} chip", "batch_size": "10 sequence"}, LLAMA)
+    assert s.value("kv_cache_copies") == pytest.approx(1)
+    assert s.value("memory_per_chip", "byte") == pytest.approx(
+        (WEIGHTS + 10 * KV_PER_SEQUENCE) / chips, rel=1e-12)
+
+
+def test_tensor_parallel_groups_are_a_stages_chips():
+    # 2 pipeline stages of 8 chips: attention is split over a stage's 8 chips, one KV head
+    # each, so nothing is copied. With 2 micro-batches of 10 in flight a chip holds
+    # 141.1e9 / 16 + 10 x 2.62144e9 / 8 byte (weights over all 16, KV over a stage's 8)
+    s = solve(["memory_per_chip", "attention_tensor_parallelism", "kv_cache_copies"],
+              {**PINS, "n_chips": "16 chip", "pipeline_stages": 2,
+               "batch_size": "10 sequence"}, LLAMA)
+    assert s.value("attention_tensor_parallelism", "chip") == pytest.approx(8)
+    assert s.value("kv_cache_copies") == pytest.approx(1)
+    assert s.value("memory_per_chip", "byte") == pytest.approx(
+        WEIGHTS / 16 + 10 * KV_PER_SEQUENCE / 8, rel=1e-12)
+
+
+# DeepSeek-V3 (MLA: a 512-element latent and a 64-element RoPE key a layer, 61 layers) in
+# bf16: 61 x 576 x 2 = 70,272 byte of KV per token
+DSV3 = ["deepseek_v3", "h200", "bf16"]
+DSV3_PINS = {"n_chips": "8 chip", "context_length": "4000 token", "batch_size": "10 sequence",
+             "total_params": "671e9 param"}
+
+
+def test_latent_attention_is_one_head_every_tensor_parallel_chip_holds():
+    # Megatron's layout over 8 H200s (141 GB): every chip holds the whole latent, 8 copies.
+    # A chip: 671e9 x 2 / 8 = 167.75e9 byte of weights and 10 x 4,000 x 70,272 = 2.811e9
+    # byte of KV (an even split would give 0.351e9)
+    kv_per_chip = 10 * 4000 * 61 * (512 + 64) * 2
+    assert kv_per_chip == 2_810_880_000
+    s = solve(["memory_per_chip", "kv_cache_copies", "kv_elements_per_chip"], DSV3_PINS, DSV3)
+    assert s.value("kv_elements_per_chip") == pytest.approx(512 + 64)
+    assert s.value("kv_cache_copies") == pytest.approx(8)
+    assert s.value("memory_per_chip", "byte") == pytest.approx(
+        671e9 * 2 / 8 + kv_per_chip, rel=1e-12)
+    # data-parallel attention (groups of one chip) holds each sequence's latent once: the
+    # KV of 10 sequences over 8 chips, 2.811e9 / 8 byte a chip, beside the weights and the
+    # 7 extra copies of the attention weights the layout keeps
+    dp = solve(["kv_cache_copies", "memory_per_chip", "replicated_attention_params"],
+               DSV3_PINS, [*DSV3, "dp_attention"])
+    assert dp.value("kv_cache_copies") == pytest.approx(1)
+    extra = dp.value("replicated_attention_params", "param")
+    assert dp.value("memory_per_chip", "byte") == pytest.approx(
+        (671e9 * 2 + extra * 2 + 10 * 4000 * 70_272) / 8, rel=1e-12)
+
+
+def test_a_model_whose_attention_is_not_known_keeps_one_copy():
+    # no widths pinned: nothing says what a head is, so the conventions' one copy stands
+    # (the lecture's 2.9e10 byte deduction rests on it: tests/knowledge/test_moe_as_it_runs)
+    s = solve(["memory_per_chip", "kv_cache_copies"],
+              {"n_chips": "16 chip", "total_params": "70e9 param",
+               "bytes_per_param": "2 byte/param", "kv_bytes_per_token": "327680 byte/token",
+               "context_length": "8000 token", "batch_size": "10 sequence"})
+    assert s.value("kv_cache_copies") == pytest.approx(1)
+    assert s.value("memory_per_chip", "byte") == pytest.approx(
+        (140e9 + 10 * KV_PER_SEQUENCE) / 16, rel=1e-12)
+
+
+@pytest.mark.parametrize("target", ["memory_per_chip", "max_batch_size", "weight_fill"])
+def test_sixteen_stages_on_eight_chips_are_refused_on_the_memory_path(target):
+    # Regression: chips_per_stage was held to one chip where it was computed, but the
+    # memory relations read n_chips and answered for 8 / 16 = 0.5 chip a stage
+    pins = {"n_chips": "8 chip", "pipeline_stages": 16, "batch_size": "10 sequence",
+            "context_length": "8000 token", "total_params": "70e9 param",
+            "bytes_per_param": "2 byte/param", "kv_bytes_per_token": "327680 byte/token",
+            "hbm_capacity": "80 GB"}
+    with pytest.raises(ChalkError, match=r"gives 0.5 chip \(not physical"):
+        solve(target, pins)
+
+
+def test_a_kind_alone_in_its_group_is_chosen_by_its_own_markers():
+    # Regression: a model holding only the grouped-query relations (no MLA variant to set
+    # aside) left the per-chip relations out even with n_kv_heads pinned, since "chosen"
+    # was read off the variants set aside. 8 heads over 16 chips: max(1, 8/16) = 1 a chip
+    from chalk.knowledge import load_model
+    from chalk.solvers.pinning.variants import for_pins
+    from chalk.symbolic.model import build_model
+
+    full = load_model()
+    relation = full.relations["kv_heads_per_chip"]
+    names = sorted(full.variables_in(relation.name))
+    alone = build_model([full.variables[n] for n in names], [relation], (),
+                        [full.variants["gqa"]])
+    assert "kv_heads_per_chip" in for_pins(alone, ("n_kv_heads",))[0].relations
+    assert "kv_heads_per_chip" not in for_pins(alone, ())[0].relations
+    s = solve("kv_heads_per_chip", {"n_kv_heads": 8, "attention_tensor_parallelism": "16 chip"},
+              ["none"], model=alone)
+    assert s.value("kv_heads_per_chip") == pytest.approx(1)
