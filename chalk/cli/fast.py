@@ -237,8 +237,8 @@ def _moderate(value: float) -> bool:
 def _polished(step: dict, env: dict, value: float) -> float:
     """A stored step's ``value`` polished on its relation's two sides (the step's
     ``sides``) by the solver's own Newton steps
-    (:func:`~chalk.solvers.execution.numeric.polish_root`), which it takes for every
-    closed form that is not a product of powers."""
+    (:func:`~chalk.solvers.execution.numeric.polish_root`), where the solver polishes
+    (:func:`~chalk.solvers.execution.execute.polishes`)."""
     from chalk.solvers.execution.numeric import polish_root
 
     lhs, rhs = step["sides"]
@@ -355,8 +355,8 @@ def remember(args, solution) -> bool:
 
 
 def _freeze(args, question: dict, solution) -> dict | None:
-    from chalk.solvers.analysis.conditioning import cannot_amplify, measured_inputs
-    from chalk.solvers.execution.execute import monomial, relation_inputs
+    from chalk.solvers.analysis.conditioning import cannot_amplify
+    from chalk.solvers.execution.execute import measured_for, polishes
     from chalk.solvers.execution.steps import slot
     from chalk.solvers.pinning.yielding import yield_candidates
     from chalk.solvers.records.flags import bound_value
@@ -392,12 +392,10 @@ def _freeze(args, question: dict, solution) -> dict | None:
             "template": substituted(record.expression,
                                     {n: slot(i) for i, n in enumerate(record.inputs)}),
         }
-        if not monomial(record.expression):
+        if polishes(relation, name, record.expression):  # as the solver does
             step["sides"] = [to_ir(relation.lhs, constants), to_ir(relation.rhs, constants)]
         if name in varying and not cannot_amplify(record.expression):
-            # the inputs the solver measures this closed form against
-            step["measured"] = list(measured_inputs(record.expression,
-                                                    relation_inputs(model, relation, name)))
+            step["measured"] = list(measured_for(model, relation, name, record.expression))
         if relation.regimes:  # a max() evaluated forwards: which argument wins varies
             if args.regime is not None or relation.inside_regime_node(name):
                 return None

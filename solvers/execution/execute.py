@@ -57,14 +57,11 @@ class _CompiledCandidate:
     candidate: Candidate
     value: object
     guards: list
-    monomial: bool = False  # a product of powers: no cancellation, elasticities bounded
+    polish: bool = False  # polished on its relation's sides (:func:`polishes`)
     # conditioning.cannot_amplify: elasticities bounded by its exponents, nothing to check
     bounded: bool = False
-    # the relation is ``unknown = value`` with this closed form as the other side
-    # (_as_written): its residual at the value is exactly 0, so nothing to polish
-    as_written: bool = False
     last_record: StepRecord | None = None  # of the last run that took it (_record)
-    # the step's conditioning inputs its elasticity is measured against (measured_inputs)
+    # the inputs its elasticity is measured against (:func:`measured_for`)
     measured: tuple = ()
 
 
@@ -126,8 +123,8 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
             compiled.conditioning_inputs = tuple(conditioning_inputs(model, compiled))
             for cc in compiled.candidates:
                 if cc.candidate.expr is not None and not cc.bounded:
-                    cc.measured = measured_inputs(cc.candidate.expr,
-                                                  compiled.conditioning_inputs)
+                    cc.measured = measured_for(model, compiled.relations[0],
+                                               compiled.step.variables[0], cc.candidate.expr)
         inputs = set(compiled.inputs)
         compiled.held = frozenset(inputs & set(plan.placeholders) - used)
         used |= inputs & set(plan.placeholders)
@@ -157,9 +154,8 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
                 candidate, value,
                 [(compile_expr(a, constants), compile_expr(b, constants))
                  for a, b in candidate.guards],
-                candidate.expr is not None and monomial(candidate.expr),
-                candidate.expr is not None and cannot_amplify(candidate.expr),
-                _as_written(relation, variable, candidate.expr)))
+                candidate.expr is not None and polishes(relation, variable, candidate.expr),
+                candidate.expr is not None and cannot_amplify(candidate.expr)))
         if relation.regimes and not relation.inside_regime_node(variable):
             compiled.regime_args = [(label, compile_expr(expr, constants))
                                     for label, expr in relation.regimes]
@@ -282,7 +278,7 @@ def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> 
                             f"{name} must be {model.variables[name].requirement()})")
             continue
         value = float(value)
-        if not (cc.monomial or cc.as_written):  # sums can cancel in floating point
+        if cc.polish:  # sums can cancel in floating point
             lhs, rhs = _sides(model, cstep)
             value = numeric.polish_root(lhs, rhs, env, name, value)
         if cc.guards and not guards_hold(cc.guards, {**env, name: value}):
@@ -403,6 +399,21 @@ def monomial(expr) -> bool:
         if not (base.is_Symbol or base.is_Number):
             return False
     return True
+
+
+def polishes(relation: Relation, name: str, expr) -> bool:
+    """Whether the closed form ``expr`` of ``name`` on ``relation`` is polished on the
+    relation's two sides (:func:`numeric.polish_root`) after it is evaluated: unless it is
+    a product of powers (nothing cancels) or the relation's own side (:func:`_as_written`).
+    The CLI cache replays a stored step by the same rule."""
+    return not (monomial(expr) or _as_written(relation, name, expr))
+
+
+def measured_for(model: Model, relation: Relation, name: str, expr) -> tuple[str, ...]:
+    """The inputs the conditioning of the closed form ``expr`` of ``name`` on ``relation``
+    is measured against: of :func:`relation_inputs`, those
+    :func:`~chalk.solvers.analysis.conditioning.measured_inputs` keeps."""
+    return measured_inputs(expr, relation_inputs(model, relation, name))
 
 
 def _as_written(relation: Relation, name: str, expr) -> bool:
