@@ -25,6 +25,8 @@ class ReferenceOptions:
         powers such as the expert-coverage curve): the point counts as holding there.
         ``rounding_atol`` is far below ``RANK.rtol``, so rows taken at such a point make
         the same rank decisions as at an exact one.
+    stall_window : a search whose largest residual has not shrunk by ``stall_ratio`` in
+        this many trial points stops (not consistent unless below ``rounding_atol``).
     max_iterations : trial points (each one evaluation of every relation) before giving up.
     damping_start, damping_floor : Levenberg-Marquardt damping, as fractions of the
         largest curvature of the linearised system: where a plain Gauss-Newton step fails
@@ -46,6 +48,7 @@ class ReferenceOptions:
     atol: float = 1e-12
     rounding_atol: float = 1e-10
     stall_ratio: float = 0.5
+    stall_window: int = 40
     max_iterations: int = 200
     damping_start: float = 1e-6
     damping_floor: float = 1e-12

@@ -101,8 +101,14 @@ def consistent_point(model: Model, seed: int, spread: float,
                   else REFERENCE.sparse_max_iterations)
     worst = float(np.max(np.abs(residual))) if residual.size else 0.0
     at_floor, steps, damping, growth = False, None, 0.0, 2.0
-    for _ in range(iterations):
+    history = [worst]  # the worst residual after each trial point
+    for trial_count in range(iterations):
         if worst <= atol or at_floor:
+            break
+        # A search that has not halved its residual in a window of trials is at a
+        # least-squares minimum that is not a solution (or crawling towards one): stop
+        if (trial_count >= REFERENCE.stall_window
+                and worst > REFERENCE.stall_ratio * history[-REFERENCE.stall_window]):
             break
         if steps is None:
             steps = _Steps(rows, index, weights)
@@ -128,6 +134,7 @@ def consistent_point(model: Model, seed: int, spread: float,
             at_floor = worst <= REFERENCE.rounding_atol
             damping = max(damping * growth, REFERENCE.damping_start * steps.largest_curvature)
             growth *= 2
+        history.append(worst)
     return ReferencePoint(_values(names, y), worst, worst <= atol or at_floor)
 
 

@@ -95,3 +95,16 @@ def test_models_narrowed_from_deepseek_are_found_from_the_parent_in_a_few_steps(
     assert all(converged for converged, _ in from_parent)
     assert all(n <= 30 for _, n in from_parent), [n for _, n in from_parent]
     assert len(searches) == len(from_parent) + 1  # the whole model alone searched afresh
+
+
+def test_a_search_that_stops_making_progress_ends_before_its_last_trial(monkeypatch):
+    # The whole model (every variant's relations at once) has no point that holds to the
+    # rounding floor near its typical values; its search must end once a window of trial
+    # points no longer halves the residual, not spend every trial it is allowed.
+    from chalk.knowledge import load_model
+
+    model = load_model()
+    calls = _counting(monkeypatch)
+    point = reference.consistent_point(model, REFERENCE.seed, REFERENCE.spread)
+    evaluations = calls[0] / len(model.relations)
+    assert point.converged or evaluations < REFERENCE.max_iterations / 2
