@@ -20,7 +20,19 @@ class ReferenceOptions:
         ``"per_name"`` (one generator per name). What the planner decides does not
         depend on which (tests/solvers/test_reference_draws.py draws both).
     atol : largest ``|ln lhs - ln rhs|`` accepted as holding.
-    max_iterations : Gauss-Newton iterations before giving up.
+    rounding_atol, stall_ratio : below ``rounding_atol`` a residual that one step fails
+        to shrink by ``stall_ratio`` is rounding (sums of nearly equal terms, steep
+        powers such as the expert-coverage curve): the point counts as holding there.
+        ``rounding_atol`` is far below ``RANK.rtol``, so rows taken at such a point make
+        the same rank decisions as at an exact one.
+    stall_window : a search whose largest residual has not shrunk by ``stall_ratio`` in
+        this many trial points stops (not consistent unless below ``rounding_atol``).
+    max_iterations : trial points (each one evaluation of every relation) before giving up.
+    damping_start, damping_floor : Levenberg-Marquardt damping, as fractions of the
+        largest curvature of the linearised system: where a plain Gauss-Newton step fails
+        the damping starts at ``damping_start`` (and doubles its growth at each further
+        failure); after a successful step it is dropped to zero once below
+        ``damping_floor``.
     dense_limit : above this many quantities the steps use a sparse least-squares solver.
     derived_weight : cost of moving a derived quantity relative to an input (squared
         log moves), so the point stays near the typical inputs.
@@ -34,7 +46,12 @@ class ReferenceOptions:
     spread: float = 0.1
     draw: str = "sequence"
     atol: float = 1e-12
-    max_iterations: int = 60
+    rounding_atol: float = 1e-10
+    stall_ratio: float = 0.5
+    stall_window: int = 40
+    max_iterations: int = 200
+    damping_start: float = 1e-6
+    damping_floor: float = 1e-12
     dense_limit: int = 400
     derived_weight: float = 1e-6
     max_log: float = 600.0

@@ -136,13 +136,29 @@ def _general_power(base: Evaluator, exponent: Evaluator) -> Evaluator:
     def general_power(env):
         (b, gb), (e, ge) = base(env), exponent(env)
         value = b ** e
-        grad = {k: value * e * d / b for k, d in gb.items()}
-        log_b = np.log(b) if isinstance(b, np.ndarray) else math.log(b)
+        if isinstance(b, np.ndarray) or isinstance(e, np.ndarray):
+            with np.errstate(all="ignore"):  # a base of 0 takes the limits below instead
+                slope = np.where(b == 0, _slope_at_zero(e), e * value / b)
+                log_b = np.log(b)
+                by_exponent = np.where(b == 0, 0.0, value * log_b)
+        elif b == 0:
+            slope, by_exponent = _slope_at_zero(e), 0.0
+        else:
+            # e * b**(e-1) as e * value / b: b**(e-1) alone overflows for a tiny b
+            slope, by_exponent = e * value / b, value * math.log(b)
+        grad = {k: slope * d for k, d in gb.items()}
         for k, d in ge.items():
-            grad[k] = grad.get(k, 0.0) + value * log_b * d
+            grad[k] = grad.get(k, 0.0) + by_exponent * d
         return value, grad
 
     return general_power
+
+
+def _slope_at_zero(e):
+    """``d(b**e)/db`` at ``b = 0`` for an exponent ``e > 0``: 0 above 1, 1 at 1, infinite
+    below (``b**e * ln b``, the slope in the exponent, tends to 0 there)."""
+    return np.where(e > 1, 0.0, np.where(e == 1, 1.0, math.inf)) if isinstance(
+        e, np.ndarray) else (0.0 if e > 1 else 1.0 if e == 1 else math.inf)
 
 
 def _extreme(parts, pick, surrogate: bool) -> Evaluator:

@@ -99,26 +99,43 @@ def consistent_point(model: Model, seed: int, spread: float,
         return ReferencePoint(_values(names, y), math.inf, False)
     iterations = (REFERENCE.max_iterations if len(names) <= REFERENCE.dense_limit
                   else REFERENCE.sparse_max_iterations)
-    for _ in range(iterations):
-        worst = float(np.max(np.abs(residual))) if residual.size else 0.0
-        if worst <= atol:
-            break
-        step = _gauss_newton_step(rows, residual, index, weights)
-        scale = 1.0
-        while scale > 1e-6:
-            trial = y + scale * step
-            new_residual, new_rows, new_logarithmic = evaluate(trial)
-            # A relation whose sides were both positive must stay so: past a sign change
-            # its relative residual is flat at 1 and no later step can bring it back
-            if (new_residual is not None and not np.any(logarithmic & ~new_logarithmic)
-                    and np.linalg.norm(new_residual) < np.linalg.norm(residual)):
-                y, residual, rows, logarithmic = trial, new_residual, new_rows, new_logarithmic
-                break
-            scale /= 2
-        else:
-            break
     worst = float(np.max(np.abs(residual))) if residual.size else 0.0
-    return ReferencePoint(_values(names, y), worst, worst <= atol)
+    at_floor, steps, damping, growth = False, None, 0.0, 2.0
+    history = [worst]  # the worst residual after each trial point
+    for trial_count in range(iterations):
+        if worst <= atol or at_floor:
+            break
+        # A search that has not halved its residual in a window of trials is at a
+        # least-squares minimum that is not a solution (or crawling towards one): stop
+        if (trial_count >= REFERENCE.stall_window
+                and worst > REFERENCE.stall_ratio * history[-REFERENCE.stall_window]):
+            break
+        if steps is None:
+            steps = _Steps(rows, index, weights)
+        step, predicted = steps.step(residual, damping)
+        trial = y + step
+        new_residual, new_rows, new_logarithmic = evaluate(trial)
+        gain = _gain(residual, new_residual, predicted)
+        # A relation whose sides were both positive must stay so: past a sign change
+        # its relative residual is flat at 1 and no later step can bring it back
+        if gain > 0 and not np.any(logarithmic & ~new_logarithmic):
+            y, residual, rows, logarithmic = trial, new_residual, new_rows, new_logarithmic
+            previous, worst = worst, float(np.max(np.abs(residual))) if residual.size else 0.0
+            # Below the rounding floor a step no longer shrinks the residual: what is
+            # left is the rounding of sums and steep powers, not a relation that fails
+            at_floor = worst <= REFERENCE.rounding_atol and worst > REFERENCE.stall_ratio * previous
+            # Nielsen's rule: the better the linear model predicted, the less damping;
+            # once it is negligible the steps are plain minimum-norm Gauss-Newton again
+            damping *= max(1 / 3, 1 - (2 * gain - 1) ** 3)
+            if damping < REFERENCE.damping_floor * steps.largest_curvature:
+                damping = 0.0
+            steps, growth = None, 2.0
+        else:
+            at_floor = worst <= REFERENCE.rounding_atol
+            damping = max(damping * growth, REFERENCE.damping_start * steps.largest_curvature)
+            growth *= 2
+        history.append(worst)
+    return ReferencePoint(_values(names, y), worst, worst <= atol or at_floor)
 
 
 def _inside(variable, y: float) -> float:
@@ -188,32 +205,67 @@ def _row(lhs, rhs, env):
     return (a - b) / scale, row, False
 
 
-def _gauss_newton_step(rows, residual, index, weights) -> np.ndarray:
-    """The smallest step (in the ``weights`` norm) that zeroes the linearised residuals,
-    dense or sparse."""
-    size = len(weights)
-    scale = 1.0 / np.sqrt(weights)  # solve for z = sqrt(w) * step, min-norm in z
-    if size <= REFERENCE.dense_limit:
-        jacobian = np.zeros((len(rows), size))
-        for i, row in enumerate(rows):
-            for name, value in row.items():
-                if name in index:
-                    jacobian[i, index[name]] = value * scale[index[name]]
-        step, *_ = np.linalg.lstsq(jacobian, -residual, rcond=None)
-        return step * scale
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.linalg import lsqr
+def _gain(residual, new_residual, predicted: float) -> float:
+    """How much of the squared-residual decrease the linear model predicted was realised
+    (Nielsen's gain ratio; -inf where the trial point is undefined or nothing was
+    predicted and nothing gained)."""
+    if new_residual is None:
+        return -math.inf
+    before = float(residual @ residual)
+    actual = before - float(new_residual @ new_residual)
+    expected = before - predicted
+    if expected <= 0:
+        return 1.0 if actual > 0 else -math.inf
+    return actual / expected
 
-    data, rows_i, cols = [], [], []
-    for i, row in enumerate(rows):
-        for name, value in row.items():
-            if name in index:
-                rows_i.append(i)
-                cols.append(index[name])
-                data.append(value * scale[index[name]])
-    jacobian = csr_matrix((data, (rows_i, cols)), shape=(len(rows), size))
-    # an iterative least-squares step with a bounded number of iterations: on a large
-    # model the point may stay approximate (the result says so), but it costs little
-    step = lsqr(jacobian, -residual, atol=1e-14, btol=1e-14,
-                iter_lim=REFERENCE.sparse_iterations)[0]
-    return step * scale
+
+class _Steps:
+    """Damped Gauss-Newton steps from one linearisation, for any damping.
+
+    Each step is the smallest move, in the ``weights`` norm, that minimises the
+    linearised residuals plus ``damping`` times its squared length (Levenberg-Marquardt
+    in the scaled variables ``z = sqrt(w) * step``); with no damping it is the
+    minimum-norm Gauss-Newton step. Dense systems are factorised once (an SVD), so a
+    rejected trial costs one evaluation and no new factorisation; above
+    ``REFERENCE.dense_limit`` quantities the step is an iterative damped least squares.
+    """
+
+    def __init__(self, rows, index, weights):
+        size = len(weights)
+        self.scale = 1.0 / np.sqrt(weights)  # z = sqrt(w) * step: min-norm in z
+        entries = [(i, index[name], value * self.scale[index[name]])
+                   for i, row in enumerate(rows) for name, value in row.items()
+                   if name in index]
+        shape = (len(rows), size)
+        self.dense = size <= REFERENCE.dense_limit
+        if self.dense:
+            self.jacobian = np.zeros(shape)
+            for i, j, value in entries:
+                self.jacobian[i, j] = value
+            u, s, vt = np.linalg.svd(self.jacobian, full_matrices=False)
+            # the cutoff numpy's lstsq applies: directions below it are rounding
+            kept = s > np.finfo(float).eps * max(shape) * (s[0] if s.size else 0.0)
+            self.u, self.s, self.vt = u[:, kept], s[kept], vt[kept]
+            self.largest_curvature = float(self.s[0] ** 2) if self.s.size else 0.0
+        else:
+            from scipy.sparse import csr_matrix
+            from scipy.sparse.linalg import norm
+
+            rows_i, cols, data = zip(*entries, strict=True) if entries else ((), (), ())
+            self.jacobian = csr_matrix((data, (rows_i, cols)), shape=shape)
+            self.largest_curvature = float(norm(self.jacobian) ** 2)  # an upper bound
+
+    def step(self, residual, damping: float) -> tuple[np.ndarray, float]:
+        """The step for ``damping`` and the squared residual the linear model predicts
+        after it."""
+        if self.dense:
+            z = self.vt.T @ (self.s / (self.s ** 2 + damping) * (self.u.T @ -residual))
+        else:
+            from scipy.sparse.linalg import lsqr
+
+            # a bounded number of iterations: on a large model the point may stay
+            # approximate (the result says so), but it costs little
+            z = lsqr(self.jacobian, -residual, damp=math.sqrt(damping), atol=1e-14,
+                     btol=1e-14, iter_lim=REFERENCE.sparse_iterations)[0]
+        predicted = residual + self.jacobian @ z
+        return z * self.scale, float(predicted @ predicted)

@@ -144,3 +144,25 @@ def test_property_arrays_give_each_element_the_float_answer(data):
         assert np.broadcast_to(value, (3,))[i] == pytest.approx(v, rel=1e-15, abs=0)
         for n, d in g.items():
             assert np.broadcast_to(grad[n], (3,))[i] == pytest.approx(d, rel=1e-15, abs=1e-300)
+
+
+def test_a_general_power_of_a_base_at_zero_has_its_limiting_slopes():
+    # Regression (hypothesis draw): the expert-coverage form (1 - k/E)**t with k = E and
+    # t = 1 divided by the base. By hand, with u = 1 - k/E = 0 and t = 1: the value is 0;
+    # k·d/dk = k·t·u**(t-1)·(-1/E) = -k/E = -1, E·d/dE = E·t·u**(t-1)·(k/E²) = k/E = 1;
+    # t·d/dt = t·u**t·ln u -> 0 as u -> 0.
+    k, e, t = sympy.symbols("k e t", positive=True)
+    form = (1 - k / e) ** t
+    value, grad = compile_log_gradient(form)({"k": 124.5, "e": 124.5, "t": 1.0})
+    assert value == 0.0
+    assert grad["k"] == pytest.approx(-1.0, rel=1e-12)
+    assert grad["e"] == pytest.approx(1.0, rel=1e-12)
+    assert grad["t"] == 0.0
+    # on arrays, the same element by element beside an ordinary point (u = 1/2, t = 2:
+    # value 1/4, k·d/dk = -k·2·u/E = -1/2, t·d/dt = 2·(1/4)·ln(1/2))
+    value, grad = compile_log_gradient(form)({"k": np.array([124.5, 1.0]),
+                                              "e": np.array([124.5, 2.0]),
+                                              "t": np.array([1.0, 2.0])})
+    assert value.tolist() == [0.0, 0.25]
+    assert grad["k"].tolist() == pytest.approx([-1.0, -0.5], rel=1e-12)
+    assert grad["t"].tolist() == pytest.approx([0.0, 0.5 * math.log(0.5)], rel=1e-12)
