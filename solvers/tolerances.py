@@ -209,11 +209,15 @@ class BlockOptions:
     distinct_rtol : solutions closer than this (relative, in every quantity) are one.
     flat_share : a quantity is named free when its share of the flat direction is above
         this fraction of the largest share.
+    max_tear_search : when cycles broken one by one leave two or more tears, sets of up
+        to this many relations are tried for a smaller one (the combinations of a block's
+        relations, so kept small).
     """
 
     polish_above: float = 1e-13
     distinct_rtol: float = 1e-7
     flat_share: float = 0.05
+    max_tear_search: int = 2
 
 
 @dataclass(frozen=True)
