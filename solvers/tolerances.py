@@ -68,9 +68,13 @@ class RankOptions:
         that sort first (nearest inputs), at most this many.
     max_completion_size : the largest set of extra pins suggested.
     max_completions : how many of the smallest sets are listed.
+    zero_probe : a quantity exactly zero at a solution (no copy beyond the first) has no
+        log: its column of the Jacobian there is taken at this fraction of its typical
+        value and read per typical value of it (solvers.analysis.at_solution).
     """
 
     rtol: float = 1e-9
+    zero_probe: float = 1e-9
     pivot_threshold: float = 1e-3
     exact_block_limit: int = 12
     null_component: float = 1e-6
