@@ -20,6 +20,9 @@ class ReferenceOptions:
         ``"per_name"`` (one generator per name). What the planner decides does not
         depend on which (tests/solvers/test_reference_draws.py draws both).
     atol : largest ``|ln lhs - ln rhs|`` accepted as holding.
+    rounding_factor : a relation also holds within this many times the rounding of its
+        sides, the machine epsilon times the sum of its row's absolute log-derivatives
+        (a difference of nearly equal terms is evaluated no closer than that).
     max_iterations : Gauss-Newton iterations before giving up.
     dense_limit : above this many quantities the steps use a sparse least-squares solver.
     derived_weight : cost of moving a derived quantity relative to an input (squared
@@ -34,6 +37,7 @@ class ReferenceOptions:
     spread: float = 0.1
     draw: str = "sequence"
     atol: float = 1e-12
+    rounding_factor: float = 4.0
     max_iterations: int = 60
     dense_limit: int = 400
     derived_weight: float = 1e-6

@@ -100,8 +100,7 @@ def consistent_point(model: Model, seed: int, spread: float,
     iterations = (REFERENCE.max_iterations if len(names) <= REFERENCE.dense_limit
                   else REFERENCE.sparse_max_iterations)
     for _ in range(iterations):
-        worst = float(np.max(np.abs(residual))) if residual.size else 0.0
-        if worst <= atol:
+        if _holds(residual, rows, atol):
             break
         step = _gauss_newton_step(rows, residual, index, weights)
         scale = 1.0
@@ -118,7 +117,24 @@ def consistent_point(model: Model, seed: int, spread: float,
         else:
             break
     worst = float(np.max(np.abs(residual))) if residual.size else 0.0
-    return ReferencePoint(_values(names, y), worst, worst <= atol)
+    return ReferencePoint(_values(names, y), worst, _holds(residual, rows, atol))
+
+
+def _holds(residual: np.ndarray, rows, atol: float) -> bool:
+    """Whether every relation holds to ``atol``, or to the rounding of its own sides.
+
+    A side that is a difference of nearly equal terms ((n_chips - t) x ... with t
+    within 0.02% of n_chips) cannot be evaluated closer than the rounding of those terms:
+    about the machine epsilon times the sum of the absolute log-derivatives of the
+    relation's row (its condition number). ``REFERENCE.rounding_factor`` times that is
+    accepted where it is above ``atol``: no step of the search could do better.
+    """
+    eps = np.finfo(float).eps
+    for value, row in zip(residual, rows, strict=True):
+        floor = REFERENCE.rounding_factor * eps * sum(abs(d) for d in row.values())
+        if abs(value) > max(atol, floor):
+            return False
+    return True
 
 
 def _inside(variable, y: float) -> float:
