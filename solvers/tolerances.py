@@ -220,12 +220,15 @@ class BlockOptions:
     max_tear_search : when cycles broken one by one leave two or more tears, sets of up
         to this many relations are tried for a smaller one (the combinations of a block's
         relations, so kept small).
+    compose_limit : a torn block's closed forms are put into those after them (to find
+        the quantities a regime fixes outright) up to this many expression nodes each.
     """
 
     polish_above: float = 1e-13
     distinct_rtol: float = 1e-7
     flat_share: float = 0.05
     max_tear_search: int = 2
+    compose_limit: int = 200
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
+import sympy
 from chalk.solvers.execution import strategies
 from chalk.solvers.execution.numeric import residual_at, solve_tears
 from chalk.solvers.execution.steps import GUARD_RTOL
@@ -208,7 +209,10 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
         whole = form.xreplace(composed)
         if not whole.free_symbols & unknown:
             form = whole
-        composed[symbols[matched[n]]] = whole
+        # a long chain is composed no further than BLOCK.compose_limit nodes: past that
+        # the quantity stands for itself in the forms after it
+        if sum(1 for _ in sympy.preorder_traversal(whole)) <= BLOCK.compose_limit:
+            composed[symbols[matched[n]]] = whole
         sequence.append((matched[n], compile_expr(form, constants)))
     everything = [(compile_expr(b.lhs, constants), compile_expr(b.rhs, constants))
                   for b in branches]
