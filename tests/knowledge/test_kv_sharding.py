@@ -2,7 +2,7 @@
 after (issue 23), worked by hand; and a pipeline stage held to one chip on every path."""
 
 import pytest
-from chalk.symbolic.errors import ChalkError
+from chalk.symbolic.errors import ChalkError, NoSolution
 
 from chalk import solve
 
@@ -216,3 +216,18 @@ def test_chips_backwards_from_the_largest_batch_with_data_parallel_attention():
     assert s.value("attention_data_parallelism") == pytest.approx(chips, rel=1e-9)
     s = solve("max_batch_size", {**LONG, "n_chips": f"{chips!r} chip"}, [*LLAMA, "dp_attention"])
     assert s.value("max_batch_size", "sequence") == pytest.approx(64, rel=1e-9)
+
+
+def test_chips_for_a_batch_no_replica_holds_is_refused_as_proved():
+    # 10,000 sequences of 8,192 tokens: with the heads split (at most 8 chips) it needs
+    # (141.1e9 + 10,000 x 2.684e9) / 80e9 = 337.3 chips, more than 8; with the heads copied
+    # (8 chips or more, C / 8 copies) the KV alone is 10,000 x 2.684e9 x C / 8 = 3.36e12
+    # byte x C, more than the 80e9 byte x C the chips hold. No chip count fits, and each
+    # regime's block is torn at one quantity and scanned over its range, so the refusal is
+    # a proof (NoSolution), not a search that gave up (it was, after about three minutes)
+    split = (WEIGHTS + 10_000 * 8192 * KV_PER_TOKEN) / 80e9
+    assert split == pytest.approx(337.3, abs=0.1) and split > 8
+    assert 10_000 * 8192 * KV_PER_TOKEN / 8 > 80e9
+    with pytest.raises(NoSolution, match="no physical solution with chips_per_stage in its "
+                                         "plausible range"):
+        solve("n_chips", {**LONG, "max_batch_size": "10000 sequence"}, LLAMA)
