@@ -149,8 +149,9 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
          timeout: float, zero_ok: frozenset = frozenset()) -> TornBranch:
     """Tear one regime combination of a block (``branches[i]`` is relation i's equation).
 
-    ``zero_ok`` names the block's quantities that may be exactly zero; a search in log
-    space never reaches zero, so they are torn only when nothing else breaks the cycles.
+    ``zero_ok`` names the block's quantities that may be exactly zero: the closed forms
+    may give them zero, and the search for fewer tears passes over sets that would tear
+    one (a search in log space never reaches zero).
     """
     names = [r.name for r in relations]
     matched = _branch_matching(names, variables, branches)

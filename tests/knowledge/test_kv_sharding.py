@@ -231,3 +231,16 @@ def test_chips_for_a_batch_no_replica_holds_is_refused_as_proved():
     with pytest.raises(NoSolution, match="no physical solution with chips_per_stage in its "
                                          "plausible range"):
         solve("n_chips", {**LONG, "max_batch_size": "10000 sequence"}, LLAMA)
+
+
+def test_a_sweep_of_the_largest_batch_gives_the_chips_solve_gives():
+    # a sweep gets solve's answer at every point: (141.1e9 + B x 8,192 x 327,680) / 80e9
+    # chips at B = 32, 64, 96 sequences: 2.8375, 3.9112, 4.9850
+    from chalk import sweep
+
+    found = sweep("n_chips", "max_batch_size", "32 sequence", "96 sequence", 3,
+                  given=LONG, presets=LLAMA)
+    for batch, chips in zip((32, 64, 96), found.ys["n_chips"].to("chip").magnitude,
+                            strict=True):
+        assert chips == pytest.approx((WEIGHTS + batch * 8192 * KV_PER_TOKEN) / 80e9,
+                                      rel=1e-9)
