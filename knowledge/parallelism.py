@@ -120,13 +120,18 @@ RELATIONS = (
       ("a sequence's KV cache is held whole",
        "rounding down keeps the batch within the HBM; rounding up would overfill it"),
       topic=TOPIC),
+    # The weights held are those memory_demand counts: each data-parallel attention group's
+    # own copy of the attention weights takes HBM beside the one copy in weight_bytes.
     R("weight_fill",
       q.weight_fill * q.pipeline_stages * stage_chips * q.usable_hbm_fraction
-      * q.hbm_capacity, q.weight_bytes,
+      * q.hbm_capacity, q.weight_bytes + q.replicated_attention_params * q.bytes_per_param,
       "share of the usable HBM of the replica's P stages of C chips the weights alone take, "
-      "before any KV cache",
+      "before any KV cache: all weights, with each data-parallel attention group's own copy "
+      "of the attention weights",
       USABLE_HBM,
       ("weights shard evenly over the chips",
+       "replicated_attention_params 0 (the conventions) unless attention is data-parallel "
+       "(knowledge/tensor_parallel.py)",
        "usable_hbm_fraction 1 (the conventions): all of HBM holds weights and KV"),
       topic=TOPIC),
     R("memory_fill",

@@ -20,6 +20,9 @@ class ReferenceOptions:
         ``"per_name"`` (one generator per name). What the planner decides does not
         depend on which (tests/solvers/test_reference_draws.py draws both).
     atol : largest ``|ln lhs - ln rhs|`` accepted as holding.
+    rounding_factor : a relation also holds within this many times the rounding of its
+        sides, the machine epsilon times the sum of its row's absolute log-derivatives
+        (a difference of nearly equal terms is evaluated no closer than that).
     rounding_atol, stall_ratio : below ``rounding_atol`` a residual that one step fails
         to shrink by ``stall_ratio`` is rounding (sums of nearly equal terms, steep
         powers such as the expert-coverage curve): the point counts as holding there.
@@ -46,6 +49,7 @@ class ReferenceOptions:
     spread: float = 0.1
     draw: str = "sequence"
     atol: float = 1e-12
+    rounding_factor: float = 4.0
     rounding_atol: float = 1e-10
     stall_ratio: float = 0.5
     stall_window: int = 40
@@ -85,9 +89,13 @@ class RankOptions:
         that sort first (nearest inputs), at most this many.
     max_completion_size : the largest set of extra pins suggested.
     max_completions : how many of the smallest sets are listed.
+    zero_probe : a quantity exactly zero at a solution (no copy beyond the first) has no
+        log: its column of the Jacobian there is taken at this fraction of its typical
+        value and read per typical value of it (solvers.analysis.at_solution).
     """
 
     rtol: float = 1e-9
+    zero_probe: float = 1e-9
     pivot_threshold: float = 1e-3
     exact_block_limit: int = 12
     null_component: float = 1e-6
@@ -226,11 +234,18 @@ class BlockOptions:
     distinct_rtol : solutions closer than this (relative, in every quantity) are one.
     flat_share : a quantity is named free when its share of the flat direction is above
         this fraction of the largest share.
+    max_tear_search : when cycles broken one by one leave two or more tears, sets of up
+        to this many relations are tried for a smaller one (the combinations of a block's
+        relations, so kept small).
+    compose_limit : a torn block's closed forms are put into those after them (to find
+        the quantities a regime fixes outright) up to this many expression nodes each.
     """
 
     polish_above: float = 1e-13
     distinct_rtol: float = 1e-7
     flat_share: float = 0.05
+    max_tear_search: int = 2
+    compose_limit: int = 200
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,7 @@ def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
     index = {n: i for i, n in enumerate(names)}
     relations = list(relations)
     inputs = other_quantities(model, relations, names)
-    rows = log_jacobian_at(model, relations, values, [*names, *inputs], regimes,
-                           skip_undefined=True)
+    rows = rows_at(model, relations, values, [*names, *inputs], regimes, names)
     if not len(rows):
         return tuple(t for t in targets if t in index)
     null = _null_directions(rows, len(names))
@@ -75,6 +74,56 @@ def open_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
         return ()
     return tuple(t for t in targets if t in index
                  and float(np.max(np.abs(null[:, index[t]]))) > RANK.null_component)
+
+
+def rows_at(model: Model, relations: Iterable[str], values: Mapping[str, float],
+            columns: Sequence[str], regimes: Mapping[str, str] | None,
+            unknowns: Iterable[str]) -> np.ndarray:
+    """The log-space Jacobian rows of ``relations`` at ``values`` over ``columns``, those
+    that can be evaluated there, with the unknowns that are exactly zero read linearly.
+
+    ln 0 has no value: in log space a quantity at zero (no extra copy, no replicated
+    attention) has a column of zeros, and a relation whose two sides both vanish there
+    has no scale; either way the relation that fixes the quantity at zero would seem to
+    leave it free. Such a quantity's column is taken at ``RANK.zero_probe`` of its
+    typical value and divided by that fraction: the change per typical value of it, a
+    scale the rank does not depend on. A relation whose sides both vanish at the
+    solution has its row scaled to a largest entry of 1.
+    """
+    relations = list(relations)
+    zeros = {n for n in unknowns if values.get(n) == 0}
+    if not zeros:
+        return log_jacobian_at(model, relations, values, columns, regimes,
+                               skip_undefined=True)
+    index = {n: i for i, n in enumerate(columns)}
+    probe = {n: RANK.zero_probe * (model.variables[n].typical or 1.0)
+             * model.variables[n].to_base for n in zeros}
+    shifted = {**values, **probe}
+    rows = []
+    with np.errstate(all="ignore"):
+        for name in relations:
+            at = log_jacobian_at(model, [name], values, columns, regimes,
+                                 skip_undefined=True)
+            touched = zeros & model.variables_in(name)
+            if not touched:
+                rows.extend(at)
+                continue
+            near = log_jacobian_at(model, [name], shifted, columns, regimes,
+                                   skip_undefined=True)
+            if not len(near) or not np.all(np.isfinite(near)):
+                rows.extend(at)
+                continue
+            row = near[0]
+            for n in touched:
+                if n in index:
+                    row[index[n]] /= RANK.zero_probe
+            largest = float(np.max(np.abs(row)))
+            if not largest:
+                continue
+            if not len(at):  # both sides vanish at the solution: no scale of their own
+                row = row / largest
+            rows.append(row)
+    return np.array(rows).reshape(len(rows), len(columns))
 
 
 def other_quantities(model: Model, relations: Iterable[str], names: Iterable[str]

@@ -103,7 +103,7 @@ def consistent_point(model: Model, seed: int, spread: float,
     at_floor, steps, damping, growth = False, None, 0.0, 2.0
     history = [worst]  # the worst residual after each trial point
     for trial_count in range(iterations):
-        if worst <= atol or at_floor:
+        if at_floor or _holds(residual, rows, atol):
             break
         # A search that has not halved its residual in a window of trials is at a
         # least-squares minimum that is not a solution (or crawling towards one): stop
@@ -135,7 +135,24 @@ def consistent_point(model: Model, seed: int, spread: float,
             damping = max(damping * growth, REFERENCE.damping_start * steps.largest_curvature)
             growth *= 2
         history.append(worst)
-    return ReferencePoint(_values(names, y), worst, worst <= atol or at_floor)
+    return ReferencePoint(_values(names, y), worst, at_floor or _holds(residual, rows, atol))
+
+
+def _holds(residual: np.ndarray, rows, atol: float) -> bool:
+    """Whether every relation holds to ``atol``, or to the rounding of its own sides.
+
+    A side that is a difference of nearly equal terms ((n_chips - t) x ... with t
+    within 0.02% of n_chips) cannot be evaluated closer than the rounding of those terms:
+    about the machine epsilon times the sum of the absolute log-derivatives of the
+    relation's row (its condition number). ``REFERENCE.rounding_factor`` times that is
+    accepted where it is above ``atol``: no step of the search could do better.
+    """
+    eps = np.finfo(float).eps
+    for value, row in zip(residual, rows, strict=True):
+        floor = REFERENCE.rounding_factor * eps * sum(abs(d) for d in row.values())
+        if abs(value) > max(atol, floor):
+            return False
+    return True
 
 
 def _inside(variable, y: float) -> float:

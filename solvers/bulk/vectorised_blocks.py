@@ -207,10 +207,12 @@ def _torn_residuals(branch, scope, size) -> np.ndarray:
 
 def _complete(branch, scope) -> None:
     """Every quantity of ``branch`` in ``scope`` from its tears, by the closed forms in
-    sequence; NaN where one leaves its (positive) domain."""
+    sequence; NaN where one leaves its domain (positive, or zero where it may be, as
+    TornBranch.complete has it)."""
     for name, fn in branch.sequence:
         value = np.asarray(fn(scope), dtype=float)
-        scope[name] = np.where(value > 0, value, np.nan)
+        admitted = (value > 0) | ((value == 0) & (name in branch.zero_ok))
+        scope[name] = np.where(admitted, value, np.nan)
 
 
 def _varying_inputs(cstep, env, size) -> tuple[str, ...]:

@@ -172,9 +172,10 @@ def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
     unknown_symbols = {s for r in relations for s in r.symbols if s.name in step.variables}
     per_relation = [branches(r, unknown_symbols) for r in relations]
     compiled = CompiledStep(step, "block", relations)
+    zero_ok = frozenset(v for v in step.variables if model.variables[v].allow_zero)
     for combo in itertools.product(*per_relation):
         compiled.block_branches.append(tear(relations, step.variables, list(combo), constants,
-                                            timeout))
+                                            timeout, zero_ok))
     return compiled
 
 

@@ -12,12 +12,14 @@ so several solutions are found (and reported), not just the nearest one.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
+import sympy
 from chalk.solvers.execution import strategies
 from chalk.solvers.execution.numeric import residual_at, solve_tears
 from chalk.solvers.execution.steps import GUARD_RTOL
@@ -40,6 +42,7 @@ class TornBranch:
     variables: list  # every quantity of the block, in matched order
     regimes: dict = field(default_factory=dict)  # relation -> the regime it is in here
     guard_names: list = field(default_factory=list)  # (a, b) as text, beside ``guards``
+    zero_ok: frozenset = frozenset()  # quantities of the block that may be exactly zero
 
     def complete(self, env: dict, tear_values: dict) -> dict:
         """All block values from the tear values (may contain NaN off the domain)."""
@@ -51,9 +54,11 @@ class TornBranch:
                     value = float(fn(scope))
                 except (ArithmeticError, ValueError, TypeError):
                     value = math.nan
-                # Every quantity is positive: a guess that drives one to zero or below is
-                # off the physical domain, and its root-finding edge is found as such.
-                scope[name] = value if value > 0 else math.nan
+                # Every quantity is positive (or zero, where it may be: no copy beyond the
+                # first): a guess that drives one below is off the physical domain, and
+                # its root-finding edge is found as such.
+                admitted = value > 0 or (value == 0 and name in self.zero_ok)
+                scope[name] = value if admitted else math.nan
         return scope
 
     def first_undefined(self, env: dict, tear_values: dict) -> str:
@@ -141,8 +146,13 @@ class TornBranch:
 
 
 def tear(relations, variables, branches: list[Branch], constants: dict,
-         timeout: float) -> TornBranch:
-    """Tear one regime combination of a block (``branches[i]`` is relation i's equation)."""
+         timeout: float, zero_ok: frozenset = frozenset()) -> TornBranch:
+    """Tear one regime combination of a block (``branches[i]`` is relation i's equation).
+
+    ``zero_ok`` names the block's quantities that may be exactly zero: the closed forms
+    may give them zero, and the search for fewer tears passes over sets that would tear
+    one (a search in log space never reaches zero).
+    """
     names = [r.name for r in relations]
     matched = _branch_matching(names, variables, branches)
     symbols = {s.name: s for r in relations for s in r.symbols}
@@ -159,8 +169,9 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
     needs = {name: {s.name for s in (b.lhs - b.rhs).free_symbols} - {matched[name]}
              for name, b in zip(names, branches, strict=True)}
     producer = {v: n for n, v in matched.items()}
-    torn = {n for n in names if forms[n] is None}
-    while True:  # sorted everywhere, so the same block always tears the same way
+    forced = {n for n in names if forms[n] is None}  # no closed form: torn whatever else
+
+    def graph_without(torn):
         graph = nx.DiGraph()
         graph.add_nodes_from(n for n in names if n not in torn)
         for n in list(graph.nodes):
@@ -168,6 +179,11 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
                 source = producer.get(v)
                 if source is not None and source not in torn and source != n:
                     graph.add_edge(source, n)
+        return graph
+
+    torn = set(forced)
+    while True:  # sorted everywhere, so the same block always tears the same way
+        graph = graph_without(torn)
         cyclic = sorted((sorted(c) for c in nx.strongly_connected_components(graph)
                          if len(c) > 1), key=lambda c: (-len(c), c))
         if not cyclic:
@@ -177,8 +193,28 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
         sub = graph.subgraph(component)
         torn.add(max(sorted(component), key=lambda n: sub.in_degree(n) * sub.out_degree(n)
                      + sub.out_degree(n)))
+    torn = _fewest_tears(names, forced, torn, graph_without,
+                         lambda n: matched[n] in zero_ok)
+    graph = graph_without(torn)
     order = list(nx.lexicographical_topological_sort(graph))
-    sequence = [(matched[n], compile_expr(forms[n], constants)) for n in order]
+    # A quantity whose closed form, with those before it put in, keeps none of the
+    # block's quantities is fixed by this regime alone (t x (n_kv_heads / t) x ... - 1 is
+    # n_kv_heads x ... - 1 whatever t): it is evaluated in that form, so an exact value
+    # (no copy beyond the first: zero) comes out exact, not as the rounding of a
+    # cancellation a log-space search could never meet.
+    unknown = {symbols[v] for v in variables if v in symbols}
+    composed = {}
+    sequence = []
+    for n in order:
+        form = forms[n]
+        whole = form.xreplace(composed)
+        if not whole.free_symbols & unknown:
+            form = whole
+        # a long chain is composed no further than BLOCK.compose_limit nodes: past that
+        # the quantity stands for itself in the forms after it
+        if sum(1 for _ in sympy.preorder_traversal(whole)) <= BLOCK.compose_limit:
+            composed[symbols[matched[n]]] = whole
+        sequence.append((matched[n], compile_expr(form, constants)))
     everything = [(compile_expr(b.lhs, constants), compile_expr(b.rhs, constants))
                   for b in branches]
     residuals = [sides for n, sides in zip(names, everything, strict=True) if n in torn]
@@ -188,7 +224,33 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
     labels = tuple(b.regime for b in branches if b.regime)
     regimes = {n: b.regime for n, b in zip(names, branches, strict=True) if b.regime}
     return TornBranch([matched[n] for n in names if n in torn], sequence, residuals, guards,
-                      labels, everything, list(variables), regimes, guard_names)
+                      labels, everything, list(variables), regimes, guard_names,
+                      frozenset(zero_ok))
+
+
+def _fewest_tears(names, forced: set, greedy: set, graph_without, may_be_zero) -> set:
+    """The smallest set of relations to tear, if smaller than the greedy ``greedy``.
+
+    Breaking cycles at the best-connected relation first can take two tears where one
+    would do, and two tears are searched by Newton from several starts (incomplete)
+    where one is scanned over its whole range (complete). Sets of up to
+    ``BLOCK.max_tear_search`` relations beyond the ``forced`` ones (no closed form) are
+    tried, fewest first, the first in name order among sets of one size; a set that would
+    tear a quantity that may be zero is passed over (log space never reaches zero). The
+    greedy set stands where no smaller set is found.
+    """
+    extra = len(greedy) - len(forced)
+    if extra <= 1:
+        return greedy
+    free = sorted(n for n in names if n not in forced)
+    for size in range(1, min(extra, BLOCK.max_tear_search + 1)):
+        for chosen in itertools.combinations(free, size):
+            if any(map(may_be_zero, chosen)):
+                continue
+            cycles = nx.strongly_connected_components(graph_without(forced | set(chosen)))
+            if not any(len(c) > 1 for c in cycles):
+                return forced | set(chosen)
+    return greedy
 
 
 def _branch_matching(names, variables, branches) -> dict[str, str]:

@@ -219,6 +219,12 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
     architecture gives a count only with its zeros put in (a dense model's absent
     experts), they are put in for this test; the headline stays named in the note as the
     count's cross-check.
+
+    A headline whose choice a pin of its layer or higher states the other way (one of its
+    ``gives_way_to``: a layout's chips per attention group for its count of groups) gives
+    way to that statement even where the other pins do not determine it: the
+    conventions' one group beside the dp_attention preset's one chip a group would
+    otherwise say "one chip" for a replica whose size is asked for.
     """
     pins = dict(pins)
     notes = []
@@ -235,6 +241,12 @@ def yield_headlines(model: Model, pins: Mapping[str, Pin]) -> Yielded:
                                          architecture=model.variables[name].unit == "param"))
                 del pins[name]
                 break
+        else:
+            stated = tuple(sorted(g for g in pins[name].gives_way_to if g in pins
+                                  and outranked(pins[name], [pins[g]], model)))
+            if stated:
+                notes.append(_yield_note(pins[name], stated, architecture=False))
+                del pins[name]
     return Yielded(pins, tuple(notes))
 
 

@@ -2,7 +2,7 @@
 after (issue 23), worked by hand; and a pipeline stage held to one chip on every path."""
 
 import pytest
-from chalk.symbolic.errors import ChalkError
+from chalk.symbolic.errors import ChalkError, NoSolution
 
 from chalk import solve
 
@@ -160,3 +160,87 @@ def test_a_kind_alone_in_its_group_is_chosen_by_its_own_markers():
     s = solve("kv_heads_per_chip", {"n_kv_heads": 8, "attention_tensor_parallelism": "16 chip"},
               ["none"], model=alone)
     assert s.value("kv_heads_per_chip") == pytest.approx(1)
+
+
+# Issue 23: the replica's chips backwards from the largest batch, 64 sequences of 8,192
+# tokens: 64 x 8,192 x 327,680 byte = 171,798,691,840 byte of KV in one copy.
+LONG = {"context_length": "8192 token", "total_params": "70.55e9 param"}
+LONG_PINS = {**LONG, "max_batch_size": "64 sequence"}
+KV_OF_64 = 64 * 8192 * KV_PER_TOKEN
+
+
+def test_chips_backwards_from_the_largest_batch_split_the_kv_heads():
+    # Regression: the block that sizes the attention group from the memory has, in the
+    # regime where the group splits the 8 KV heads, kv_extra_copies = t x (2 x (8 / t) x
+    # 128) / 2,048 - 1 = 0 exactly (and no attention copies in Megatron's layout), which a
+    # search in log space never reached: after about three minutes, "no start of the
+    # numeric search ... reached one". By hand, with one copy of everything and all of HBM
+    # usable (the conventions): N x 80e9 = 141.1e9 + 171.799e9, N = 3.9112 chips, fewer
+    # than the 8 KV heads, so each chip holds 8 / 3.9112 = 2.045 of them and the KV is
+    # split, not copied.
+    assert KV_OF_64 == 171_798_691_840
+    chips = (WEIGHTS + KV_OF_64) / 80e9
+    assert chips == pytest.approx(3.91123, abs=1e-5)
+    s = solve(["n_chips", "kv_extra_copies", "kv_cache_copies", "kv_heads_per_chip",
+               "replicated_attention_params"], LONG_PINS, LLAMA)
+    assert s.value("n_chips", "chip") == pytest.approx(chips, rel=1e-9)
+    assert s.value("kv_extra_copies") == 0
+    assert s.value("kv_cache_copies") == 1
+    assert s.value("kv_heads_per_chip") == pytest.approx(8 / chips, rel=1e-9)
+    assert s.value("replicated_attention_params", "param") == 0
+    assert "regime: KV heads split" in str(s)
+    # forwards at that chip count, the largest batch is the 64 sequences again
+    s = solve("max_batch_size", {**LONG, "n_chips": f"{chips!r} chip"}, LLAMA)
+    assert s.value("max_batch_size", "sequence") == pytest.approx(64, rel=1e-9)
+
+
+def test_chips_backwards_from_the_largest_batch_with_data_parallel_attention():
+    # dp_attention: every chip a group of one, holding all 8 KV heads (no KV copies) and
+    # the whole attention weights, 2 x 8,192 x 64 x 128 + 2 x 8,192 x 8 x 128 =
+    # 150,994,944 param a layer: N - 1 copies beyond the first, each 80 layers of it in
+    # 2 byte. N x 80e9 = 141.1e9 + (N - 1) x a + 171.799e9 with a = 2 x 80 x 150,994,944
+    # = 24,159,191,040 byte: N = (312.899e9 - a) / (80e9 - a) = 5.1708. Regression: the
+    # conventions' one attention group stood beside the preset's one chip a group, so the
+    # replica was one chip and the memory gave -116.5e9 param of attention copies.
+    layer = 2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128
+    assert layer == 150_994_944
+    a = 2 * 80 * layer
+    chips = (WEIGHTS + KV_OF_64 - a) / (80e9 - a)
+    assert chips == pytest.approx(5.1708, abs=1e-4)
+    s = solve(["n_chips", "kv_cache_copies", "replicated_attention_params",
+               "attention_data_parallelism"], LONG_PINS, [*LLAMA, "dp_attention"])
+    assert s.value("n_chips", "chip") == pytest.approx(chips, rel=1e-9)
+    assert s.value("kv_cache_copies") == 1
+    assert s.value("replicated_attention_params", "param") == pytest.approx(
+        (chips - 1) * 80 * layer, rel=1e-9)
+    assert s.value("attention_data_parallelism") == pytest.approx(chips, rel=1e-9)
+    s = solve("max_batch_size", {**LONG, "n_chips": f"{chips!r} chip"}, [*LLAMA, "dp_attention"])
+    assert s.value("max_batch_size", "sequence") == pytest.approx(64, rel=1e-9)
+
+
+def test_chips_for_a_batch_no_replica_holds_is_refused_as_proved():
+    # 10,000 sequences of 8,192 tokens: with the heads split (at most 8 chips) it needs
+    # (141.1e9 + 10,000 x 2.684e9) / 80e9 = 337.3 chips, more than 8; with the heads copied
+    # (8 chips or more, C / 8 copies) the KV alone is 10,000 x 2.684e9 x C / 8 = 3.36e12
+    # byte x C, more than the 80e9 byte x C the chips hold. No chip count fits, and each
+    # regime's block is torn at one quantity and scanned over its range, so the refusal is
+    # a proof (NoSolution), not a search that gave up (it was, after about three minutes)
+    split = (WEIGHTS + 10_000 * 8192 * KV_PER_TOKEN) / 80e9
+    assert split == pytest.approx(337.3, abs=0.1) and split > 8
+    assert 10_000 * 8192 * KV_PER_TOKEN / 8 > 80e9
+    with pytest.raises(NoSolution, match="no physical solution with chips_per_stage in its "
+                                         "plausible range"):
+        solve("n_chips", {**LONG, "max_batch_size": "10000 sequence"}, LLAMA)
+
+
+def test_a_sweep_of_the_largest_batch_gives_the_chips_solve_gives():
+    # a sweep gets solve's answer at every point: (141.1e9 + B x 8,192 x 327,680) / 80e9
+    # chips at B = 32, 64, 96 sequences: 2.8375, 3.9112, 4.9850
+    from chalk import sweep
+
+    found = sweep("n_chips", "max_batch_size", "32 sequence", "96 sequence", 3,
+                  given=LONG, presets=LLAMA)
+    for batch, chips in zip((32, 64, 96), found.ys["n_chips"].to("chip").magnitude,
+                            strict=True):
+        assert chips == pytest.approx((WEIGHTS + batch * 8192 * KV_PER_TOKEN) / 80e9,
+                                      rel=1e-9)

@@ -66,6 +66,43 @@ def test_per_user_speed_on_32_h800s_gives_a_batch_that_does_not_fit():
     assert json.loads(s.to_json())["flags"] == [flag]
 
 
+# One MLA attention layer of DeepSeek-V3 (d_model 7,168, q_lora_rank 1,536, 128 heads, nope
+# 128 and rope 64 query/key widths, kv_lora_rank 512, value width 128):
+#   query down 7,168 x 1,536                       =  11,010,048
+#   query up 1,536 x 128 x (128 + 64)              =  37,748,736
+#   joint KV down with the RoPE key 7,168 x 576    =   4,128,768
+#   KV up to keys and values 512 x 128 x (128 + 128) = 16,777,216
+#   output 128 x 128 x 7,168                       = 117,440,512
+#                                                  = 187,105,280 param a layer
+ATTENTION_LAYER = 11_010_048 + 37_748_736 + 4_128_768 + 16_777_216 + 117_440_512
+assert ATTENTION_LAYER == 187_105_280
+
+
+@pytest.mark.parametrize(("precision", "bytes_per_param"), [("bf16", 2), ("fp8", 1)])
+def test_weight_fill_counts_each_attention_groups_own_copy(precision, bytes_per_param):
+    # Regression: weight_fill counted weight_bytes alone, so under dp_attention (32 groups of
+    # one chip, each holding the whole attention weights) it said 0.524 in bf16 while
+    # memory_demand counted the 31 copies beyond the first. By hand: 31 x 61 x 187,105,280 =
+    # 353,816,084,480 param of copies; in bf16 (671e9 + 353.816e9) x 2 byte / (32 x 80e9
+    # byte) = 2,049.632e9 / 2,560e9 = 0.8006; in fp8 half the bytes, 0.4003
+    copies = 31 * 61 * ATTENTION_LAYER
+    assert copies == 353_816_084_480
+    fill = (671e9 + copies) * bytes_per_param / (32 * 80e9)
+    assert fill == pytest.approx(0.8006 / (2 / bytes_per_param), abs=1e-4)
+    s = solve(["weight_fill", "replicated_attention_params"],
+              {"n_chips": "32 chip", **COUNTS}, ["deepseek_v3", "h800", precision,
+                                                 "dp_attention"])
+    assert s.value("replicated_attention_params", "param") == pytest.approx(copies, rel=1e-12)
+    assert s.value("weight_fill") == pytest.approx(fill, rel=1e-9)
+    # Megatron's layout (the conventions) keeps one copy split over the chips: no copies,
+    # 671e9 x bytes / (32 x 80e9), unchanged by the fix
+    s = solve(["weight_fill", "replicated_attention_params"],
+              {"n_chips": "32 chip", **COUNTS}, ["deepseek_v3", "h800", precision])
+    assert s.value("replicated_attention_params", "param") == 0
+    assert s.value("weight_fill") == pytest.approx(671e9 * bytes_per_param / (32 * 80e9),
+                                                   rel=1e-9)
+
+
 def test_a_serving_answer_that_fits_reports_its_fill_without_a_flag():
     # 64 sequences on 32 chips, each holding the whole latent (32 copies):
     # (1,342e9 + 64 x 32 kv) / 32 / 80e9 = 0.7491

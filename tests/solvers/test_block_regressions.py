@@ -338,3 +338,52 @@ def test_a_failed_multi_start_search_does_not_claim_there_is_no_solution(scale):
         assert abs(held - pins[pin]) <= 1e-9 * pins[pin], f"{pin} = {first}^2 + {second}^2"
     for name, want in drawn.items():
         assert _close(got[name], want), f"{name} = {got[name]!r}, drawn {want!r}"
+
+
+# --- 7. a regime that fixes a quantity at exactly zero ------------------------------------------
+
+
+def _group_model():
+    """The shape of the KV-sharding block (knowledge/kv_sharding.py) in made-up numbers.
+
+    z chips form one group of t = z / d; each chip holds h = max(1, n / t) of n heads; the
+    extra copies x = t h / n - 1 and the copied attention r = (z - t) a / t may both be
+    zero; k = 1 + x copies of a batch b fit in z chips of capacity m beside weights w and
+    the copies r: b k = z m - w - r. While the group has at most n chips, x = 0 whatever
+    t is, and with one group r = 0 too. Named so that, as in the knowledge base, r is
+    solved from its own relation and the memory is the torn one (solved for r, the memory
+    would leave r t = (z - t) a as the residual, both sides vanishing at the answer).
+    """
+    names = ["a", "b", "d", "h", "k", "m", "n", "r", "t", "w", "x", "z"]
+    variables = [Variable(v, "1", "synthetic", typical=1.0, allow_zero=v in ("r", "x"))
+                 for v in names]
+    a, b, d, h, k, m, n, r, t, w, x, z = (v.symbol for v in variables)
+    relations = [
+        Relation("groups", t, z / d, "synthetic", definition()),
+        Relation("heads", h, sympy.Max(1, n / t), "synthetic", definition(),
+                 regimes=(("split", n / t), ("copied", sympy.Integer(1)))),
+        Relation("extra", x, t * h / n - 1, "synthetic", definition()),
+        Relation("copies", k, 1 + x, "synthetic", definition()),
+        Relation("copied_attention", r * t, (z - t) * a, "synthetic", definition()),
+        Relation("memory", b * k, z * m - w - r, "synthetic", definition()),
+    ]
+    return build_model(variables, relations)
+
+
+def test_a_regime_that_fixes_a_quantity_at_zero_is_solved_by_a_complete_scan():
+    # Regression (issue 23): in the "split" regime x = t (n / t) / n - 1 is exactly 0 and r
+    # = 0, but the block was torn at two quantities (the best-connected relation first)
+    # and Newton in log space never reaches a zero, so no start found the answer; and a
+    # zero from the closed forms was taken as off the domain. By hand, with n = 8 heads,
+    # d = 1 group, a = 5, b = 2, m = 1, w = 1: x = 0, k = 1, r = 0, 2 = z - 1, z = 3
+    # (3 chips, at most 8: split, each holding 8 / 3 heads). In the "copied" regime
+    # (t >= 8) x = t / 8 - 1 and 2 t / 8 = z - 1 gives z = 4 / 3, below 8: no solution.
+    pins = {"n": 8, "d": 1, "a": 5, "b": 2, "m": 1, "w": 1}
+    s = solve(["z", "x", "r", "h"], pins, NONE, model=_group_model())
+    assert _close(s.value("z"), 3)
+    assert s.value("x") == 0
+    assert s.value("r") == 0
+    assert _close(s.value("h"), 8 / 3)
+    (step,) = [st for st in s.derivation.steps if len(st.variables) > 1]
+    assert step.method == "numeric block"  # a complete scan of one tear, not multi-start
+    assert "regime: split" in step.note

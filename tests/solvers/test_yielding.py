@@ -427,3 +427,25 @@ def test_no_zero_is_computed_back_through_what_it_feeds():
     known = {"acceptance_rate", "draft_tokens"}
     assert computed_from(model, "rejected_tokens_per_step", known,
                          avoid=downstream(model, "rejected_tokens_per_step")) == known
+
+
+def test_a_layout_stated_by_the_chips_of_a_group_replaces_the_default_count_of_groups():
+    # Regression (issue 23): with no n_chips, nothing determines attention_data_parallelism
+    # from the dp_attention preset's one chip a group, so the conventions' one group stood
+    # beside it and the replica was 1 x 1 = 1 chip: the chips for a batch of 64 answered
+    # with -116.5e9 param of attention copies. Stated the other way by a higher layer (its
+    # gives_way_to), the count of groups gives way whatever else is pinned.
+    from chalk.solvers.pinning.yielding import yield_headlines
+
+    model = load_model()
+    groups = Pin("attention_data_parallelism", 1.0, "1", Layer.CONVENTIONS, "careful",
+                 headline=True, gives_way_to=("attention_tensor_parallelism",))
+    chips = Pin("attention_tensor_parallelism", 1.0, "1 chip", Layer.PRESET, "dp_attention")
+    kept = yield_headlines(model, {groups.name: groups, chips.name: chips})
+    assert set(kept.pins) == {"attention_tensor_parallelism"}
+    (note,) = kept.notes
+    assert note.data["name"] == "attention_data_parallelism"
+    assert note.data["behind"] == ("attention_tensor_parallelism",)
+    # alone, the default stands: nothing states the layout another way
+    kept = yield_headlines(model, {groups.name: groups})
+    assert set(kept.pins) == {"attention_data_parallelism"}
