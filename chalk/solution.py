@@ -21,7 +21,7 @@ from chalk.symbolic.errors import ChalkError
 from chalk.symbolic.model import Model
 from chalk.symbolic.printing.quantities import format_quantity
 from chalk.symbolic.printing.readable import Readable
-from chalk.symbolic.units import Q_
+from chalk.symbolic.units import Q_, conversion_factor
 
 
 class Solution:
@@ -80,7 +80,9 @@ class Solution:
     def value(self, name: str, unit: str | None = None) -> float:
         """A determined quantity as a float, in ``unit`` or its declared unit."""
         quantity = self[name]
-        return float(quantity.to(unit).magnitude if unit else quantity.magnitude)
+        if unit is None:
+            return float(quantity.magnitude)
+        return float(quantity.magnitude) * conversion_factor(quantity.units, unit)
 
     def interval(self, name: str, unit: str | None = None) -> tuple:
         """The 90% interval (5th, 95th percentile) of an uncertain result, as Quantities."""

@@ -23,6 +23,14 @@ def base_factor(unit: pint.Unit) -> float:
 
 
 @lru_cache(maxsize=1024)
+def conversion_factor(unit: pint.Unit, to: str) -> float:
+    """Factor that converts a magnitude in ``unit`` to the unit named ``to`` (chalk's
+    registry has no offset units, so every conversion is a factor); pint's own error
+    where the dimensions differ."""
+    return float(Q_(1.0, unit).to(to).magnitude)
+
+
+@lru_cache(maxsize=1024)
 def dimensionality(unit: pint.Unit) -> pint.util.UnitsContainer:
     """The dimensionality of ``unit`` as a pint container."""
     return ureg.get_dimensionality(unit)

@@ -85,6 +85,9 @@ class CompiledStep:
     held: frozenset = frozenset()
     inputs: tuple = ()  # the other quantities of its relations (steps.inputs_of)
     conditioning_inputs: tuple = ()  # what its answer is measured against (below)
+    # the one closed form an explicit step always takes, where nothing about it is
+    # decided at run time (:func:`_direct`); None otherwise
+    direct: _CompiledCandidate | None = None
 
 
 @dataclass
@@ -125,6 +128,7 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
                 if cc.candidate.expr is not None and not cc.bounded:
                     cc.measured = measured_for(model, compiled.relations[0],
                                                compiled.step.variables[0], cc.candidate.expr)
+        compiled.direct = _direct(compiled)
         inputs = set(compiled.inputs)
         compiled.held = frozenset(inputs & set(plan.placeholders) - used)
         used |= inputs & set(plan.placeholders)
@@ -135,6 +139,19 @@ def _compiled(model: Model, pinned, targets, timeout, regime=()) -> CompiledPlan
                        compile_expr(relation.rhs, constants)))
     return CompiledPlan(plan, model, steps, checks, constants,
                         may_leave_open(model, plan.steps))
+
+
+def _direct(cstep: CompiledStep) -> _CompiledCandidate | None:
+    """The candidate of an explicit step with nothing to decide at run time: one closed
+    form, no regime, guard, polish, conditioning check or regime note. Such a step is
+    its value and the physical test (:func:`_run_explicit` with all of that skipped gives
+    the same record); anything else takes the full path."""
+    if cstep.kind != "explicit" or cstep.regime_args or len(cstep.candidates) != 1:
+        return None
+    cc = cstep.candidates[0]
+    simple = (cc.candidate.expr is not None and not cc.candidate.regime and not cc.guards
+              and not cc.polish and cc.bounded)
+    return cc if simple else None
 
 
 def _compile_step(model: Model, step: Step, constants, timeout) -> CompiledStep:
@@ -212,6 +229,8 @@ def run_steps(compiled: CompiledPlan, pins: Mapping[str, float], regime: str | N
                     records.append(run_block(model, cstep, env, regime, pick))
                 elif cstep.kind == "numeric":
                     records.append(run_numeric(model, cstep, env, pick))
+                elif cstep.direct is not None and pick is None:
+                    records.append(_run_direct(model, cstep, env, regime))
                 else:
                     records.append(_run_explicit(model, cstep, env, regime, pick))
             except AmbiguousSolution as exc:
@@ -249,6 +268,19 @@ def _searched_upstream(model: Model, cstep: CompiledStep, records) -> StepRecord
             return record
         frontier.extend(record.inputs)
     return None
+
+
+def _run_direct(model: Model, cstep: CompiledStep, env, regime) -> StepRecord:
+    """An explicit step with nothing to decide (:func:`_direct`): its value where it is
+    physical; where not, the full path says why."""
+    name, cc = cstep.step.variables[0], cstep.direct
+    value = cc.value(env)
+    if isinstance(value, complex) or not physical(model, name, value,
+                                                  name in cstep.provisional):
+        return _run_explicit(model, cstep, env, regime)
+    value = float(value)
+    env[name] = value
+    return _record(cstep, cc, None, cstep.note)
 
 
 def _run_explicit(model: Model, cstep: CompiledStep, env, regime, pick=None) -> StepRecord:
