@@ -10,7 +10,9 @@ computed once per model. Each step is the smallest weighted move that satisfies
 the linearised relations, with inputs far stiffer than derived quantities: the
 result is close to evaluating the derived quantities forwards from typical
 inputs (so a saturating curve is met where its inputs put it, not pushed to its
-plateau by the cheapest move).
+plateau by the cheapest move). Where such a step overshoots (the linearisation of a
+difference of nearly equal terms), it is damped (Levenberg-Marquardt) rather than
+halved along its own direction.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ class ReferencePoint:
     """Base-unit values of every quantity at which every relation holds.
 
     ``residual`` is the largest ``|ln lhs - ln rhs|`` left; ``converged`` says
-    whether it is below the declared tolerance.
+    whether every relation holds: below ``REFERENCE.atol``, within the rounding of its
+    own sides, or at a floor below ``REFERENCE.rounding_atol`` no step could lower.
     """
 
     values: Mapping[str, float]
