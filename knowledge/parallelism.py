@@ -21,6 +21,10 @@ TOPIC = "pipelining and memory capacity"
 one_sequence = unit_constant("sequence").symbol
 chips = count(BY_NAME["n_chips"])
 stage_chips = count(BY_NAME["chips_per_stage"])
+# The weights a replica holds: one copy of every weight, plus each data-parallel attention
+# group's own copy of the attention weights (knowledge/tensor_parallel.py). Memory demand,
+# the largest batch and the weights' share of HBM all count the same bytes.
+held_weights = q.weight_bytes + q.replicated_attention_params * q.bytes_per_param
 
 # An engine keeps part of HBM for itself (CUDA context, activations, fragmentation): vLLM
 # fills gpu_memory_utilization of it (default 0.9) with weights and the KV cache.
@@ -82,8 +86,8 @@ RELATIONS = (
       ("every stage has the same number of chips",),
       topic=TOPIC),
     R("memory_demand",
-      q.memory_demand, q.weight_bytes + q.replicated_attention_params * q.bytes_per_param
-      + q.global_batch_size * q.kv_bytes_per_sequence * q.kv_cache_copies,
+      q.memory_demand,
+      held_weights + q.global_batch_size * q.kv_bytes_per_sequence * q.kv_cache_copies,
       "memory the whole system needs: all weights (with each data-parallel attention "
       "group's own copy of the attention weights) plus every sequence's KV cache, as many "
       "times as the attention groups hold it",
@@ -103,7 +107,7 @@ RELATIONS = (
     R("max_batch_size",
       q.max_batch_size * q.pipeline_stages * q.kv_bytes_per_sequence * q.kv_cache_copies,
       q.pipeline_stages * stage_chips * q.usable_hbm_fraction * q.hbm_capacity
-      - q.weight_bytes - q.replicated_attention_params * q.bytes_per_param,
+      - held_weights,
       "the largest batch that fits: the usable HBM of the P stages of C chips the weights "
       "(and any extra attention copies) leave, over the KV cache of each sequence in flight "
       "(with its copies), P micro-batches of it (memory_fill = 1 in memory_demand)",
@@ -120,11 +124,9 @@ RELATIONS = (
       ("a sequence's KV cache is held whole",
        "rounding down keeps the batch within the HBM; rounding up would overfill it"),
       topic=TOPIC),
-    # The weights held are those memory_demand counts: each data-parallel attention group's
-    # own copy of the attention weights takes HBM beside the one copy in weight_bytes.
     R("weight_fill",
       q.weight_fill * q.pipeline_stages * stage_chips * q.usable_hbm_fraction
-      * q.hbm_capacity, q.weight_bytes + q.replicated_attention_params * q.bytes_per_param,
+      * q.hbm_capacity, held_weights,
       "share of the usable HBM of the replica's P stages of C chips the weights alone take, "
       "before any KV cache: all weights, with each data-parallel attention group's own copy "
       "of the attention weights",
