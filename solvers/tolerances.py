@@ -298,6 +298,9 @@ class ConditioningOptions:
         about 2.2e-16 / 1e-13 = 2e-3 of the measurement, and an answer that still moves
         more than ``secant`` has an elasticity above 1e-3 / 1e-13 = 1e10, past
         ``refuse``.
+    remembered : scalar verdicts a closed form keeps by the values of its quantities in
+        the vectorised run (then it forgets them and starts again): a sweep or a fit asks
+        for each step its varied pins do not reach at every call.
     """
 
     refuse: float = 1e9
@@ -306,6 +309,7 @@ class ConditioningOptions:
     secant: float = 1e-3
     shrink: float = 1e-3
     smallest_step: float = 1e-13
+    remembered: int = 1024
 
 
 @dataclass(frozen=True)

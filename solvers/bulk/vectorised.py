@@ -26,7 +26,7 @@ from chalk.solvers.execution.execute import CompiledPlan
 from chalk.solvers.execution.placeholders import placeholder_values
 from chalk.solvers.execution.steps import physical, regime_for
 from chalk.solvers.execution.strategies import search_range
-from chalk.solvers.tolerances import SCAN, STEPS
+from chalk.solvers.tolerances import CONDITIONING, SCAN, STEPS
 
 
 @dataclass
@@ -100,7 +100,7 @@ def _explicit(model, cstep, env, regime, size, result):
             if not physical(model, name, value, name in cstep.provisional):
                 result.failed[name] = size
                 value = math.nan
-            elif not only.bounded and refused(only.value, env, only.measured, value):
+            elif not only.bounded and scalar_refused(only, env, value):
                 result.ill_conditioned[name] = size
                 value = math.nan
             env[name] = value
@@ -163,6 +163,28 @@ def _explicit(model, cstep, env, regime, size, result):
     if any(cc.candidate.regime for cc in cstep.candidates):
         result.regimes[name] = label_of
     _regime_labels(cstep, env, size, result, name)
+
+
+def scalar_refused(cc, env: dict, value: float) -> bool:
+    """Whether the scalar step refuses the closed form ``cc``'s answer ``value`` as
+    ill-conditioned, remembered by the values of the quantities in the form: the measure
+    is a pure function of them, and a sweep, a fit or a Monte Carlo run asks it again at
+    every call for each step that none of its varied pins reaches (a replica's batch from
+    its memory while the efficiencies vary)."""
+    names = cc.verdicts.get(None)
+    if names is None:
+        names = cc.verdicts[None] = tuple(sorted(s.name for s in cc.candidate.expr.free_symbols))
+    key = tuple(env.get(n) for n in names)
+    if any(isinstance(v, np.ndarray) for v in key):  # not a scalar point: measured afresh
+        return bool(refused(cc.value, env, cc.measured, value))
+    found = cc.verdicts.get(key)
+    if found is None:
+        found = bool(refused(cc.value, env, cc.measured, value))
+        if len(cc.verdicts) > CONDITIONING.remembered:
+            cc.verdicts.clear()
+            cc.verdicts[None] = names
+        cc.verdicts[key] = found
+    return found
 
 
 def _ill_conditioned(model, cstep, cc, env, value, where, size, result) -> np.ndarray:

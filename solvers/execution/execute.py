@@ -63,6 +63,9 @@ class _CompiledCandidate:
     last_record: StepRecord | None = None  # of the last run that took it (_record)
     # the inputs its elasticity is measured against (:func:`measured_for`)
     measured: tuple = ()
+    # scalar refusals already measured, by the values of the form's quantities
+    # (solvers.bulk.vectorised.scalar_refused): a pure function of them
+    verdicts: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass

@@ -106,6 +106,33 @@ def test_the_vectorised_run_refuses_where_solve_does():
         compiled.solve({"decode_tokens_per_step": 2 - 2.0 ** -40})
 
 
+def test_a_scalar_verdict_is_remembered_by_the_values_it_was_measured_at(monkeypatch):
+    # The same two points as above, each pinned as a scalar and asked twice: the second
+    # round gives the same answer and the same refusal without measuring again (a fit or
+    # a sweep asks every step its varied pins do not reach at each call)
+    import chalk.solvers.bulk.vectorised as vectorised
+
+    compiled = compile_question("draft_tokens", {"acceptance_rate": 0.5,
+                                                 "decode_tokens_per_step": "1.5 token/sequence"},
+                                ["none"])
+    measured = []
+    original = vectorised.refused
+    monkeypatch.setattr(vectorised, "refused",
+                        lambda *args: measured.append(1) or original(*args))
+    for round_ in range(2):
+        for gap, power in ((2.0 ** -40, None), (2.0 ** -20, 20)):
+            result = compiled.evaluate({"decode_tokens_per_step": 2 - gap})
+            if power is None:
+                assert isinstance(result.refusals[0], IllConditioned)
+            else:
+                assert not result.refusals
+                assert result.values["draft_tokens"][0] == pytest.approx(power, rel=1e-12)
+        if round_ == 0:
+            first = len(measured)  # each point's measured forms (its steps with a
+            assert first >= 2      # difference or a logarithm in them)
+    assert len(measured) == first
+
+
 def test_only_differences_and_transcendental_forms_are_measured():
     # Which closed forms skip the measurement: with every quantity positive, a sum's
     # elasticity to x is x's share of it (a / (a + b) here, at most 1) and a max's is its
