@@ -67,11 +67,11 @@ class Row:
 
 
 def question(record) -> tuple[list[str], dict[str, str], list]:
-    """The targets, pins and presets that ask chalk for a measurement's bound (the
-    calibration asks the same question, so both read it from one place)."""
-    from chalk.applications.calibrate.rows import measurement_question
+    """The targets, pins and presets that ask chalk for a measurement's decode bound (the
+    calibration reads its questions from the same place)."""
+    from chalk.applications.calibrate.rows import decode_question
 
-    return measurement_question(record)
+    return decode_question(record)
 
 
 def _tokens(record, fact: str) -> float | None:
@@ -81,16 +81,11 @@ def _tokens(record, fact: str) -> float | None:
 
 
 def request_question(record) -> tuple[list[str], dict[str, str], list] | None:
-    """The whole-request question of a measurement (None without both lengths, or for a
-    per-user rate, which a decode step bounds): the decode question with the prompt and
-    output lengths pinned in place of the mean context they give."""
-    if _tokens(record, "output_tokens") is None or record.fields["metric"] == "per_user":
-        return None
-    targets, given, presets = question(record)
-    del given["context_length"]  # the lengths give it (relation request_context)
-    given["prompt_tokens"] = record.facts["input_tokens"].text
-    given["output_tokens"] = record.facts["output_tokens"].text
-    return ["output_tokens_per_second", *targets], given, presets
+    """The whole-request question of a measurement, as the calibration asks it (None
+    without both lengths, or for a per-user rate, which a decode step bounds)."""
+    from chalk.applications.calibrate.rows import request_question as asked
+
+    return asked(record)
 
 
 def comparable(record) -> bool:

@@ -49,6 +49,10 @@ from chalk.symbolic.errors import UsageError
 # serving_bounds.py), a spread of this order between chips and engines.
 PRIOR_WIDTH = 0.5
 INFORMS = 1e-6  # sum of squared slopes below this: the rows do not inform an efficiency
+# Smallest over largest singular value of the rows' slopes (as unit directions) below
+# which the efficiencies move only together: copies of one question give rounding, 1e-16;
+# two questions whose FLOP/s shares differ by 1% give about 1e-2
+SEPARABLE = 1e-8
 # Rows each architecture needs for a scatter of its own (else one scatter for every row):
 # ten rows leave it some 8 degrees of freedom after the parameters they inform, a scatter
 # known to about 1 / sqrt(2 x 8) = 25%; with fewer it is too loose to weigh rows by (four
@@ -170,8 +174,9 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
     Raises
     ------
     UsageError
-        Too few rows, an efficiency no row depends on at the estimate, a row chalk
-        has no answer for where the fit starts, or no convergence in
+        Too few rows, an efficiency no row depends on at the estimate, efficiencies
+        the rows move only together, a row chalk has no answer for where the fit
+        starts, or no convergence in
         :data:`MAX_ITERATIONS` steps.
     """
     if prior_width < 0 or not np.isfinite(prior_width):
@@ -235,7 +240,6 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         log_rates, slopes = (v[0] for v in evaluate(theta))
         # whether a row waits on an all-to-all is structural: the start's slopes say it
         precision = _held(base, slopes, prior_width)
-        previous = np.inf
         for _ in range(MAX_ITERATIONS):
             a = np.einsum("ij,ijp->ip", slopes, design)  # d log rate_i / d theta
             residual = y - log_rates
@@ -246,9 +250,6 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
             hessian = a.T @ (a * w[:, None]) + np.diag(precision)
             gradient = a.T @ (residual * w) - precision * theta
             objective = residual ** 2 @ w + precision @ theta ** 2
-            if abs(previous - objective) <= TOLERANCE:
-                break
-            previous = objective
             # Levenberg-Marquardt with every damping tried at once (one evaluation per row):
             # the max() of the regimes makes the objective piecewise smooth, so the
             # undamped step often overshoots a kink
@@ -264,11 +265,16 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
             objectives[~np.isfinite(objectives) | ~np.isfinite(trial_slopes).all(axis=(1, 2))] \
                 = np.inf
             best = int(np.argmin(objectives))
-            if objectives[best] > objective:  # no step lowers it: the mode
+            # the gain is measured at this iteration's weights on both sides: the scatter
+            # is re-estimated from the residuals at each iteration, so the objective itself
+            # stays near the degrees of freedom however far the fit is from its mode, and
+            # comparing it across iterations stopped fits short of it
+            gain = objective - objectives[best]
+            if gain < 0:  # no step lowers it: the mode
                 break
             step = trials[best] - theta
             theta, log_rates, slopes = trials[best], trial_rates[best], trial_slopes[best]
-            if np.abs(step).max() < SMALL_STEP:
+            if gain <= TOLERANCE or np.abs(step).max() < SMALL_STEP:
                 break
         else:
             raise UsageError(f"the calibration of these {n} measurements did not settle in "
@@ -276,6 +282,7 @@ def fit_rows(rows: Sequence[Row], prior_width: float = PRIOR_WIDTH,
         a = np.einsum("ij,ijp->ip", slopes, design)
         _check_informed(a, rows)
         w = 1 / sigma[cls] ** 2
+        _check_separable(a[:, :J], precision[:J], rows)
         covariance = np.linalg.inv(a.T @ (a * w[:, None]) + np.diag(precision))
         # symmetric as the matrix it inverts: inv leaves rounding that a stored calibration's
         # reader would refuse where the links and the flops trade off (ill-conditioned)
@@ -373,6 +380,32 @@ def _held(precision: np.ndarray, slopes: np.ndarray, prior_width: float) -> np.n
         if (slopes[:, j] ** 2).sum() <= INFORMS:
             out[j] = 1 / width ** 2
     return out
+
+
+def _check_separable(shared: np.ndarray, precision: np.ndarray, rows) -> None:
+    """Refuse shared efficiencies the rows move only together: several copies of one
+    question, or questions that all change with the same mix of FLOP/s and bandwidth, fix
+    a combination but not each one, and no interval of either could be stated.
+
+    ``shared`` holds each row's slopes d log rate / d log efficiency (n × J); only the
+    efficiencies under the flat prior (``precision`` 0) are checked, since a held one has
+    its prior. The slopes are compared as directions (each column scaled to length 1),
+    so the check does not depend on the scatter that weighs the rows.
+    """
+    flat = [j for j in range(J) if precision[j] == 0 and (shared[:, j] ** 2).sum() > INFORMS]
+    if len(flat) < 2:
+        return
+    columns = shared[:, flat] / np.linalg.norm(shared[:, flat], axis=0)
+    _, values, vectors = np.linalg.svd(columns, full_matrices=False)
+    if values[-1] > SEPARABLE * values[0]:
+        return
+    direction = np.abs(vectors[-1])
+    moved = [EFFICIENCIES[j] for j, v in zip(flat, direction, strict=True)
+             if v >= 1e-3 * direction.max()]
+    raise UsageError(f"{' and '.join(moved)} cannot be told apart from these {len(rows)} "
+                     "measurements: every one changes with them alike, so they fix a "
+                     "combination but not each; add measurements of another batch or "
+                     "request shape, which one of them bounds more than the other")
 
 
 def _check_informed(a: np.ndarray, rows) -> None:

@@ -26,7 +26,6 @@ EFFICIENCIES = ("flops_efficiency", "hbm_bandwidth_efficiency",
                 "scale_up_bandwidth_efficiency")
 COMMUNICATION = ("scale_up_bandwidth_efficiency",)  # may be absent from every row
 ARCHITECTURES = ("dense", "moe")  # architecture_of's answers; the first is the reference
-_ANSWERED = ("tokens_per_second", "batch_size")  # what a row's rate is made of
 # Facts of a measurement that pin its layout as published (knowledge/data.py).
 LAYOUT_FACTS = ("expert_parallelism", "attention_tensor_parallelism")
 STEP = 1e-4  # log step of the finite differences (downward: an efficiency is at most 1)
@@ -40,7 +39,7 @@ def measured_tokens(record, fact: str) -> float | None:
     return None if value is None else value.quantity().to("token").magnitude
 
 
-def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
+def decode_question(record) -> tuple[list[str], dict[str, str], list]:
     """The targets, pins and presets that ask chalk for a measurement's decode bound.
 
     ``context_length`` is input + output / 2, the mean context over a request's decode
@@ -72,6 +71,37 @@ def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
     presets = [chip_preset(fields["chip"], fields["precision"]), fields["model"],
                fields["precision"]]
     return targets, given, presets
+
+
+def request_question(record) -> tuple[list[str], dict[str, str], list] | None:
+    """The whole-request question of a measurement, or None where its rate is a decode
+    rate: no published output length (a decode instance), or a rate one user's stream
+    sees (the speed between its tokens, which a decode step bounds).
+
+    It is :func:`decode_question` with the prompt and output lengths pinned in place of
+    the mean context they give (relation ``request_context``), asking first for
+    ``output_tokens_per_second``: the replica prefills each prompt, at its compute bound,
+    between decode steps (``knowledge/requests.py``), as an engine measured at full load
+    does. The decode step inside it is the same step as the decode bound's.
+    """
+    if (measured_tokens(record, "output_tokens") is None
+            or record.fields["metric"] == "per_user"):
+        return None
+    targets, given, presets = decode_question(record)
+    del given["context_length"]
+    given["prompt_tokens"] = record.facts["input_tokens"].text
+    given["output_tokens"] = record.facts["output_tokens"].text
+    return ["output_tokens_per_second", *targets], given, presets
+
+
+def measurement_question(record) -> tuple[list[str], dict[str, str], list]:
+    """The question whose first target is the rate a measurement reports, at the replica:
+    the whole-request throughput where the source gives both lengths and a total or
+    per-chip rate (:func:`request_question`), else the decode rate
+    (:func:`decode_question`). A calibration fits its efficiencies to these answers, so
+    a prefill-heavy row (2,048 in, 128 out) is not asked for a decode rate its chips
+    spend most of their time not producing."""
+    return request_question(record) or decode_question(record)
 
 
 def group_of(record, by_architecture: bool = False) -> str:
@@ -196,6 +226,12 @@ class Row:
         return logs[0], slopes
 
 
+def _answered(targets: list[str]) -> list[str]:
+    """What a row's rate is made of: the replica's rate (the question's first target) and
+    the batch where chalk solves it (a per-user rate divides by it)."""
+    return [targets[0]] + [t for t in targets[1:] if t == "batch_size"]
+
+
 def compile_rows(records: Iterable) -> list[Row]:
     """Each record's question compiled once (efficiencies pinned at 1, to be moved)."""
     from chalk.compiled import compile_question
@@ -209,7 +245,7 @@ def compile_rows(records: Iterable) -> list[Row]:
             id=record.id, group=group_of(record), source=str(record.fields["source"]),
             measured=record.facts["measured"].quantity().to("token/s").magnitude,
             metric=record.fields["metric"],
-            question=compile_question([t for t in targets if t in _ANSWERED], given, presets),
+            question=compile_question(_answered(targets), given, presets),
             chips=record.facts["n_chips"].quantity().to("chip").magnitude,
             batch=None if batch is None else batch.quantity().to("sequence").magnitude,
             architecture=architecture_of(record.fields["model"])))
