@@ -330,6 +330,8 @@ class PinOptions:
     bound_steps, bound_accept : Newton steps in ln(pin), and the |ln(lhs/rhs)| they must
         reach, that find the value of the user's pin the check holds at with the defaults
         (its bound).
+    implied_kept : values the pins imply for a quantity that solvers.pinning.yielding
+        keeps by the pins its plan reads (then it forgets them and starts again).
     """
 
     agreement_rtol: float = 1e-2
@@ -338,6 +340,7 @@ class PinOptions:
     bound_reach: float = 1e6
     bound_steps: int = 20
     bound_accept: float = 1e-10
+    implied_kept: int = 4096
 
 
 @dataclass(frozen=True)

@@ -393,12 +393,41 @@ def held_counts(model: Model, stated: Mapping[str, Pin], plan) -> dict[str, Pin]
 
 
 def implied_value(model: Model, pins: Mapping[str, Pin], name: str) -> float | None:
-    """The value (base units) the pins imply for ``name``; None if they do not give one."""
-    plan = make_plan(model, frozenset(pins), (name,))
+    """The value (base units) the pins imply for ``name``; None if they do not give one.
+
+    Remembered by the values of the pins the plan reads (its steps' and checks'
+    relations): a question's preparation asks it for each headline, again for each
+    stated target, and again for each question a sweep or an application asks, with
+    pins that differ only where the plan does not look (a model's size from its
+    architecture, whatever the context length)."""
+    pinned = frozenset(pins)
+    plan = make_plan(model, pinned, (name,))
     if not plan.determined:
         return None
-    try:
-        values, _, _ = run(compile_plan(model, plan), {n: p.value for n, p in pins.items()})
-    except ChalkError:
-        return None
-    return values.get(name)
+    compiled = compile_plan(model, plan)
+    key = (model, pinned, name, tuple((n, pins[n].value) for n in _read_pins(compiled, pinned)))
+    if key not in _IMPLIED:
+        if len(_IMPLIED) >= PINS.implied_kept:
+            _IMPLIED.clear()
+        try:
+            values, _, _ = run(compiled, {n: p.value for n, p in pins.items()})
+            _IMPLIED[key] = values.get(name)
+        except ChalkError:
+            _IMPLIED[key] = None
+    return _IMPLIED[key]
+
+
+_IMPLIED: dict = {}  # implied_value's answers by the values its plan reads
+
+
+def _read_pins(compiled, pinned: frozenset[str]) -> tuple[str, ...]:
+    """The pins a compiled plan's run can read: those in the relations of its steps and
+    of its checks."""
+    model = compiled.model
+    read = set()
+    for step in compiled.steps:
+        for relation in step.relations:
+            read |= model.variables_in(relation.name)
+    for relation, _, _ in compiled.checks:
+        read |= model.variables_in(relation.name)
+    return tuple(sorted(read & pinned))

@@ -449,3 +449,35 @@ def test_a_layout_stated_by_the_chips_of_a_group_replaces_the_default_count_of_g
     # alone, the default stands: nothing states the layout another way
     kept = yield_headlines(model, {groups.name: groups})
     assert set(kept.pins) == {"attention_data_parallelism"}
+
+
+def test_an_implied_value_is_remembered_by_the_pins_its_plan_reads(monkeypatch):
+    # Llama 3.1 70B's active_params from its architecture (LLAMA_ACTIVE, worked above):
+    # asked again, and asked with a pin its plan does not read changed (the context), it
+    # is not solved again; with a pin it reads changed (80 -> 40 layers), it is
+    from chalk.knowledge.presets import preset
+    from chalk.solvers.pinning import yielding
+    from chalk.solvers.pinning.pins import resolve_pins
+    from chalk.solvers.pinning.zeros import put_zeros, zero_pins
+
+    full = load_model()
+    resolved = resolve_pins(full, {"context_length": "8192 token"},
+                            [preset("llama_3_1_70b")])
+    pins = {n: p for n, p in resolved.pins.items() if n not in ("active_params",
+                                                                  "total_params")}
+    model = put_zeros(full, zero_pins(pins)).model  # a dense model: its experts absent
+    pins = {n: p for n, p in pins.items() if n in model.variables}
+    runs = []
+    original = yielding.run
+    monkeypatch.setattr(yielding, "run", lambda *a, **k: runs.append(1) or original(*a, **k))
+    yielding._IMPLIED.clear()
+    assert yielding.implied_value(model, pins, "active_params") == pytest.approx(
+        LLAMA_ACTIVE, rel=1e-12)
+    again = {**pins, "context_length": Pin("context_length", 4096.0, "4096 token")}
+    assert yielding.implied_value(model, again, "active_params") == pytest.approx(
+        LLAMA_ACTIVE, rel=1e-12)
+    assert len(runs) == 1
+    halved = {**pins, "n_layers": Pin("n_layers", 40.0, "40")}
+    assert yielding.implied_value(model, halved, "active_params") == pytest.approx(
+        40 * LLAMA_LAYER + LLAMA_HEAD, rel=1e-12)
+    assert len(runs) == 2
