@@ -36,7 +36,14 @@ from chalk.solvers.pinning.yielding import (
     yield_defaults,
     yield_headlines,
 )
-from chalk.solvers.pinning.zeros import following_pins, put_zeros, used_zeros, zero_pins
+from chalk.solvers.pinning.zeros import (
+    absent_for,
+    following_pins,
+    ground_zeros,
+    put_zeros,
+    used_zeros,
+    zero_pins,
+)
 from chalk.solvers.pinning.zeros import note as absent_note
 from chalk.solvers.planning.plan import Plan, completions_replacing, make_plan
 from chalk.solvers.records.flags import reported
@@ -323,7 +330,7 @@ def put_in_zeros(state: State) -> State:
             # no relation the answer rests on has an absent term, and no user pin's
             # cross-check waits on one
             zeros = frozenset()
-    absent = put_zeros(state.model, zeros)
+    absent = put_zeros(state.model, zeros, ground_zeros(state.pins))
     if absent.model is state.model:
         if state.explain:
             return state
@@ -342,7 +349,7 @@ def _beside_given(model: Model, pins: Mapping[str, Pin], zeros: frozenset[str]) 
     single-valued pin: with them in, the presets may determine that pin's quantity (an
     H100's ``chip_flops`` from its bf16 peak once bf16's zero FP4 share removes the
     unknown FP4 peak), and :func:`user_pins_stand` then makes theirs its cross-check."""
-    absent = put_zeros(model, zeros).model
+    absent = put_zeros(model, zeros, ground_zeros(pins)).model
     given = {n for n, p in pins.items() if p.layer is Layer.GIVEN and p.spread is None}
     kept = {r for g in given for r in model.relations_of(g) if r in absent.relations}
     return any(n not in pins for r in kept
@@ -389,11 +396,11 @@ def complete_past_zeros(state: State) -> State:
         return state
     # the zeros that followed from those go with them: they are put in again from the rest
     gone = set(release)
-    follows = put_zeros(original, zero_pins(state.pins)).follows
+    follows = absent_for(original, state.pins).follows
     while more := {name for name, _, behind in follows if gone & set(behind)} - gone:
         gone |= more
     pins = {n: p for n, p in state.pins.items() if n not in gone}
-    absent = put_zeros(original, zero_pins(pins))
+    absent = absent_for(original, pins)
     pins.update(following_pins(absent, original, pins))
     found = completions_replacing(absent.model, frozenset(pins), state.targets,
                                   frozenset(release))
@@ -409,7 +416,7 @@ def _completes_beside(state: State, original: Model, followers: set[str], extra)
     """Whether pinning ``extra`` determines the targets with the other pins in force, the
     zeros that followed from zeros (``followers``) followed again from those left."""
     pins = {n: p for n, p in state.pins.items() if n not in followers and n not in extra}
-    absent = put_zeros(original, zero_pins(pins))
+    absent = absent_for(original, pins)
     pins.update({n: p for n, p in following_pins(absent, original, pins).items()
                  if n not in extra})
     return make_plan(absent.model, frozenset(pins) | set(extra), state.targets,

@@ -181,7 +181,26 @@ def _base_container(model: Model, symbol):
 
 
 def _upstream_pins(model: Model, plan: Plan, relation: str, pins) -> list[str]:
-    """Pinned quantities that feed ``relation`` directly or through earlier steps."""
+    """Pinned quantities that feed ``relation`` directly or through earlier steps, with
+    the zeros the user stated in those relations (solvers.pinning.zeros: a relation of a
+    narrowed model no longer names the zero that shaped it, a stated ``kv_extra_copies =
+    0`` say, which is as much behind the conflict as any number; a preset's absences,
+    a dense model's experts, are what the model is, not values to fix)."""
     solver_of = {v: step.relations for step in plan.steps for v in step.variables}
-    return upstream_pins(model, lambda v: solver_of.get(v, ()), model.variables_in(relation),
-                         pins)
+    followed: set[str] = {relation}
+
+    def follow(name):
+        found = solver_of.get(name, ())
+        followed.update(found)
+        return found
+
+    names = set(upstream_pins(model, follow, model.variables_in(relation), pins))
+    ancestors, parent = [], model.parent
+    while parent is not None:  # each narrowing keeps its parent: zeros, a variant
+        ancestors.append(parent)
+        parent = parent.parent
+    for original in ancestors:
+        names |= {n for r in followed if r in original.relations
+                  for n in original.variables_in(r) - model.variables_in(r)
+                  if n in pins and pins[n].value == 0 and pins[n].layer is Layer.GIVEN}
+    return sorted(names)

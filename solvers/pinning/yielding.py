@@ -19,7 +19,7 @@ from functools import lru_cache
 from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
-from chalk.solvers.pinning.zeros import following_pins, put_zeros, zero_pins
+from chalk.solvers.pinning.zeros import absent_for, following_pins, zero_pins
 from chalk.solvers.planning.forward import computed_from, downstream
 from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
 from chalk.solvers.records.notes import Kind, Note
@@ -261,7 +261,7 @@ def _determined_by(model: Model, without: Mapping[str, Pin], pin: Pin):
     # a dense model's size needs its zero experts put in (as absences, not numbers
     # to solve through); that narrowed model is planned only then, as finding its
     # reference point is costly
-    absent = put_zeros(model, zero_pins(without))
+    absent = absent_for(model, without)
     if absent.model is model:
         return None
     without = {**without, **following_pins(absent, model, without)}

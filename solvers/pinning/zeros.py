@@ -18,9 +18,13 @@ So before planning, each pinned zero is put into the relations it appears in:
   the positive terms equal the negative ones: ``attention_surplus_time_per_flop = 0``
   leaves ``1/attention_chip_flops = 1/chip_flops``, attention at the matmuls' peak;
   but where the relation defines the absent quantity from others that are computed by
-  relations of their own, the absence is no ground for them (as a zero gives way only
-  to what computes it forwards, :mod:`chalk.solvers.pinning.yielding`) and the relation
-  is set aside: the conventions' ``kv_extra_copies = 0`` never sizes an attention group;
+  relations of their own, a default's absence is no ground for them (as a zero gives way
+  only to what computes it forwards, :mod:`chalk.solvers.pinning.yielding`) and the
+  relation is set aside: the conventions' ``kv_extra_copies = 0`` never sizes an
+  attention group. A zero the user states is a fact like any other pin (a ground,
+  :func:`ground_zeros`): the balanced relation stays, so it fixes what it can or
+  disagrees with the other pins (16 chips of tensor-parallel attention over Llama 3.1
+  70B's 8 KV heads hold each head twice, which a stated ``kv_extra_copies = 0`` denies);
 * one whose side vanishes while the other cannot (a product, or a sum, of positive
   quantities) only defines the absent quantity: with it absent the relation says
   nothing and is set aside;
@@ -37,7 +41,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import sympy
-from chalk.solvers.pinning.pinned import Pin
+from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.planning.forward import defining_relation
 from chalk.solvers.records.notes import Kind, Note
 from chalk.symbolic.model import Model, build_model
@@ -69,15 +73,29 @@ def zero_pins(pins: Mapping[str, Pin]) -> frozenset[str]:
     return frozenset(n for n, p in pins.items() if p.value == 0 and p.spread is None)
 
 
-def put_zeros(model: Model, zeros: frozenset[str]) -> Absent:
-    """The model with ``zeros`` put into its relations (cached per set)."""
+def ground_zeros(pins: Mapping[str, Pin]) -> frozenset[str]:
+    """The zeros the user states (not a preset's or the conventions' defaults): facts
+    that may ground what computes their quantity."""
+    return frozenset(n for n in zero_pins(pins) if pins[n].layer is Layer.GIVEN)
+
+
+def put_zeros(model: Model, zeros: frozenset[str],
+              grounds: frozenset[str] = frozenset()) -> Absent:
+    """The model with ``zeros`` put into its relations (cached per set); those of
+    ``grounds`` (the user's, :func:`ground_zeros`) are facts, never set aside as the
+    mere definition of an absent quantity."""
     if not zeros or not any(model.relations_of(z) for z in zeros):
         return Absent(model)
-    return _put(model, zeros)
+    return _put(model, zeros, frozenset(grounds) & zeros)
+
+
+def absent_for(model: Model, pins: Mapping[str, Pin]) -> Absent:
+    """The model with the zeros of ``pins`` put in, the user's as grounds."""
+    return put_zeros(model, zero_pins(pins), ground_zeros(pins))
 
 
 @lru_cache(maxsize=32)
-def _put(model: Model, zeros: frozenset[str]) -> Absent:
+def _put(model: Model, zeros: frozenset[str], grounds: frozenset[str] = frozenset()) -> Absent:
     zero = set(zeros)
     causes: dict[str, tuple[str, ...]] = {z: (z,) for z in zero}
     follows: list[tuple[str, str, tuple[str, ...]]] = []
@@ -100,7 +118,9 @@ def _put(model: Model, zeros: frozenset[str]) -> Absent:
             if lhs == 0 or rhs == 0:
                 other = rhs if lhs == 0 else lhs
                 sides = _balance(other)
-                if sides is not None and not _grounds_upstream(model, name, hit, other):
+                stated = any(s.name in grounds for s in hit)
+                if sides is not None and (stated or not _grounds_upstream(model, name, hit,
+                                                                          other)):
                     relations[name] = replace(relation, lhs=sides[0], rhs=sides[1])
                     continue
                 single = _single_quantity(model, other)
