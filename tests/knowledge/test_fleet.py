@@ -47,6 +47,21 @@ def test_an_impossible_speed_is_refused_with_the_most_the_deployment_reaches():
             f"{1 / 12.5125e-3:.2f} token/s, at batch_size = 1 sequence") in str(refused.value)
 
 
+def test_an_impossible_throughput_is_refused_with_the_most_the_hbm_allows():
+    # Issue 23 item 6, the other edge: a replica's throughput grows with its batch, so the
+    # most it reaches is at the largest batch its HBM holds. 8 chips of 20 GB hold 1e11
+    # weight bytes and (160e9 - 1e11) / 1e8 = 600 sequences (memory_fill = 1); their step
+    # reads 1e11 + 600 x 1e8 bytes over 8e12 byte/s, 20 ms (compute 600 x 2e11 / 8e15 =
+    # 15 ms hides), so 600 / 20 ms = 30,000 token/s. It used to end at "no physical
+    # solution with step_time in its plausible range"
+    pins = {k: v for k, v in SMALL.items() if k != "tokens_per_second_per_user"}
+    pins.update(hbm_capacity="20 GB", tokens_per_second="1e9 token/s")
+    with pytest.raises(NoSolution) as refused:
+        solve("batch_size", pins)
+    assert (f"the most these pins reach is tokens_per_second = {600 / 20e-3:,.0f} token/s, "
+            "at memory_fill = 1") in str(refused.value)
+
+
 # Whole counts (issue 23 item 6): a deployment runs whole replicas on whole chips.
 
 def test_whole_replicas_and_chips_beside_the_continuous_counts():
