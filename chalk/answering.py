@@ -58,7 +58,7 @@ def _solve_prepared(q: Prepared, options: Options) -> Solution:
         propagation = propagate(done.compiled, pins, q.targets + tuple(q.range_checks),
                                 options.samples, options.seed, regime)
     if q.range_checks:
-        notes += tuple(Note(Kind.SET_ASIDE, {"text": text}) for text in
+        notes += tuple(Note(Kind.SET_ASIDE, data) for data in
                        judge_ranges(q.model, q.range_checks, q.plan, done.values,
                                     propagation, rtol))
     derived = [n for n in done.values if n not in q.pins and n not in plan.placeholders]
@@ -66,7 +66,7 @@ def _solve_prepared(q: Prepared, options: Options) -> Solution:
     notes += redrawn_counts(q.model, plan.analysis, derived)
     derivation = Derivation(q.model, q.conventions, q.pins, done.records, done.checks,
                             done.values,
-                            notes + tuple(Note(Kind.SETTLED, {"text": t}) for t in done.notes),
+                            notes + tuple(Note(Kind.SETTLED, d) for d in done.notes),
                             plan.unused_pins, rtol,
                             plan.placeholders, plan.provisional, q.targets,
                             done.flags + counts, q.reported)

@@ -38,12 +38,15 @@ def set_aside_ranges(model: Model, pins: Mapping[str, Pin], names: tuple[str, ..
 
 def judge_ranges(model: Model, range_checks: Mapping[str, Pin], plan: Plan,
                  values: Mapping[str, float], propagation: Propagation | None,
-                 rtol: float) -> tuple[str, ...]:
+                 rtol: float) -> tuple[dict, ...]:
     """Judge each set-aside range by overlap with what the other pins give.
 
     The rule: a range claims its whole width, a distribution its central 90%; the other
     pins claim their value, or its 90% interval when they are uncertain too. The two
     agree when these overlap, widened by ``rtol``; the derived value is the one used.
+    Returns the data of a ``set_aside`` note per range (:mod:`chalk.solvers.records.notes`):
+    ``name``, ``behind`` (the pins that determine it), ``derived`` and ``claimed`` (as
+    shown) and ``spread`` (whether the derived value is an interval).
 
     Raises
     ------
@@ -71,8 +74,6 @@ def judge_ranges(model: Model, range_checks: Mapping[str, Pin], plan: Plan,
         behind = tuple(plan.analysis.pins_behind(model, name))
         if d_low > high * (1 + rtol) or d_high < low * (1 - rtol):
             raise RangeDisagrees(name, claimed, derived, behind)
-        where = "overlaps" if summary is not None else "lies inside"
-        notes.append(f"{name}: {', '.join(behind)} give {derived}, which {where} your "
-                     f"{claimed}: the derived value is used, and your range is its "
-                     "cross-check")
+        notes.append({"name": name, "behind": behind, "derived": derived,
+                      "claimed": claimed, "spread": summary is not None})
     return tuple(notes)

@@ -52,9 +52,10 @@ class Computed:
         What each step did.
     checks : tuple of CheckRecord
         The cross-checks of surplus pins, all within tolerance.
-    notes : tuple of str
+    notes : tuple of dict
         How the solve went where that matters to the answer (regime by regime, a
-        multi-start search that cannot prove the answer unique).
+        multi-start search that cannot prove the answer unique): the data of
+        ``settled`` notes (:mod:`chalk.solvers.records.notes`).
     flags : tuple of str
         Determined values past a bound the model declares (:mod:`chalk.solvers.records.flags`).
     """
@@ -120,14 +121,10 @@ def run_checked(model: Model, plan: Plan, base: Mapping[str, float],
         return kept
     notes = []
     for step, exc in sorted(forks.items()):
-        why = [f"with {exc.options[c[step]] if c[step] < len(exc.options) else 'another'}, "
-               f"{err.message}" for c, err in failures if step in c]
-        said = f"step {step + 1} ({exc.name}) has {exc.count} physical solutions"
-        if len(survivors) > 1:
-            notes.append(f"{said}; the targets are the same with each")
-        else:
-            notes.append(f"{said}; only one carries through the rest"
-                         + (" (set aside: " + "; ".join(why) + ")" if why else ""))
+        why = tuple(f"with {exc.options[c[step]] if c[step] < len(exc.options) else 'another'}"
+                    f", {err.message}" for c, err in failures if step in c)
+        notes.append({"how": "forks", "step": step + 1, "name": exc.name, "count": exc.count,
+                      "same": len(survivors) > 1, "set_aside": why})
     return replace(kept, notes=tuple(notes))
 
 

@@ -61,15 +61,15 @@ def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | Non
     if not plan.determined:
         raise plan.underdetermined_error()
     base = {n: p.value for n, p in pins.items()}
-    notes: tuple[str, ...] = ()
+    notes: tuple[dict, ...] = ()
     try:
         done = run_checked(model, plan, base, pins, regime, rtol, timeout)
     except (SearchFailed, InconsistentPins, AmbiguousSolution) as exc:
         if not _regimes_may_settle(model, plan, exc):
             raise
         done = solve_by_regimes(model, plan, base, pins, regime, rtol, timeout, exc)
-        notes = (f"solved in each combination of max() regimes: only {done.notes[0]} holds "
-                 "at the solution",)
+        notes = ({"how": "regimes", "regimes": done.notes[0]["regimes"],
+                  "whole_block": False},)
     else:
         notes = done.notes  # how steps with several solutions were settled
         if any(r.method == MULTI_START for r in done.records):
@@ -82,13 +82,10 @@ def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | Non
                 found = None
             if found is not None and not any(r.method == MULTI_START for r in found.records):
                 done = found
-                notes = (f"solved in each combination of max() regimes (the block as a whole "
-                         f"needed a multi-start search): only {found.notes[0]} holds at the "
-                         "solution",)
-    notes += tuple(
-        f"step {i} ({', '.join(r.variables)}) is one solution a multi-start search found; "
-        "others may exist: pin one of its quantities to make the answer unique"
-        for i, r in enumerate(done.records, 1) if r.method == MULTI_START)
+                notes = ({"how": "regimes", "regimes": found.notes[0]["regimes"],
+                          "whole_block": True},)
+    notes += tuple({"how": "multi_start", "step": i, "variables": tuple(r.variables)}
+                   for i, r in enumerate(done.records, 1) if r.method == MULTI_START)
     plan = done.plan
     found = flags(model, done.values, lambda n: n not in plan.placeholders
                   and n not in plan.provisional)
@@ -156,7 +153,8 @@ def solve_by_regimes(model: Model, plan: Plan, base: Mapping[str, float],
         used = [label for label in candidate.regime
                 if model.variables_in(label.split(": ", 1)[0]) <= set(result.values)]
         found.append(replace(result, plan=replace(full, targets=targets),
-                             notes=(", ".join(used) or ", ".join(candidate.regime),)))
+                             notes=({"how": "regimes", "regimes": ", ".join(used)
+                                     or ", ".join(candidate.regime), "whole_block": False},)))
     distinct: list[Computed] = []
     for entry in found:
         if not any(all(abs(entry.values[t] - other.values[t])
@@ -171,7 +169,7 @@ def solve_by_regimes(model: Model, plan: Plan, base: Mapping[str, float],
         name = targets[0]
         variable = model.variables[name]
         options = [f"{format_quantity(e.values[name] / variable.to_base, variable.pint_unit)}"
-                   f" ({e.notes[0]})" for e in distinct]
+                   f" ({e.notes[0]['regimes']})" for e in distinct]
         raise AmbiguousSolution(name, options, "pin another quantity or choose a --regime",
                                 solutions=tuple(dict(e.values) for e in distinct))
     return distinct[0]

@@ -42,10 +42,15 @@ class Kind(StrEnum):
         ``names``, ``reason``.
     set_aside
         A ranged pin the other pins determine, judged against what they give. Data:
-        ``text`` (the verdict, worded where ranges are judged).
+        ``name``, ``behind`` (the pins that determine it), ``derived`` and ``claimed``
+        (shown), ``spread`` (whether the derived value is an interval).
     settled
-        How the solve settled several solutions or max() regimes. Data: ``text``
-        (worded where the solve settles them).
+        How the solve settled several solutions or max() regimes. Data: ``how``, and
+        with ``how`` = ``regimes`` the ``regimes`` that hold and ``whole_block``
+        (whether the block as a whole needed a multi-start search first); ``forks``:
+        the ``step`` (counted from 1), its ``name``, the ``count`` of physical solutions,
+        ``same`` (every one gives the same targets) and ``set_aside`` (why each other
+        one failed); ``multi_start``: the ``step`` and its ``variables``.
     count
         A count of a model's config derived from pins that are no counts. Data:
         ``name``, ``others``.
@@ -178,6 +183,23 @@ def _derived(d, names) -> str:
             f"{d['stated']}{why}; {_verdict(d, 'they differ: ')}")
 
 
+def _settled(d) -> str:
+    if d["how"] == "regimes":
+        block = (" (the block as a whole needed a multi-start search)" if d["whole_block"]
+                 else "")
+        return (f"solved in each combination of max() regimes{block}: only {d['regimes']} "
+                "holds at the solution")
+    if d["how"] == "multi_start":
+        return (f"step {d['step']} ({', '.join(d['variables'])}) is one solution a "
+                "multi-start search found; others may exist: pin one of its quantities to "
+                "make the answer unique")
+    said = f"step {d['step']} ({d['name']}) has {d['count']} physical solutions"
+    if d["same"]:
+        return f"{said}; the targets are the same with each"
+    return (f"{said}; only one carries through the rest"
+            + (" (set aside: " + "; ".join(d["set_aside"]) + ")" if d["set_aside"] else ""))
+
+
 _RENDER: dict[Kind, Callable[[Mapping, Callable], str]] = {
     Kind.VARIANT: _variant,
     Kind.YIELDED: _yielded,
@@ -185,8 +207,11 @@ _RENDER: dict[Kind, Callable[[Mapping, Callable], str]] = {
     Kind.OVERRIDDEN: _overridden,
     Kind.ABSENT: _absent,
     Kind.UNREPORTED: lambda d, names: f"{names(d['names'])} not reported: {d['reason']}",
-    Kind.SET_ASIDE: lambda d, names: d["text"],
-    Kind.SETTLED: lambda d, names: d["text"],
+    Kind.SET_ASIDE: lambda d, names: (
+        f"{d['name']}: {', '.join(d['behind'])} give {d['derived']}, which "
+        f"{'overlaps' if d['spread'] else 'lies inside'} your {d['claimed']}: the derived "
+        "value is used, and your range is its cross-check"),
+    Kind.SETTLED: lambda d, names: _settled(d),
     Kind.COUNT: lambda d, names: (f"{d['name']} is a count of the model's config, here "
                                   f"derived from {names(d['others'])}: one that is not "
                                   "whole is flagged"),

@@ -49,9 +49,16 @@ EXAMPLES = {
                     "behind": ("hbm_bandwidth",)},
                    "chip_flops: the pins give 500 TFLOP/s; preset h100 states 989 TFLOP/s, set "
                    "aside: hbm_bandwidth determine it; they differ: 49.4% apart"),
-    Kind.SET_ASIDE: ({"text": "hardware_intensity: the range holds"},
-                     "hardware_intensity: the range holds"),
-    Kind.SETTLED: ({"text": "one of 2 solutions"}, "one of 2 solutions"),
+    Kind.SET_ASIDE: ({"name": "hardware_intensity", "behind": ("chip_flops", "hbm_bandwidth"),
+                      "derived": "295.2 FLOP/byte", "claimed": "range 200 FLOP/byte to 400 "
+                      "FLOP/byte", "spread": False},
+                     "hardware_intensity: chip_flops, hbm_bandwidth give 295.2 FLOP/byte, which "
+                     "lies inside your range 200 FLOP/byte to 400 FLOP/byte: the derived value "
+                     "is used, and your range is its cross-check"),
+    Kind.SETTLED: ({"how": "forks", "step": 3, "name": "batch_size", "count": 2,
+                    "same": False, "set_aside": ("with 12 sequence, memory_fill is above 1",)},
+                   "step 3 (batch_size) has 2 physical solutions; only one carries through the "
+                   "rest (set aside: with 12 sequence, memory_fill is above 1)"),
 }
 
 
