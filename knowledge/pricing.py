@@ -7,7 +7,9 @@ prefill's utilisation. A cached token's KV can be recomputed (a forward pass)
 or kept in HBM, host DRAM, flash or disk; keeping costs a share of the tier's
 price for the hold time, reading back costs the tier's time per byte. The two
 are equal when the hold time equals the tier's drain time, which is how a
-cache duration points at a tier.
+cache duration points at a tier. A cache hit's price over a fresh input token's
+is, at one margin, the read-back cost over the recompute cost, which is how a
+read discount points at a tier's bandwidth per dollar.
 """
 
 from __future__ import annotations
