@@ -7,7 +7,9 @@ prefill's utilisation. A cached token's KV can be recomputed (a forward pass)
 or kept in HBM, host DRAM, flash or disk; keeping costs a share of the tier's
 price for the hold time, reading back costs the tier's time per byte. The two
 are equal when the hold time equals the tier's drain time, which is how a
-cache duration points at a tier.
+cache duration points at a tier. A cache hit's price over a fresh input token's
+is, at one margin, the read-back cost over the recompute cost, which is how a
+read discount points at a tier's bandwidth per dollar.
 """
 
 from __future__ import annotations
@@ -84,6 +86,27 @@ RELATIONS = (
       "time",
       lecture("1:59:38", "2:00:35"),
       ("the write premium is all storage; recomputing is paid by the base input price",),
+      topic=TOPIC),
+    R("cache_read_price_ratio",
+      q.cache_read_price_ratio, q.price_cache_read / q.price_input,
+      "what a cache hit is charged against a fresh input token",
+      lecture("1:49:06", "1:49:25"),
+      topic=TOPIC),
+    # A provider has two ways to produce a prompt token's KV: compute it again from the
+    # token ids (remat) or read it back from the tier it was kept in (retrieve). With one
+    # margin on both, the hit's discount is the ratio of those two costs. Holding is left
+    # off the read side on purpose: cache_storage_price charges the hold to the write
+    # premium (or to a storage price), so a read that paid for it too would count it twice.
+    R("cache_read_price_is_cost_ratio",
+      q.cache_read_price_ratio * q.remat_cost_per_token, q.retrieve_cost_per_token,
+      "with one margin on cache hits and fresh input tokens, the hit's price over the input "
+      "price is the cost of reading the token's KV back from its tier over recomputing it",
+      lecture("1:49:34", "1:50:29"),
+      ("one margin on cache hits and on fresh input tokens",
+       "the read price pays the read-back only: holding is paid by the write premium or the "
+       "storage price (cache_storage_price), so hold_cost_per_token is not on the read side",
+       "the recompute is a compute-bound prefill at the cost floor (remat_cost_per_token)",
+       "the recompute's quadratic attention term is left out (1:51:44)"),
       topic=TOPIC),
     R("cache_price_per_byte_hour",
       q.cache_price_per_byte_hour * q.kv_bytes_per_token, q.cache_storage_price,

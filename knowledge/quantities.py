@@ -23,6 +23,7 @@ t_compute t_weight_fetch t_kv_fetch t_memory step_time critical_batch_size laten
 tokens_per_second tokens_per_second_per_user cost_per_token cost_per_token_floor
 context_crossover worst_case_latency
 output_input_price_ratio long_context_price_ratio decode_mfu_ratio tier_drain_time
+cache_read_price_ratio
 chinchilla_tokens overtrain_factor train_flops training_time memory_per_chip
 scale_up_out_time_ratio pipeline_latency_added global_batch_size memory_demand memory_fill
 weight_fill chips_per_stage micro_batch_size
@@ -217,6 +218,10 @@ VARIABLES: tuple[Variable, ...] = (
     _v("long_context_price_ratio", "1", "price above the threshold / price below", PRICES,
        lower=1, typical=1.5),
     _v("price_cache_read", "USD/token", "price of a cached input token", PRICES, typical=2e-7),
+    # typical: most price sheets (knowledge/data/price_sheets.yaml) charge a cache hit a
+    # tenth of a fresh input token, as the typical prices above do (2e-7 / 2e-6)
+    _v("cache_read_price_ratio", "1", "price_cache_read / price_input: what a cache hit "
+       "costs against a fresh input token", PRICES, typical=0.1),
     # typical: a one-hour write, twice the typical input price (Anthropic's multiplier,
     # shared/reference). Near 1x the write premium, and the storage price it pays, almost
     # vanish, and the model's reference point would sit on that edge (it did, at 1x).
@@ -227,10 +232,18 @@ VARIABLES: tuple[Variable, ...] = (
     _v("decode_mfu_ratio", "1", "decode FLOP utilisation relative to prefill", PRICES, upper=1,
        typical=0.2),
     # Memory tiers
+    # typical: the tier the typical prices point to through cache_read_price_is_cost_ratio
+    # (knowledge/pricing.py), so that the typical values can all hold at once. A hit at a
+    # tenth of the input price, against a recompute of about 2e-7 USD/token (the typical
+    # model and chip), reads a token's 1e5 bytes back for about 2e-8 USD, that is
+    # 1e5 / 2e-8 = 5e12 bytes per USD; at 1 USD/hour (1e-12 USD/byte/hour over 1e12 bytes,
+    # tier_cost_per_byte_hour's typical) that is 5e12 bytes an hour, 1.4e9 byte/s, so 1e9.
+    # The tiers in knowledge/data/memory_tiers.yaml read 1e14-1e16 bytes per USD: at one
+    # margin a tenth is far above their cost, which is what the relation lets a user see.
     _v("tier_capacity", "byte", "capacity of one unit of a memory tier", TIERS, typical=1e12),
-    _v("tier_bandwidth", "byte/s", "read bandwidth of that unit", TIERS, typical=1e10),
-    _v("tier_drain_time", "s", "tier_capacity / tier_bandwidth", TIERS, typical=100),
-    _v("tier_price", "USD/hour", "rental price of that unit", TIERS, typical=0.1),
+    _v("tier_bandwidth", "byte/s", "read bandwidth of that unit", TIERS, typical=1e9),
+    _v("tier_drain_time", "s", "tier_capacity / tier_bandwidth", TIERS, typical=1000),
+    _v("tier_price", "USD/hour", "rental price of that unit", TIERS, typical=1),
     _v("hold_time", "s", "how long a KV-cache entry is kept", TIERS, typical=300),
     # Training and the model's lifetime
     _v("pretrain_tokens", "token", "pre-training data", TRAINING, typical=1e13),
@@ -407,11 +420,13 @@ VARIABLES: tuple[Variable, ...] = (
     _v("hold_cost_per_token", "USD/token", "cost to keep one token's KV in a tier for the "
        "hold time", TIERS, typical=1e-7),
     _v("retrieve_cost_per_token", "USD/token", "cost to read one token's KV back out of the "
-       "tier", TIERS, typical=1e-9),
+       "tier", TIERS, typical=1e-8),
     _v("tier_cost_per_token", "USD/token", "hold plus retrieve cost of one token's KV in a "
        "tier", TIERS, typical=1e-7),
+    # typical: the typical tier's 1 USD/hour over amortisation_time's 4 years is 35,000 USD
+    # for its 1e12 bytes, 3.5e-8 USD/byte
     _v("tier_price_per_byte", "USD/byte", "purchase price of the tier per byte", TIERS,
-       typical=1e-9),
+       typical=3e-8),
     _v("amortisation_time", "s", "service life over which a tier's purchase price is spread",
        TIERS, typical=1.26e8),
     _v("tier_cost_per_byte_hour", "USD/byte/hour", "what holding one byte in the tier costs "

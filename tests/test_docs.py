@@ -25,8 +25,9 @@ def test_every_vocabulary_name_exists_with_its_unit():
     # every row of the vocabulary's tables: 69 shared names + 5 tensor-parallel ones + the
     # speed one user sees + a chip's peaks per number format (bf16, fp8, fp4) + the
     # serving efficiencies (FLOP/s, bandwidth, usable HBM, scale-up links) + precision per
-    # part (8) + the attention layout and the KV copies over a group (8)
-    assert len(rows) == 98
+    # part (8) + the attention layout and the KV copies over a group (8) + the cache-read
+    # price over the input price (1)
+    assert len(rows) == 99
     for name, unit in rows:
         variable = model.variable(name)
         assert variable.name == name
