@@ -38,6 +38,7 @@ from chalk.options import Options, checked_arguments
 from chalk.preparation import Given, Prepared, moved_pin, prepare, prepare_again
 from chalk.solution import Outcome, Solution
 from chalk.solvers.bulk.vectorised import evaluate as evaluate_plan
+from chalk.solvers.bulk.vectorised import run_env, scalar_env
 from chalk.solvers.execution.execute import CompiledPlan, compile_plan
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.model import Model
@@ -197,9 +198,9 @@ class CompiledQuestion:
 
     def _run_point(self, changes: Mapping[str, float]) -> dict[str, float] | None:
         """:meth:`_run` at one point, on plain floats; None where solve must decide."""
-        pins = dict(self._base)
-        pins.update(changes)
-        env = evaluate_plan(self.compiled, pins, self.options.regime, 1, keep=()).raw
+        env = dict(self._point_env)
+        env.update((n, float(v)) for n, v in changes.items())
+        env = run_env(self.compiled, env, self.options.regime, 1, keep=()).raw
         for name in self._computed:
             value = env.get(name)
             if value is not None and not math.isfinite(_scalar(value)):
@@ -324,6 +325,15 @@ class CompiledQuestion:
     def _base(self) -> dict[str, float]:
         """Base values of the pins the run reads."""
         return {n: p.value for n, p in self._main.pins.items()}
+
+    @cached_property
+    def _point_env(self) -> dict[str, object]:
+        """What a point's run starts from: constants, placeholders and the pins' base
+        values, as :func:`~chalk.solvers.bulk.vectorised.evaluate` puts them (a pin is a
+        float), kept so that a point changes only what it asks."""
+        env = scalar_env(self.compiled)
+        env.update((n, float(v)) for n, v in self._base.items())
+        return env
 
     @cached_property
     def _computed(self) -> tuple[str, ...]:

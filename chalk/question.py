@@ -98,13 +98,15 @@ class Question:
         """
         model = self._question.model
         base = {}
+        scalar = True
         for name, value in changes.items():
             variable = model.variable(name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 base[variable.name] = float(value) * variable.to_base  # the common case
             else:
                 base[variable.name] = read_values(variable, value)
-        if all(np.ndim(value) == 0 for value in base.values()):
+                scalar = scalar and np.ndim(base[variable.name]) == 0
+        if scalar:
             found = self._question.point({k: float(v) for k, v in base.items()})
             return {t: found[t] / model.variables[t].to_base for t in self.targets}
         result = self._question.evaluate(base)

@@ -56,9 +56,7 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
     calls on the same plan (chunks of one Monte Carlo run) so they start from them
     instead of solving pilots again.
     """
-    model = compiled.model
-    env: dict[str, object] = dict(compiled.constants)
-    env.update(placeholder_values(compiled))
+    env = scalar_env(compiled)
     sizes = [1]
     for k, v in pins.items():
         # Fixed pins stay scalars (numpy broadcasts them); only varied pins are arrays.
@@ -70,10 +68,29 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
             sizes.append(a.size)
     if size is None:
         size = max(sizes)
+    return run_env(compiled, env, regime, size, keep, seeds)
+
+
+def scalar_env(compiled: CompiledPlan) -> dict[str, object]:
+    """What a run starts from before the pins: the plan's constants and the values of
+    its placeholders (a new dict, which the run fills in)."""
+    env: dict[str, object] = dict(compiled.constants)
+    env.update(placeholder_values(compiled))
+    return env
+
+
+def run_env(compiled: CompiledPlan, env: dict, regime: str | None = None, size: int = 1,
+            keep=None, seeds: dict | None = None) -> VectorResult:
+    """:func:`evaluate` from an environment already holding the constants, placeholders
+    and pins (floats, or arrays of ``size``): the point path of a compiled question keeps
+    that environment and changes only the pins asked again."""
+    model = compiled.model
     result = VectorResult({})
     seeds = {} if seeds is None else seeds
     with np.errstate(all="ignore"):
         for index, cstep in enumerate(compiled.steps):
+            if cstep.direct is not None and _direct_value(model, cstep, env):
+                continue
             if cstep.kind == "explicit":
                 _explicit(model, cstep, env, regime, size, result)
             elif cstep.kind == "block":
@@ -87,6 +104,20 @@ def evaluate(compiled: CompiledPlan, pins: Mapping[str, object], regime: str | N
     result.values = {k: np.broadcast_to(np.asarray(env[k], dtype=float), (size,))
                      for k in names if k in env}
     return result
+
+
+def _direct_value(model, cstep, env) -> bool:
+    """A step with nothing to decide (solvers.execution.execute._direct: one closed form
+    that cannot amplify rounding, no regime, guard or polish) whose value is a physical
+    scalar: put into ``env``, as :func:`_explicit` would; False (nothing done) for an
+    array or a value :func:`_explicit` must judge and count."""
+    name = cstep.step.variables[0]
+    value = cstep.direct.value(env)
+    if not isinstance(value, float) or not physical(model, name, value,
+                                                    name in cstep.provisional):
+        return False  # (numpy's float64 is a float; an array or a complex is not)
+    env[name] = float(value)
+    return True
 
 
 def _explicit(model, cstep, env, regime, size, result):
