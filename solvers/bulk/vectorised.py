@@ -89,7 +89,9 @@ def run_env(compiled: CompiledPlan, env: dict, regime: str | None = None, size: 
     seeds = {} if seeds is None else seeds
     with np.errstate(all="ignore"):
         for index, cstep in enumerate(compiled.steps):
-            if cstep.direct is not None and _direct_value(model, cstep, env):
+            # one point: a step with nothing to decide is its value (an array run would
+            # evaluate the form twice, so it takes the general path)
+            if size == 1 and cstep.direct is not None and _direct_value(model, cstep, env):
                 continue
             if cstep.kind == "explicit":
                 _explicit(model, cstep, env, regime, size, result)
