@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from chalk.knowledge import load_model
 from chalk.knowledge.conventions import CONVENTIONS, DEFAULT_CONVENTIONS
 from chalk.solvers.bulk.ranged_pins import set_aside_ranges
-from chalk.solvers.pinning.pinned import Layer, Pin
+from chalk.solvers.pinning.pinned import Layer, Pin, ground_zeros
 from chalk.solvers.pinning.pins import ResolvedPins, read_value, resolve_pins
 from chalk.solvers.pinning.variants import for_pins
 from chalk.solvers.pinning.yielding import (
@@ -39,7 +39,6 @@ from chalk.solvers.pinning.yielding import (
 from chalk.solvers.pinning.zeros import (
     absent_for,
     following_pins,
-    ground_zeros,
     put_zeros,
     used_zeros,
     zero_pins,

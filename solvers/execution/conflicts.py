@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from chalk.solvers.execution.steps import CheckRecord
-from chalk.solvers.pinning.pinned import Layer, Pin
+from chalk.solvers.pinning.pinned import Layer, Pin, ground_zeros
 from chalk.solvers.planning.plan import Plan, upstream_pins
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import InconsistentPins, PastDefaultBound
@@ -195,12 +195,10 @@ def _upstream_pins(model: Model, plan: Plan, relation: str, pins) -> list[str]:
         return found
 
     names = set(upstream_pins(model, follow, model.variables_in(relation), pins))
-    ancestors, parent = [], model.parent
-    while parent is not None:  # each narrowing keeps its parent: zeros, a variant
-        ancestors.append(parent)
-        parent = parent.parent
-    for original in ancestors:
+    stated = ground_zeros(pins)
+    original = model.parent
+    while original is not None:  # each narrowing keeps its parent: zeros, a variant
         names |= {n for r in followed if r in original.relations
-                  for n in original.variables_in(r) - model.variables_in(r)
-                  if n in pins and pins[n].value == 0 and pins[n].layer is Layer.GIVEN}
+                  for n in original.variables_in(r) - model.variables_in(r) if n in stated}
+        original = original.parent
     return sorted(names)

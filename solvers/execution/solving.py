@@ -68,8 +68,7 @@ def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | Non
         if not _regimes_may_settle(model, plan, exc):
             raise
         done = solve_by_regimes(model, plan, base, pins, regime, rtol, timeout, exc)
-        notes = ({"how": "regimes", "regimes": done.notes[0]["regimes"],
-                  "whole_block": False},)
+        notes = done.notes[:1]  # the regimes that hold (solve_by_regimes)
     else:
         notes = done.notes  # how steps with several solutions were settled
         if any(r.method == MULTI_START for r in done.records):
@@ -82,8 +81,7 @@ def compute(model: Model, plan: Plan, pins: Mapping[str, Pin], regime: str | Non
                 found = None
             if found is not None and not any(r.method == MULTI_START for r in found.records):
                 done = found
-                notes = ({"how": "regimes", "regimes": found.notes[0]["regimes"],
-                          "whole_block": True},)
+                notes = ({**found.notes[0], "whole_block": True},)
     notes += tuple({"how": "multi_start", "step": i, "variables": tuple(r.variables)}
                    for i, r in enumerate(done.records, 1) if r.method == MULTI_START)
     plan = done.plan

@@ -75,3 +75,11 @@ class Pin:
             return "given"
         word = "conventions" if self.layer is Layer.CONVENTIONS else "preset"
         return f"{word} {self.preset}"
+
+
+def ground_zeros(pins) -> frozenset[str]:
+    """The zeros the user states (exactly zero, not a range; not a preset's or the
+    conventions' defaults): facts that may ground what computes their quantity
+    (solvers.pinning.zeros)."""
+    return frozenset(n for n, p in pins.items()
+                     if p.value == 0 and p.spread is None and p.layer is Layer.GIVEN)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import sympy
-from chalk.solvers.pinning.pinned import Layer, Pin
+from chalk.solvers.pinning.pinned import Pin, ground_zeros
 from chalk.solvers.planning.forward import defining_relation
 from chalk.solvers.records.notes import Kind, Note
 from chalk.symbolic.model import Model, build_model
@@ -71,12 +71,6 @@ class Absent:
 def zero_pins(pins: Mapping[str, Pin]) -> frozenset[str]:
     """Names pinned at exactly zero (a range is never a zero)."""
     return frozenset(n for n, p in pins.items() if p.value == 0 and p.spread is None)
-
-
-def ground_zeros(pins: Mapping[str, Pin]) -> frozenset[str]:
-    """The zeros the user states (not a preset's or the conventions' defaults): facts
-    that may ground what computes their quantity."""
-    return frozenset(n for n in zero_pins(pins) if pins[n].layer is Layer.GIVEN)
 
 
 def put_zeros(model: Model, zeros: frozenset[str],
