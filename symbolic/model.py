@@ -187,6 +187,37 @@ def build_model(variables: Iterable[Variable], relations: Iterable[Relation],
     )
 
 
+def narrowed_model(parent: Model, relations: Iterable[Relation],
+                   variants: Iterable[Variant] | None = None) -> Model:
+    """``parent`` keeping only ``relations`` (some of its own, or them with terms taken
+    out) and ``variants`` (all of its own if None): built once per distinct content.
+
+    A model is compared by identity, and everything computed about one (its reference
+    point, its rows, its plans) is cached on that identity. Different routes reach the
+    same narrowed model (the same zeros put in beside other stated ones, a variant's
+    relations set aside again): they get the same object, so that work is done once.
+    """
+    relations = tuple(relations)
+    variants = tuple(parent.variants.values() if variants is None else variants)
+    key = (parent, tuple((r.name, r.lhs, r.rhs) for r in relations),
+           tuple(v.name for v in variants))
+    found = _NARROWED.get(key)
+    if found is None:
+        if len(_NARROWED) >= MODELS_KEPT:
+            del _NARROWED[next(iter(_NARROWED))]  # the oldest first
+        found = _NARROWED[key] = build_model(parent.variables.values(), relations,
+                                             parent.conditions.values(), variants,
+                                             parent=parent)
+    return found
+
+
+# How many models the engine keeps what it computed about (narrowed models here; each
+# per-model cache, such as a model's reference point and rows, holds as many): a test
+# run or a long session meets a few hundred, and recomputing one's point costs 0.1 s.
+MODELS_KEPT = 256
+_NARROWED: dict = {}
+
+
 def _check_dimensions(r: Relation, dims) -> None:
     try:
         lhs = dimension_of(r.lhs, dims)

@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 from chalk.solvers.analysis.gradient import compile_log_gradient
 from chalk.symbolic.logspace import log_row, monomial_row
-from chalk.symbolic.model import Model
+from chalk.symbolic.model import MODELS_KEPT, Model
 from chalk.symbolic.relations import continuous
 
 Number = Fraction | float
@@ -45,7 +45,7 @@ class LogRow:
         return {c: int(Fraction(v) * den) for c, v in self.entries.items()}, den
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=MODELS_KEPT)
 def log_rows(model: Model) -> Mapping[str, LogRow]:
     """Every relation's log-space row (cached per model).
 
@@ -56,7 +56,7 @@ def log_rows(model: Model) -> Mapping[str, LogRow]:
             for name, relation in model.relations.items()}
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=MODELS_KEPT)
 def regime_rows(model: Model) -> tuple[tuple[tuple[str, ...], Mapping[str, LogRow]], ...]:
     """The rows of every combination of max()/min() regimes (cached per model).
 

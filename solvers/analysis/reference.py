@@ -27,7 +27,7 @@ import numpy as np
 from chalk.solvers.analysis.gradient import compile_log_gradient
 from chalk.solvers.tolerances import REFERENCE
 from chalk.symbolic.logspace import log_row
-from chalk.symbolic.model import Model
+from chalk.symbolic.model import MODELS_KEPT, Model
 from chalk.symbolic.relations import continuous
 
 
@@ -45,7 +45,7 @@ class ReferencePoint:
     converged: bool
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=MODELS_KEPT)
 def reference_point(model: Model) -> ReferencePoint:
     """The model's reference point (cached per model). A model derived from another
     starts its search at its parent's point: a subset of the relations (solvers.pinning.variants)
@@ -183,7 +183,7 @@ def _nudges(names: list[str], seed: int, spread: float) -> np.ndarray:
     return np.random.default_rng(seed).normal(0.0, spread, len(names))
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=MODELS_KEPT)
 def _sides(model: Model) -> tuple:
     """Value-and-gradient evaluators of both sides of every relation (cached per model:
     a probe draws hundreds of points of one model)."""

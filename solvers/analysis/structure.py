@@ -11,11 +11,15 @@ solved simultaneously. All functions take and return plain data.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import networkx as nx
+# A graph here is ``{node: [neighbours]}`` in insertion order (networkx's adjacency
+# without its objects): building one costs a dict and lists, and iterating it gives
+# the same order every run.
+Graph = dict
 
 
 def rel_node(name: str) -> tuple[str, str]:
@@ -26,19 +30,25 @@ def var_node(name: str) -> tuple[str, str]:
     return ("v", name)
 
 
-def incidence_graph(unknowns_of: Mapping[str, Iterable[str]], unknowns: Iterable[str]) -> nx.Graph:
-    """Bipartite graph of relations and the unknowns they involve."""
+def incidence_graph(unknowns_of: Mapping[str, Iterable[str]], unknowns: Iterable[str]) -> Graph:
+    """Bipartite graph of relations and the unknowns they involve, as adjacency lists:
+    relation nodes first, then variable nodes, each sorted by name; a relation's
+    neighbours sorted, a variable's in the order of the relations."""
     # Sorted insertion makes the matching, and so every plan, the same from run to run.
-    graph = nx.Graph()
-    graph.add_nodes_from((rel_node(r) for r in sorted(unknowns_of)), bipartite=0)
-    graph.add_nodes_from((var_node(v) for v in sorted(unknowns)), bipartite=1)
-    for relation in sorted(unknowns_of):
+    relations = sorted(unknowns_of)
+    graph: Graph = {rel_node(r): [] for r in relations}
+    for v in sorted(unknowns):
+        graph[var_node(v)] = []
+    for relation in relations:
+        node = rel_node(relation)
         for v in sorted(unknowns_of[relation]):
-            graph.add_edge(rel_node(relation), var_node(v))
+            variable = var_node(v)
+            graph[node].append(variable)
+            graph.setdefault(variable, []).append(node)
     return graph
 
 
-def maximum_matching(graph: nx.Graph) -> dict[tuple[str, str], tuple[str, str]]:
+def maximum_matching(graph: Graph) -> dict[tuple[str, str], tuple[str, str]]:
     """A maximum matching as a symmetric node -> node dict (Hopcroft-Karp).
 
     The engine's one bipartite matching. It runs over ordered adjacency lists rather
@@ -126,7 +136,7 @@ class Partition:
         return self.over_variables | self.square_variables
 
 
-def dulmage_mendelsohn(graph: nx.Graph, matching=None) -> Partition:
+def dulmage_mendelsohn(graph: Graph, matching=None) -> Partition:
     """Split ``graph`` into under-, over- and well-determined parts."""
     if matching is None:
         matching = maximum_matching(graph)
@@ -186,17 +196,84 @@ def solve_order(partition: Partition, unknowns_of: Mapping[str, Iterable[str]]):
     """
     determined = partition.determined
     solver_of = {v: r for r, v in partition.matched.items() if v in determined}
-    graph = nx.DiGraph()
-    graph.add_nodes_from(solver_of.values())
-    for relation in graph.nodes:
+    successors: dict[str, list[str]] = {r: [] for r in solver_of.values()}
+    for relation in successors:
         for v in unknowns_of[relation]:
             if v in solver_of and solver_of[v] != relation:
-                graph.add_edge(solver_of[v], relation)
-    condensed = nx.condensation(graph)
+                successors[solver_of[v]].append(relation)
+    components = strongly_connected(successors)
     blocks = []
-    for component in nx.lexicographical_topological_sort(
-        condensed, key=lambda c: min(condensed.nodes[c]["members"])
-    ):
-        members = tuple(sorted(condensed.nodes[component]["members"]))
+    for members in topological_by_least_member(components, successors):
+        members = tuple(sorted(members))
         blocks.append((members, tuple(partition.matched[r] for r in members)))
     return blocks
+
+
+def strongly_connected(successors: Mapping[str, Iterable[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of a directed graph (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[frozenset[str]] = []
+    for root in successors:
+        if root in index:
+            continue
+        work = [(root, iter(successors[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for following in edges:
+                if following not in index:
+                    index[following] = low[following] = len(index)
+                    stack.append(following)
+                    on_stack.add(following)
+                    work.append((following, iter(successors[following])))
+                    break
+                if following in on_stack:
+                    low[node] = min(low[node], index[following])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    members = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        members.add(member)
+                        if member == node:
+                            break
+                    components.append(frozenset(members))
+    return components
+
+
+def topological_by_least_member(components: list[frozenset[str]],
+                                successors: Mapping[str, Iterable[str]]
+                                ) -> list[frozenset[str]]:
+    """The components in dependency order, among those ready the one with the smallest
+    member first (so the order is the same in every run)."""
+    of = {member: i for i, members in enumerate(components) for member in members}
+    after: list[set[int]] = [set() for _ in components]
+    waiting = [0] * len(components)
+    for node, following in successors.items():
+        for other in following:
+            i, j = of[node], of[other]
+            if i != j and j not in after[i]:
+                after[i].add(j)
+                waiting[j] += 1
+    least = [min(members) for members in components]
+    ready = [(least[i], i) for i in range(len(components)) if not waiting[i]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        order.append(components[i])
+        for j in after[i]:
+            waiting[j] -= 1
+            if not waiting[j]:
+                heapq.heappush(ready, (least[j], j))
+    return order

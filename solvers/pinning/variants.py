@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from chalk.solvers.records.notes import Kind, Note
-from chalk.symbolic.model import Model, build_model
+from chalk.symbolic.model import Model, narrowed_model
 
 
 def set_aside(model: Model, pinned: Iterable[str]) -> tuple[str, ...]:
@@ -73,5 +73,4 @@ def _without(model: Model, dropped: tuple[str, ...], picked: tuple[str, ...]) ->
     if len(keep) == len(model.relations):
         return model
     variants = [v for v in model.variants.values() if v.name not in dropped]
-    return build_model(model.variables.values(), keep, model.conditions.values(), variants,
-                       parent=model)
+    return narrowed_model(model, keep, variants)

@@ -25,7 +25,7 @@ from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
 from chalk.solvers.records.notes import Kind, Note
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import ChalkError
-from chalk.symbolic.model import Model, build_model
+from chalk.symbolic.model import Model, narrowed_model
 from chalk.symbolic.printing.quantities import format_quantity
 
 
@@ -370,8 +370,7 @@ def _override_note(model: Model, pin: Pin, implied: float, behind: Sequence[Pin]
 def without_relations(model: Model, names: tuple[str, ...]) -> Model:
     """``model`` without the relations ``names`` (cached per set)."""
     keep = [r for r in model.relations.values() if r.name not in names]
-    return build_model(model.variables.values(), keep, model.conditions.values(),
-                       model.variants.values(), parent=model)
+    return narrowed_model(model, keep)
 
 
 def held_counts(model: Model, stated: Mapping[str, Pin], plan) -> dict[str, Pin]:

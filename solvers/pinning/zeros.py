@@ -44,7 +44,7 @@ import sympy
 from chalk.solvers.pinning.pinned import Pin, ground_zeros
 from chalk.solvers.planning.forward import defining_relation
 from chalk.solvers.records.notes import Kind, Note
-from chalk.symbolic.model import Model, build_model
+from chalk.symbolic.model import Model, narrowed_model
 from chalk.symbolic.printing.numbers import format_display
 
 
@@ -129,8 +129,7 @@ def _put(model: Model, zeros: frozenset[str], grounds: frozenset[str] = frozense
                 continue
             if lhs != relation.lhs or rhs != relation.rhs:
                 relations[name] = replace(relation, lhs=lhs, rhs=rhs)
-    narrowed = build_model(model.variables.values(), relations.values(),
-                           model.conditions.values(), model.variants.values(), parent=model)
+    narrowed = narrowed_model(model, relations.values())
     return Absent(narrowed, tuple(follows), tuple(sorted(set_aside)))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import sympy
-from chalk.symbolic.model import Model
+from chalk.symbolic.model import MODELS_KEPT, Model
 
 
 def defining_relation(model: Model, name: str) -> str | None:
@@ -43,7 +43,7 @@ def downstream(model: Model, name: str) -> frozenset[str]:
     return frozenset(found)
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=MODELS_KEPT)
 def whole_counts(model: Model) -> frozenset[str]:
     """Quantities a relation gives by rounding another (``replicas_needed``), and those
     computed from them: they run forwards only, so none is a ground for what it rounds."""
@@ -113,7 +113,7 @@ def _solvable_past_zeros(model: Model, relation: str, name: str,
             and model.variables[name].symbol in (sides[0] - sides[1]).free_symbols)
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=MODELS_KEPT)
 def _feeds(model: Model) -> dict[str, frozenset[str]]:
     """For each quantity, the derived quantities whose defining relation it enters."""
     feeds: dict[str, set[str]] = {}

@@ -33,7 +33,7 @@ from chalk.solvers.planning.regimes import (
 )
 from chalk.solvers.tolerances import RANK
 from chalk.symbolic.errors import DegenerateError, UnderdeterminedError
-from chalk.symbolic.model import Model
+from chalk.symbolic.model import MODELS_KEPT, Model
 from chalk.symbolic.printing.expressions import monomial_text
 
 
@@ -276,7 +276,7 @@ def _structure(model: Model, pinned: frozenset[str]):
     return consequences, unknowns_of, blocks, order, preferred, determined
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=MODELS_KEPT)
 def identities(model: Model) -> frozenset[str]:
     """Relations that follow from the others whatever the values (cached per model).
 
@@ -290,7 +290,7 @@ def identities(model: Model) -> frozenset[str]:
     return frozenset(r for r, _ in unpinned_analysis(model).dependent)
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=MODELS_KEPT)
 def unpinned_analysis(model: Model) -> RankAnalysis:
     """The rank analysis of ``model`` with nothing pinned (cached per model): what the
     relations alone fix, and which of them follow from the others (:func:`identities`)."""

@@ -13,7 +13,7 @@ import numpy as np
 from chalk.solvers.analysis.jacobian import regime_rows
 from chalk.solvers.analysis.rank import RankAnalysis
 from chalk.solvers.tolerances import RANK
-from chalk.symbolic.model import Model
+from chalk.symbolic.model import MODELS_KEPT, Model
 
 
 def regimes_reach(model: Model, analysis: RankAnalysis, targets) -> bool:
@@ -63,7 +63,7 @@ def free_in_every_regime(model: Model, analysis: RankAnalysis, target: str) -> b
     return bool(left > RANK.null_component * np.linalg.norm(wanted))
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=MODELS_KEPT)
 def _distinct_regime_rows(model: Model) -> tuple[tuple[tuple[str, object], ...], ...]:
     """Every row any regime of any max()/min() relation takes, once each (per model)."""
     rows = {(name, tuple(sorted(row.entries.items())))
