@@ -57,7 +57,7 @@ def maximum_matching(graph: Graph) -> dict[tuple[str, str], tuple[str, str]]:
     a cold ``chalk solve`` does not pay for importing scipy.sparse (about half a second).
     """
     relations = [n for n in graph if n[0] == "r"]
-    adjacency = {r: list(graph[r]) for r in relations}
+    adjacency = graph
     mate_r: dict = {}
     mate_v: dict = {}
     infinity = float("inf")

@@ -21,7 +21,12 @@ from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
 from chalk.solvers.pinning.zeros import absent_for, following_pins, zero_pins
 from chalk.solvers.planning.forward import computed_from, downstream
-from chalk.solvers.planning.plan import Plan, analyse_pins, make_plan
+from chalk.solvers.planning.plan import (
+    Plan,
+    analyse_pins,
+    make_plan,
+    pins_the_others_determine,
+)
 from chalk.solvers.records.notes import Kind, Note
 from chalk.solvers.tolerances import PINS
 from chalk.symbolic.errors import ChalkError
@@ -132,6 +137,25 @@ def yield_candidates(model: Model, pins: Mapping[str, Pin],
                  if _determined_from_above(model, pins, targets, name) is not None)
 
 
+def _cannot_give_way(model: Model, pins: Mapping[str, Pin], name: str) -> bool:
+    """Whether a number pinned for ``name`` surely gives way to nothing: the others
+    determine its quantity, but the pins of higher layers alone do not.
+
+    A number gives way only to pins that all outrank it (:func:`outranked`), and those
+    pins then determine it by themselves. Whether the others determine it, and whether
+    the higher layers alone do, are two rank analyses shared by every candidate (per
+    pin set, and per layer), where weighing a candidate in full takes an analysis of the
+    question without it. Where the others do not determine it, nothing is screened.
+    """
+    pin = pins[name]
+    if pin.value == 0 or _headline_figure(pin):
+        return False
+    if name not in pins_the_others_determine(model, frozenset(pins)):
+        return False
+    higher = frozenset(n for n, p in pins.items() if n != name and p.layer > pin.layer)
+    return not analyse_pins(model, higher).is_determined(name)
+
+
 def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:
     """The pins behind ``name`` if, without it, pins of higher layers determine it.
 
@@ -155,6 +179,8 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
         if inputs is None:
             return None
         higher = tuple(sorted(i for i in inputs if i in without))
+    elif _cannot_give_way(model, pins, name):
+        return None
     else:
         higher = tuple(analyse_pins(model, frozenset(without), (name,))
                        .pins_behind(model, name))

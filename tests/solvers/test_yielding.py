@@ -481,3 +481,58 @@ def test_an_implied_value_is_remembered_by_the_pins_its_plan_reads(monkeypatch):
     assert yielding.implied_value(model, halved, "active_params") == pytest.approx(
         40 * LLAMA_LAYER + LLAMA_HEAD, rel=1e-12)
     assert len(runs) == 2
+
+
+# The screen of yield_defaults (issue 22: a candidate pin used to cost an analysis of the
+# question without it). A number gives way only to pins that all outrank it, and those
+# then determine it alone; a candidate the others determine but the higher layers alone
+# do not is set aside unweighed. Checked here against weighing every candidate in full.
+SCREENED_QUESTIONS = [
+    (("step_time_with_comm", "t_tp_comm"), ["h100", "llama_3_1_70b", "bf16"],
+     {"n_chips": "8 chip", "batch_size": "16 sequence", "context_length": "8k token",
+      "allreduce_latency": "10 us"}),
+    (("step_time",), ["h100", "deepseek_v3", "fp8"],
+     {"n_chips": "8 chip", "batch_size": "16 sequence", "context_length": "8k token"}),
+    (("tokens_per_second",), ["h200", "qwen3_235b_a22b", "fp8"],
+     {"n_chips": "8 chip", "batch_size": "64 sequence", "context_length": "4k token"}),
+    (("critical_batch_size",), ["lecture", "h100"],
+     {"active_params": "70e9 param", "total_params": "70e9 param"}),
+]
+
+
+@pytest.mark.parametrize("targets,presets,given", SCREENED_QUESTIONS)
+def test_a_screened_candidate_is_one_the_full_weighing_refuses(targets, presets, given,
+                                                                monkeypatch):
+    from chalk.solvers.pinning import yielding
+    from chalk.solvers.pinning.variants import for_pins
+
+    from chalk.preparation import resolve
+
+    base = load_model()
+    pins = resolve(base, given, presets, targets).pins
+    model, _ = for_pins(base, pins)
+    candidates = yielding._over_determined(model, pins, targets)
+    screened = [n for n in sorted(candidates) if yielding._cannot_give_way(model, pins, n)]
+    monkeypatch.setattr(yielding, "_cannot_give_way", lambda *args: False)
+    for name in screened:
+        assert yielding._determined_from_above(model, pins, targets, name) is None, name
+    assert screened  # the screen is at work on each of these questions
+
+
+def test_the_conventions_intensity_gives_way_to_a_chips_figures_past_the_screen():
+    # the lecture's 300 FLOP/byte (conventions) beside an H100's 989 TFLOP/s and
+    # 3.35 TB/s (preset, one layer up): the chip's two figures alone determine it
+    from chalk.solvers.pinning import yielding
+
+    from chalk.preparation import resolve
+
+    model = load_model()
+    given = {"active_params": "70e9 param", "total_params": "70e9 param"}
+    pins = resolve(model, given, ["lecture", "h100"], ("critical_batch_size",)).pins
+    assert pins["hardware_intensity"].layer is Layer.CONVENTIONS
+    assert not yielding._cannot_give_way(model, pins, "hardware_intensity")
+    s = solve("critical_batch_size", presets=["lecture", "h100"], given=given)
+    # 989e12 / 3.35e12 = 295.2 FLOP/byte; the lecture's 1 byte and 1 FLOP per
+    # parameter and a dense model (sparsity 1) make the critical batch that many
+    assert s.value("hardware_intensity", "FLOP/byte") == pytest.approx(989 / 3.35, rel=1e-12)
+    assert s.value("critical_batch_size", "sequence") == pytest.approx(989 / 3.35, rel=1e-12)
