@@ -52,8 +52,35 @@ def log_rows(model: Model) -> Mapping[str, LogRow]:
     A relation that is not a product of powers is linearised at the model's reference
     point; where it cannot be (no usable point), it gets a generic row of its pattern.
     """
-    return {name: _log_row(model, name, relation.lhs, relation.rhs)
+    shared = _shared_rows(model)
+    return {name: shared.get(name) or _log_row(model, name, relation.lhs, relation.rhs)
             for name, relation in model.relations.items()}
+
+
+def _shared_rows(model: Model) -> dict[str, LogRow]:
+    """The rows a narrowed model has in common with the model it narrows: those of the
+    same relation that are exact, or linearised where both reference points agree on
+    the relation's quantities (a model keeping a subset of the relations is at its
+    parent's point). The rest are taken afresh."""
+    parent = model.parent
+    if parent is None:
+        return {}
+    rows = log_rows(parent)
+    here = there = None
+    shared = {}
+    for name, relation in model.relations.items():
+        row = rows.get(name)
+        if row is None or parent.relations.get(name) is not relation:
+            continue
+        if not row.exact:
+            if here is None:
+                from chalk.solvers.analysis.reference import reference_point
+
+                here, there = reference_point(model).values, reference_point(parent).values
+            if any(here.get(v) != there.get(v) for v in model.variables_in(name)):
+                continue
+        shared[name] = row
+    return shared
 
 
 @lru_cache(maxsize=MODELS_KEPT)

@@ -188,9 +188,13 @@ def _sides(model: Model) -> tuple:
     """Value-and-gradient evaluators of both sides of every relation (cached per model:
     a probe draws hundreds of points of one model)."""
     constants = model.constant_values()
+    parent = model.parent
+    # a narrowed model shares its parent's evaluators of the relations it keeps as they were
+    inherited = dict(zip(parent.relations, _sides(parent), strict=True)) if parent else {}
     # whole counts relaxed to the counts they round: the point is one of smooth relations
-    return tuple((compile_log_gradient(continuous(r.lhs), constants),
-                  compile_log_gradient(continuous(r.rhs), constants))
+    return tuple(inherited[r.name] if parent and parent.relations.get(r.name) is r
+                 else (compile_log_gradient(continuous(r.lhs), constants),
+                       compile_log_gradient(continuous(r.rhs), constants))
                  for r in model.relations.values())
 
 

@@ -120,3 +120,30 @@ def test_the_rates_of_a_request_rest_on_no_price_at_a_per_name_draw():
                          text=True, timeout=900)
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert float(ran.stdout.split()[-1]) < 1e-9
+
+
+def test_a_narrowed_model_shares_the_rows_its_parent_takes_at_the_same_point():
+    # A narrowed model takes from its parent the rows of the relations it keeps as they
+    # were, where they do not depend on the point (products of powers) or the two points
+    # agree on the relation's quantities; each row is the one taken afresh for it
+    from chalk.knowledge import load_model
+    from chalk.solvers.analysis.jacobian import _log_row, log_rows
+    from chalk.solvers.analysis.reference import reference_point
+    from chalk.solvers.pinning.yielding import without_relations
+
+    parent = load_model()
+    dropped = sorted(parent.relations)[:3]
+    child = without_relations(parent, tuple(dropped))
+    rows, above = log_rows(child), log_rows(parent)
+    here, there = reference_point(child).values, reference_point(parent).values
+    assert set(rows) == set(parent.relations) - set(dropped)
+    shared = 0
+    for name, row in rows.items():
+        relation = child.relations[name]
+        fresh = _log_row(child, name, relation.lhs, relation.rhs)
+        assert fresh.exact == row.exact and fresh.entries == row.entries
+        same_point = all(here[v] == there[v] for v in child.variables_in(name))
+        if row.exact or same_point:
+            assert row is above[name]
+            shared += 1
+    assert shared > len(rows) / 2
