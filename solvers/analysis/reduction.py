@@ -77,37 +77,19 @@ class ReducedRow:
         factor = self.entries.pop(column)
         self.sizes.pop(column, None)
         entries, sizes, rtol = self.entries, self.sizes, RANK.rtol
-        get, size_of = entries.get, sizes.get
-        vanished = []
-        # the hottest loop of a rank analysis: max() and the branch on the source's kind
-        # are written out (the same arithmetic, in the same order)
         if source.exact:
             inverse = 1.0 / source.den
-            for c, v in source.entries.items():
-                if c == column:
-                    continue
-                delta = factor * (v * inverse)
-                size, moved = size_of(c, 0.0), abs(delta)
-                if moved > size:
-                    size = moved
-                new = get(c, 0.0) - delta
-                if abs(new) <= rtol * size:
-                    entries.pop(c, None)
-                    sizes.pop(c, None)
-                    vanished.append(c)
-                else:
-                    entries[c] = new
-                    sizes[c] = size
-            return vanished
-        scale, source_sizes = abs(factor), source.sizes
+            source_sizes = None
+        else:
+            inverse, source_sizes = 1.0, source.sizes
+        vanished = []
         for c, v in source.entries.items():
             if c == column:
                 continue
-            delta = factor * v
-            size, moved = size_of(c, 0.0), scale * source_sizes[c]
-            if moved > size:
-                size = moved
-            new = get(c, 0.0) - delta
+            delta = factor * (v * inverse)
+            size = max(sizes.get(c, 0.0), abs(delta) if source_sizes is None
+                       else abs(factor) * source_sizes[c])
+            new = entries.get(c, 0.0) - delta
             if abs(new) <= rtol * size:
                 entries.pop(c, None)
                 sizes.pop(c, None)
