@@ -139,7 +139,9 @@ def _log_row(model: Model, name: str, lhs, rhs) -> LogRow:
         # No usable point (a model whose typical values put a relation off its domain):
         # a generic row of the relation's pattern, so rank is still decided structurally.
         gradient = {v: _generic_weight(name, v) for v in model.variables_in(name)}
-    entries = {k: float(v) for k, v in gradient.items() if k in model.variables and v != 0.0}
+    # sorted: the order of a row's entries is the order elimination adds them up in
+    entries = {k: float(v) for k, v in sorted(gradient.items())
+               if k in model.variables and v != 0.0}
     return LogRow(name, entries, False)
 
 
