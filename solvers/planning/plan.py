@@ -259,8 +259,8 @@ def pins_the_others_determine(model: Model, pinned: frozenset[str]) -> frozenset
 
     Those are the pins with a coefficient in a relation the others imply: along it,
     such a pin is a function of the rest. Every relation goes to elimination here (no
-    block is settled first), so each implied relation is reduced to pins alone, and a
-    pin that enters one only through a quantity it settles is not counted.
+    block is settled first), so each implied relation is reduced to pins alone: no
+    quantity computed from the pin itself stands between it and the others.
     """
     consequences, _, _, order, preferred, _ = _structure(model, pinned)
     analysis = analyse(model, pinned, (), order, preferred)
