@@ -17,9 +17,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 import sympy
+from chalk.solvers.analysis.structure import (
+    incidence_graph,
+    maximum_matching,
+    strongly_connected,
+    topological_by_least_member,
+)
 from chalk.solvers.execution import strategies
 from chalk.solvers.execution.numeric import residual_at, solve_tears
 from chalk.solvers.execution.steps import GUARD_RTOL
@@ -172,31 +177,33 @@ def tear(relations, variables, branches: list[Branch], constants: dict,
     forced = {n for n in names if forms[n] is None}  # no closed form: torn whatever else
 
     def graph_without(torn):
-        graph = nx.DiGraph()
-        graph.add_nodes_from(n for n in names if n not in torn)
-        for n in list(graph.nodes):
-            for v in sorted(needs[n]):
+        """Which relations left untorn each relation's solution feeds."""
+        successors = {n: set() for n in names if n not in torn}
+        for n in successors:
+            for v in needs[n]:
                 source = producer.get(v)
-                if source is not None and source not in torn and source != n:
-                    graph.add_edge(source, n)
-        return graph
+                if source in successors and source != n:
+                    successors[source].add(n)
+        return successors
 
     torn = set(forced)
     while True:  # sorted everywhere, so the same block always tears the same way
         graph = graph_without(torn)
-        cyclic = sorted((sorted(c) for c in nx.strongly_connected_components(graph)
-                         if len(c) > 1), key=lambda c: (-len(c), c))
+        cyclic = sorted((sorted(c) for c in strongly_connected(graph) if len(c) > 1),
+                        key=lambda c: (-len(c), c))
         if not cyclic:
             break
         # break the cycle at the relation with the most connections inside it
         component = cyclic[0]
-        sub = graph.subgraph(component)
-        torn.add(max(sorted(component), key=lambda n: sub.in_degree(n) * sub.out_degree(n)
-                     + sub.out_degree(n)))
+        inside = {n: graph[n] & set(component) for n in component}
+        into = {n: sum(n in inside[m] for m in component) for n in component}
+        torn.add(max(component, key=lambda n: into[n] * len(inside[n]) + len(inside[n])))
     torn = _fewest_tears(names, forced, torn, graph_without,
                          lambda n: matched[n] in zero_ok)
     graph = graph_without(torn)
-    order = list(nx.lexicographical_topological_sort(graph))
+    # no cycle is left: each component is one relation, in dependency order (by name
+    # among those ready)
+    order = [n for (n,) in topological_by_least_member(strongly_connected(graph), graph)]
     # A quantity whose closed form, with those before it put in, keeps none of the
     # block's quantities is fixed by this regime alone (t x (n_kv_heads / t) x ... - 1 is
     # n_kv_heads x ... - 1 whatever t): it is evaluated in that form, so an exact value
@@ -247,7 +254,7 @@ def _fewest_tears(names, forced: set, greedy: set, graph_without, may_be_zero) -
         for chosen in itertools.combinations(free, size):
             if any(map(may_be_zero, chosen)):
                 continue
-            cycles = nx.strongly_connected_components(graph_without(forced | set(chosen)))
+            cycles = strongly_connected(graph_without(forced | set(chosen)))
             if not any(len(c) > 1 for c in cycles):
                 return forced | set(chosen)
     return greedy
@@ -262,8 +269,6 @@ def _branch_matching(names, variables, branches) -> dict[str, str]:
     when the regime makes the block triangular). Falls back to the block's matching if
     the branch has no complete one.
     """
-    from chalk.solvers.analysis.structure import incidence_graph, maximum_matching
-
     wanted = set(variables)
     incidence = {n: {s.name for s in (b.lhs - b.rhs).free_symbols} & wanted
                  for n, b in zip(names, branches, strict=True)}

@@ -53,6 +53,9 @@ INFORMS = 1e-6  # sum of squared slopes below this: the rows do not inform an ef
 # which the efficiencies move only together: copies of one question give rounding, 1e-16;
 # two questions whose FLOP/s shares differ by 1% give about 1e-2
 SEPARABLE = 1e-8
+# An efficiency is named as moving with the others when its share of that joint direction
+# is at least this fraction of the largest share
+NAMED_SHARE = 1e-3
 # Rows each architecture needs for a scatter of its own (else one scatter for every row):
 # ten rows leave it some 8 degrees of freedom after the parameters they inform, a scatter
 # known to about 1 / sqrt(2 x 8) = 25%; with fewer it is too loose to weigh rows by (four
@@ -401,7 +404,7 @@ def _check_separable(shared: np.ndarray, precision: np.ndarray, rows) -> None:
         return
     direction = np.abs(vectors[-1])
     moved = [EFFICIENCIES[j] for j, v in zip(flat, direction, strict=True)
-             if v >= 1e-3 * direction.max()]
+             if v >= NAMED_SHARE * direction.max()]
     raise UsageError(f"{' and '.join(moved)} cannot be told apart from these {len(rows)} "
                      "measurements: every one changes with them alike, so they fix a "
                      "combination but not each; add measurements of another batch or "
