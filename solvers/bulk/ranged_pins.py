@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from chalk.solvers.analysis.screen import may_determine
 from chalk.solvers.bulk.uncertainty import Propagation
 from chalk.solvers.pinning.pinned import Pin
 from chalk.solvers.planning.plan import Plan, make_plan
@@ -30,8 +31,9 @@ def set_aside_ranges(model: Model, pins: Mapping[str, Pin], names: tuple[str, ..
     ranged = [n for n in used if n in pins and pins[n].spread is not None]
     for name in sorted(ranged, key=lambda n: (-pins[n].spread.log_sd, n)):
         rest = {k: v for k, v in pins.items() if k != name}
-        trial = make_plan(model, frozenset(rest), (*names, name), explain=False)
-        if trial.determined:
+        if not all(may_determine(model, rest, t) for t in (*names, name)):
+            continue
+        if make_plan(model, frozenset(rest), (*names, name), explain=False).determined:
             pins, aside[name] = rest, pins[name]
     return pins, aside
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from chalk.solvers.analysis.screen import may_determine
 from chalk.solvers.execution.execute import compile_plan
 from chalk.solvers.execution.placeholders import run
 from chalk.solvers.pinning.pinned import Layer, Pin
@@ -188,7 +189,8 @@ def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None
     # them, and that spares planning the question once per candidate
     if not outranked(pins[name], [without[h] for h in higher], model):
         return None
-    if not make_plan(model, frozenset(without), targets).determines(name):
+    if not may_determine(model, without, name) or not make_plan(
+            model, frozenset(without), targets).determines(name):
         return None
     return higher
 
@@ -280,10 +282,11 @@ def _determined_by(model: Model, without: Mapping[str, Pin], pin: Pin):
     """The pins behind ``pin``'s quantity if ``without`` determine it (with the zeros put
     in, if it takes them), pins that outrank it, and give it a value; otherwise None."""
     without = _grounds(model, without, pin)
-    plan = make_plan(model, frozenset(without), (pin.name,), explain=False)
-    behind = _outranking(model, model, without, pin, plan)
-    if behind is not None:
-        return behind
+    if may_determine(model, without, pin.name):
+        plan = make_plan(model, frozenset(without), (pin.name,), explain=False)
+        behind = _outranking(model, model, without, pin, plan)
+        if behind is not None:
+            return behind
     # a dense model's size needs its zero experts put in (as absences, not numbers
     # to solve through); that narrowed model is planned only then, as finding its
     # reference point is costly
@@ -291,6 +294,8 @@ def _determined_by(model: Model, without: Mapping[str, Pin], pin: Pin):
     if absent.model is model:
         return None
     without = {**without, **following_pins(absent, model, without)}
+    if not may_determine(absent.model, without, pin.name):
+        return None
     plan = make_plan(absent.model, frozenset(without), (pin.name,), explain=False)
     return _outranking(absent.model, model, without, pin, plan)
 
@@ -354,6 +359,8 @@ def override_presets(model: Model, pins: Mapping[str, Pin], targets: tuple[str, 
     notes: list[Note] = []
     for name in candidates:
         without = {n: p for n, p in pins.items() if n != name}
+        if not may_determine(model, without, name):
+            continue
         plan = make_plan(model, frozenset(without), (name,), explain=False)
         if not plan.determined:
             continue
@@ -426,6 +433,8 @@ def implied_value(model: Model, pins: Mapping[str, Pin], name: str) -> float | N
     pins that differ only where the plan does not look (a model's size from its
     architecture, whatever the context length)."""
     pinned = frozenset(pins)
+    if not may_determine(model, pinned, name):
+        return None
     plan = make_plan(model, pinned, (name,))
     if not plan.determined:
         return None

@@ -71,6 +71,12 @@ def _distinct_regime_rows(model: Model) -> tuple[tuple[tuple[str, object], ...],
     return tuple(entries for _, entries in sorted(rows))
 
 
+@lru_cache(maxsize=MODELS_KEPT)
+def _by_labels(model: Model) -> dict:
+    """Each regime combination's rows by its labels (per model)."""
+    return dict(regime_rows(model))
+
+
 def may_fix(model: Model, pinned: frozenset[str], targets, labels: tuple[str, ...]) -> bool:
     """Whether the regime combination ``labels`` could fix every target (a screen run
     before its rank analysis).
@@ -84,8 +90,8 @@ def may_fix(model: Model, pinned: frozenset[str], targets, labels: tuple[str, ..
     rounding, so the analysis still decides every combination that could fix a target.
     """
     screen = regime_screens(model, pinned)
-    branch = dict(regime_rows(model))[labels]
-    added = np.array([screen.outside(branch[name]) for name in screen.regime_relations])
+    branch = _by_labels(model)[labels]
+    added = np.array([screen.outside(name, branch[name]) for name in screen.regime_relations])
     for target in targets:
         if target in pinned:
             continue
@@ -122,6 +128,8 @@ class _Screen:
             self.basis = basis[kept]
         else:
             self.basis = np.zeros((0, len(columns)))
+        # each branch's row is shared by half the combinations: projected once
+        self._projected: dict[tuple[str, int], tuple[object, np.ndarray]] = {}
 
     def _vector(self, row) -> np.ndarray:
         out = np.zeros(len(self.column))
@@ -134,9 +142,13 @@ class _Screen:
     def _outside(self, vector: np.ndarray) -> np.ndarray:
         return vector - self.basis.T @ (self.basis @ vector)
 
-    def outside(self, row) -> np.ndarray:
-        """A row's part outside the span of the rows no regime changes."""
-        return self._outside(self._vector(row))
+    def outside(self, relation: str, row) -> np.ndarray:
+        """A regime relation's row's part outside the span of the rows no regime changes
+        (remembered per row object)."""
+        key = (relation, id(row))
+        if key not in self._projected:
+            self._projected[key] = (row, self._outside(self._vector(row)))
+        return self._projected[key][1]
 
     def outside_unit(self, name: str) -> np.ndarray | None:
         """The unit direction of ``name``'s part outside that span (None for a quantity
