@@ -26,7 +26,6 @@ from chalk.solvers.planning.plan import (
     Plan,
     analyse_pins,
     make_plan,
-    pins_the_others_determine,
 )
 from chalk.solvers.records.notes import Kind, Note
 from chalk.solvers.tolerances import PINS
@@ -139,22 +138,23 @@ def yield_candidates(model: Model, pins: Mapping[str, Pin],
 
 
 def _cannot_give_way(model: Model, pins: Mapping[str, Pin], name: str) -> bool:
-    """Whether a number pinned for ``name`` surely gives way to nothing: the others
-    determine its quantity, but the pins of higher layers alone do not.
+    """Whether a number pinned for ``name`` surely gives way to nothing: the pins of
+    higher layers alone could not determine its quantity in any regime combination.
 
     A number gives way only to pins that all outrank it (:func:`outranked`), and those
-    pins then determine it by themselves. Whether the others determine it, and whether
-    the higher layers alone do, are two rank analyses shared by every candidate (per
-    pin set, and per layer), where weighing a candidate in full takes an analysis of the
-    question without it. Where the others do not determine it, nothing is screened.
+    pins then determine it by themselves: where the others fix it in the mixture of
+    regimes, the pins its derivation rests on are all of higher layers only if those
+    alone fix it; where only one regime combination fixes it, the mixture's pins are no
+    ground, and what the higher layers cannot fix in any combination is not theirs to
+    set. :func:`~chalk.solvers.analysis.screen.may_determine` decides this for every
+    candidate from one decomposition per model, where weighing a candidate in full
+    takes an analysis of the question without it.
     """
     pin = pins[name]
     if pin.value == 0 or _headline_figure(pin):
         return False
-    if name not in pins_the_others_determine(model, frozenset(pins)):
-        return False
-    higher = frozenset(n for n, p in pins.items() if n != name and p.layer > pin.layer)
-    return not analyse_pins(model, higher).is_determined(name)
+    higher = [n for n, p in pins.items() if n != name and p.layer > pin.layer]
+    return not may_determine(model, higher, name)
 
 
 def _determined_from_above(model, pins, targets, name) -> tuple[str, ...] | None:

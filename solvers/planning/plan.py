@@ -138,7 +138,6 @@ def clear_caches() -> None:
     """Forget every cached plan and analysis (for benchmarks that time planning)."""
     _plan.cache_clear()
     _analysis.cache_clear()
-    pins_the_others_determine.cache_clear()
     _structure.cache_clear()
     identities.cache_clear()
     unpinned_analysis.cache_clear()
@@ -251,21 +250,6 @@ def _analysis(model: Model, pinned: frozenset[str], targets: tuple[str, ...],
     analysis = analyse(model, pinned, blocks, order, preferred, preference, rows)
     dependent = tuple((r, left) for r, left in analysis.dependent if r not in consequences)
     return dataclasses.replace(analysis, dependent=dependent), determined
-
-
-@lru_cache(maxsize=256)
-def pins_the_others_determine(model: Model, pinned: frozenset[str]) -> frozenset[str]:
-    """Pins whose quantities the other pins determine, in the mixture of regimes (cached).
-
-    Those are the pins with a coefficient in a relation the others imply: along it,
-    such a pin is a function of the rest. Every relation goes to elimination here (no
-    block is settled first), so each implied relation is reduced to pins alone: no
-    quantity computed from the pin itself stands between it and the others.
-    """
-    consequences, _, _, order, preferred, _ = _structure(model, pinned)
-    analysis = analyse(model, pinned, (), order, preferred)
-    return frozenset(c for r, row in analysis.dependent if r not in consequences
-                     for c, v in row.items() if v != 0)
 
 
 @lru_cache(maxsize=256)

@@ -485,8 +485,8 @@ def test_an_implied_value_is_remembered_by_the_pins_its_plan_reads(monkeypatch):
 
 # The screen of yield_defaults (issue 22: a candidate pin used to cost an analysis of the
 # question without it). A number gives way only to pins that all outrank it, and those
-# then determine it alone; a candidate the others determine but the higher layers alone
-# do not is set aside unweighed. Checked here against weighing every candidate in full.
+# then determine it alone; a candidate the higher layers alone could not determine in any
+# regime is set aside unweighed. Checked here against weighing every candidate in full.
 SCREENED_QUESTIONS = [
     (("step_time_with_comm", "t_tp_comm"), ["h100", "llama_3_1_70b", "bf16"],
      {"n_chips": "8 chip", "batch_size": "16 sequence", "context_length": "8k token",
