@@ -1,20 +1,25 @@
-"""Whether any pins could determine a quantity: a floating-point screen before a plan.
+"""Whether pins could determine a quantity in some regime: a screen before a plan.
 
 A rank analysis (solvers.analysis.rank) decides what a pin set determines, one sparse
-elimination per pin set and regime combination. Whether a quantity *could* be
-determined is much cheaper to rule out. Every relation's log-space row, in every regime
-of every max()/min() (solvers.analysis.jacobian), spans a space ``L`` over the model's
-quantities; its orthogonal complement ``N`` holds the directions no relation constrains.
-Pins ``S`` determine a quantity ``x`` in some regime combination only if the unit vector
-of ``x`` lies in ``L + span(e_s for s in S)`` (each combination's rows lie in ``L``), that
-is, only if the row of ``x`` in a basis of ``N`` is a combination of the rows of ``S``.
-One singular value decomposition per model gives that basis; each question is then a
-least-squares problem of pins by free directions.
+elimination per pin set and regime combination. Ruling a quantity out is much cheaper,
+in the coordinates of what the relations leave open. The rows of the relations without
+a max() or min() are the same in every combination; their null space has an
+orthonormal basis ``N`` (one row per quantity, one column per open direction, one
+singular value decomposition per model). An open direction is ``N a``; pinning ``s``
+asks ``N[s] a = 0``, and a max()/min() relation in one of its regimes (or as the
+mixture of them all) asks ``(r N) a = 0`` of its row ``r`` there. A quantity ``x`` is
+fixed exactly when ``N[x] a = 0`` on every ``a`` those leave, that is when ``N[x]`` is a
+combination of the pins' rows and the chosen regime rows. So each question is a few
+least-squares problems the size of the pins by the open directions: first with every
+regime row at once (no combination can do better), then per combination of the
+relations whose rows still matter.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -24,43 +29,94 @@ from chalk.symbolic.model import MODELS_KEPT, Model
 
 
 def may_determine(model: Model, pinned: Collection[str], name: str) -> bool:
-    """Whether ``pinned`` could determine ``name`` in some regime combination.
+    """Whether ``pinned`` could determine ``name``, in the mixture of regimes or in one
+    combination of them.
 
-    False only when the row of ``name`` in the free directions leaves more than
-    ``RANK.regime_screen`` outside the span of the pins' rows: far above rounding, so a
-    rank analysis would find it undetermined in every combination. True otherwise
-    (the analysis then decides), and for a pinned ``name``.
+    False only when, in every combination, the part of ``name``'s open directions left
+    outside what the pins and that combination's rows fix is above
+    ``RANK.regime_screen``: far above rounding, so a rank analysis would find it
+    undetermined. True otherwise (the analysis then decides), and for a pinned ``name``.
     """
     if name in pinned:
         return True
-    column, null = _free_directions(model)
-    i = column.get(name)
+    space = _open_directions(model)
+    i = space.column.get(name)
     if i is None:
         return False  # no relation holds it
-    wanted = null[i]
-    pins = [column[p] for p in pinned if p in column]
-    if pins:
-        held = null[pins]
-        weights, *_ = np.linalg.lstsq(held.T, wanted, rcond=None)
-        wanted = wanted - held.T @ weights
+    left = _outside([space.basis[space.column[p]] for p in pinned if p in space.column],
+                    space.basis.shape[1])
+    wanted = left(space.basis[i])
+    if _small(wanted):
+        return True
+    choices = [[left(row) for row in options] for options in space.regime_options]
+    # only relations some of whose rows move what is left matter; first all of them at
+    # once (a bound on every combination), then combination by combination
+    choices = [c for c in choices if not all(_small(v) for v in c)]
+    if not choices or not _small(wanted, [v for c in choices for v in c]):
+        return False
+    mixture = [c[0] for c in choices]
+    return _small(wanted, mixture) or any(
+        _small(wanted, list(combo)) for combo in itertools.product(*(c[1:] for c in choices)))
+
+
+def _outside(rows: list[np.ndarray], size: int):
+    """The projection onto what ``rows`` leave (the orthogonal complement of their span)."""
+    if not rows:
+        return lambda v: v
+    _, values, basis = np.linalg.svd(np.array(rows), full_matrices=False)
+    kept = basis[values > values[0] * np.finfo(float).eps * max(len(rows), size)]
+    return lambda v: v - kept.T @ (kept @ v)
+
+
+def _small(wanted: np.ndarray, by: list[np.ndarray] | None = None) -> bool:
+    """Whether ``wanted`` is within ``RANK.regime_screen`` of the span of ``by``."""
+    if by:
+        matrix = np.array(by).T
+        weights, *_ = np.linalg.lstsq(matrix, wanted, rcond=None)
+        wanted = wanted - matrix @ weights
     return bool(np.linalg.norm(wanted) <= RANK.regime_screen)
 
 
+@dataclass(frozen=True)
+class _Space:
+    """A model's open directions: ``basis`` (a row per quantity of ``column``) spans the
+    null space of the rows no regime changes; ``regime_options`` holds, per max()/min()
+    relation, its mixture row and then each regime's row, in those coordinates."""
+
+    column: dict[str, int]
+    basis: np.ndarray
+    regime_options: tuple[tuple[np.ndarray, ...], ...]
+
+
 @lru_cache(maxsize=MODELS_KEPT)
-def _free_directions(model: Model) -> tuple[dict[str, int], np.ndarray]:
-    """The model's quantities by column, and an orthonormal basis of the directions no
-    row of any regime constrains (one row per quantity; cached per model)."""
-    rows = {tuple(sorted(row.entries.items())) for row in log_rows(model).values()}
-    rows |= {tuple(sorted(row.entries.items()))
-             for _, by_relation in regime_rows(model) for row in by_relation.values()}
-    columns = sorted({c for row in rows for c, _ in row})
+def _open_directions(model: Model) -> _Space:
+    rows = log_rows(model)
+    changing = sorted(n for n, r in model.relations.items() if r.has_regimes())
+    columns = sorted({c for row in rows.values() for c in row.entries}
+                     | {c for _, by_relation in regime_rows(model)
+                        for row in by_relation.values() for c in row.entries})
     column = {c: i for i, c in enumerate(columns)}
-    matrix = np.zeros((len(rows), len(columns)))
-    for r, row in enumerate(sorted(rows)):
-        for c, v in row:
-            matrix[r, column[c]] = float(v)
-    _, values, basis = np.linalg.svd(matrix, full_matrices=True)
-    # every direction with a singular value above rounding counts as constrained; keeping
-    # small ones makes the span larger and the screen more permissive, never stricter
-    rank = int(np.sum(values > values[0] * np.finfo(float).eps * max(matrix.shape)))
-    return column, basis[rank:].T
+
+    def vector(row) -> np.ndarray:
+        out = np.zeros(len(columns))
+        for c, v in row.entries.items():
+            out[column[c]] = float(v)
+        return out
+
+    fixed = [vector(rows[n]) for n in sorted(rows) if n not in changing]
+    matrix = np.array(fixed).reshape(-1, len(columns))
+    if matrix.size:
+        _, values, vt = np.linalg.svd(matrix, full_matrices=True)
+        # a direction with a singular value above rounding counts as constrained; one
+        # counted open that is not makes the screen more permissive, never stricter
+        rank = int(np.sum(values > values[0] * np.finfo(float).eps * max(matrix.shape)))
+        basis = vt[rank:].T
+    else:
+        basis = np.eye(len(columns))
+    options = []
+    for name in changing:
+        seen = {id(rows[name]): rows[name]}
+        for _, by_relation in regime_rows(model):
+            seen.setdefault(id(by_relation[name]), by_relation[name])
+        options.append(tuple(vector(row) @ basis for row in seen.values()))
+    return _Space(column, basis, tuple(options))
