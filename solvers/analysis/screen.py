@@ -17,7 +17,6 @@ relations whose rows still matter.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,20 +42,54 @@ def may_determine(model: Model, pinned: Collection[str], name: str) -> bool:
     i = space.column.get(name)
     if i is None:
         return False  # no relation holds it
-    left = _outside([space.basis[space.column[p]] for p in pinned if p in space.column],
-                    space.basis.shape[1])
+    left, choices = _beside_pins(model, frozenset(pinned))
     wanted = left(space.basis[i])
     if _small(wanted):
         return True
-    choices = [[left(row) for row in options] for options in space.regime_options]
-    # only relations some of whose rows move what is left matter; first all of them at
-    # once (a bound on every combination), then combination by combination
-    choices = [c for c in choices if not all(_small(v) for v in c)]
+    # every regime row at once bounds every combination; then the mixture, then one
+    # regime per relation
     if not choices or not _small(wanted, [v for c in choices for v in c]):
         return False
-    mixture = [c[0] for c in choices]
-    return _small(wanted, mixture) or any(
-        _small(wanted, list(combo)) for combo in itertools.product(*(c[1:] for c in choices)))
+    return _small(wanted, [c[0] for c in choices]) or _one_regime_each(
+        wanted, [c[1:] for c in choices])
+
+
+@lru_cache(maxsize=64)
+def _beside_pins(model: Model, pinned: frozenset[str]):
+    """The projection onto what ``pinned`` leave open, and per max()/min() relation
+    that still moves something there its rows so projected (mixture first)."""
+    space = _open_directions(model)
+    left = _outside([space.basis[space.column[p]] for p in sorted(pinned)
+                     if p in space.column], space.basis.shape[1])
+    choices = [[left(row) for row in options] for options in space.regime_options]
+    # a row is left out only where it is rounding: however small, any other part of one
+    # is a direction it may fix (span does not care for size)
+    return left, [c for c in choices if any(_moves(v) for v in c)]
+
+
+def _moves(row: np.ndarray) -> bool:
+    """Whether a projected row is more than rounding (``RANK.rtol`` of a row's size)."""
+    return bool(np.linalg.norm(row) > RANK.rtol)
+
+
+def _one_regime_each(wanted: np.ndarray, choices: list[list[np.ndarray]]) -> bool:
+    """Whether one row from each of ``choices`` spans ``wanted`` (within
+    ``RANK.regime_screen``), tried depth first: each row chosen is taken out of what is
+    left to span and of the rows still to choose from."""
+    if _small(wanted):
+        return True
+    if not choices:
+        return False
+    for row in choices[0]:
+        if not _moves(row):
+            rest, left = choices[1:], wanted
+        else:
+            unit = row / np.linalg.norm(row)  # a row merely small counts: never stricter
+            left = wanted - unit * (unit @ wanted)
+            rest = [[v - unit * (unit @ v) for v in c] for c in choices[1:]]
+        if _one_regime_each(left, rest):
+            return True
+    return False
 
 
 def _outside(rows: list[np.ndarray], size: int):
