@@ -61,10 +61,16 @@ def _beside_pins(model: Model, pinned: frozenset[str]):
     space = _open_directions(model)
     left = _outside([space.basis[space.column[p]] for p in sorted(pinned)
                      if p in space.column], space.basis.shape[1])
-    choices = [[left(row) for row in options] for options in space.regime_options]
-    # a row is left out only where it is rounding: however small, any other part of one
-    # is a direction it may fix (span does not care for size)
-    return left, [c for c in choices if any(_moves(v) for v in c)]
+    choices = []
+    for options in space.regime_options:
+        # a row is left out only where it is rounding: however small, any other part of
+        # one is a direction it may fix (span does not care for size); a regime whose row
+        # is rounding here spans less than any other, so it is not tried beside them
+        mixture, *regimes = (left(row) for row in options)
+        moving = [v for v in regimes if _moves(v)]
+        if _moves(mixture) or moving:
+            choices.append([mixture, *(moving or regimes[:1])])
+    return left, choices
 
 
 def _moves(row: np.ndarray) -> bool:
@@ -75,10 +81,11 @@ def _moves(row: np.ndarray) -> bool:
 def _one_regime_each(wanted: np.ndarray, choices: list[list[np.ndarray]]) -> bool:
     """Whether one row from each of ``choices`` spans ``wanted`` (within
     ``RANK.regime_screen``), tried depth first: each row chosen is taken out of what is
-    left to span and of the rows still to choose from."""
+    left to span and of the rows still to choose from, and a branch is given up as soon
+    as every row still to choose from, all at once, cannot span what is left."""
     if _small(wanted):
         return True
-    if not choices:
+    if not choices or not _small(wanted, [v for c in choices for v in c]):
         return False
     for row in choices[0]:
         if not _moves(row):
