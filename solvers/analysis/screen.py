@@ -10,9 +10,9 @@ asks ``N[s] a = 0``, and a max()/min() relation in one of its regimes (or as the
 mixture of them all) asks ``(r N) a = 0`` of its row ``r`` there. A quantity ``x`` is
 fixed exactly when ``N[x] a = 0`` on every ``a`` those leave, that is when ``N[x]`` is a
 combination of the pins' rows and the chosen regime rows. So each question is a few
-least-squares problems the size of the pins by the open directions: first with every
-regime row at once (no combination can do better), then per combination of the
-relations whose rows still matter.
+least-squares problems the size of the pins by the open directions: with the mixture
+rows, then one regime per relation whose rows still matter, depth first, a branch given
+up once all the rows still to choose from cannot do it.
 """
 
 from __future__ import annotations
@@ -44,14 +44,9 @@ def may_determine(model: Model, pinned: Collection[str], name: str) -> bool:
         return False  # no relation holds it
     left, choices = _beside_pins(model, frozenset(pinned))
     wanted = left(space.basis[i])
-    if _small(wanted):
-        return True
-    # every regime row at once bounds every combination; then the mixture, then one
-    # regime per relation
-    if not choices or not _small(wanted, [v for c in choices for v in c]):
-        return False
-    return _small(wanted, [c[0] for c in choices]) or _one_regime_each(
-        wanted, [c[1:] for c in choices])
+    # the mixture of every max()/min(), then one regime each
+    return (_small(wanted) or _small(wanted, [c[0] for c in choices])
+            or _one_regime_each(wanted, [c[1:] for c in choices]))
 
 
 @lru_cache(maxsize=64)
@@ -99,12 +94,25 @@ def _one_regime_each(wanted: np.ndarray, choices: list[list[np.ndarray]]) -> boo
     return False
 
 
+def row_space(matrix: np.ndarray, complement: bool = False) -> np.ndarray:
+    """An orthonormal basis (one vector a row) of the span of ``matrix``'s rows, or with
+    ``complement`` of its orthogonal complement.
+
+    A direction counts as spanned when its singular value is above rounding: one
+    counted in that is not makes a screen more permissive, never stricter.
+    """
+    if not matrix.size:
+        return np.eye(matrix.shape[1]) if complement else np.zeros((0, matrix.shape[1]))
+    _, values, vt = np.linalg.svd(matrix, full_matrices=complement)
+    rank = int(np.sum(values > values[0] * np.finfo(float).eps * max(matrix.shape)))
+    return vt[rank:] if complement else vt[:rank]
+
+
 def _outside(rows: list[np.ndarray], size: int):
     """The projection onto what ``rows`` leave (the orthogonal complement of their span)."""
     if not rows:
         return lambda v: v
-    _, values, basis = np.linalg.svd(np.array(rows), full_matrices=False)
-    kept = basis[values > values[0] * np.finfo(float).eps * max(len(rows), size)]
+    kept = row_space(np.array(rows).reshape(-1, size))
     return lambda v: v - kept.T @ (kept @ v)
 
 
@@ -144,15 +152,7 @@ def _open_directions(model: Model) -> _Space:
         return out
 
     fixed = [vector(rows[n]) for n in sorted(rows) if n not in changing]
-    matrix = np.array(fixed).reshape(-1, len(columns))
-    if matrix.size:
-        _, values, vt = np.linalg.svd(matrix, full_matrices=True)
-        # a direction with a singular value above rounding counts as constrained; one
-        # counted open that is not makes the screen more permissive, never stricter
-        rank = int(np.sum(values > values[0] * np.finfo(float).eps * max(matrix.shape)))
-        basis = vt[rank:].T
-    else:
-        basis = np.eye(len(columns))
+    basis = row_space(np.array(fixed).reshape(-1, len(columns)), complement=True).T
     options = []
     for name in changing:
         seen = {id(rows[name]): rows[name]}

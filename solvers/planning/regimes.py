@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 from chalk.solvers.analysis.jacobian import regime_rows
 from chalk.solvers.analysis.rank import RankAnalysis
+from chalk.solvers.analysis.screen import row_space
 from chalk.solvers.tolerances import RANK
 from chalk.symbolic.model import MODELS_KEPT, Model
 
@@ -119,15 +120,7 @@ class _Screen:
         columns = sorted({c for row in rows.values() for c in row.entries} - pinned)
         self.column = {c: i for i, c in enumerate(columns)}
         fixed = [self._vector(row) for name, row in rows.items() if name not in changing]
-        matrix = np.array(fixed).reshape(-1, len(columns))
-        if matrix.size:
-            # every direction with a singular value above rounding: keeping small ones
-            # makes the span larger and the screen more permissive, never stricter
-            _, values, basis = np.linalg.svd(matrix, full_matrices=False)
-            kept = values > values[0] * np.finfo(float).eps * max(matrix.shape)
-            self.basis = basis[kept]
-        else:
-            self.basis = np.zeros((0, len(columns)))
+        self.basis = row_space(np.array(fixed).reshape(-1, len(columns)))
         # each branch's row is shared by half the combinations: projected once
         self._projected: dict[tuple[str, int], tuple[object, np.ndarray]] = {}
 
