@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from chalk.applications.calibrate.fit import INFORMS, Fitted
 from chalk.applications.calibrate.rows import EFFICIENCIES, Row
@@ -66,8 +66,11 @@ class Prediction:
 
 def quantile(fitted: Fitted, architecture: str | None = None) -> float:
     """The two-sided 90% quantile of Student's t on the degrees of freedom of
-    ``fitted``'s scatter (of ``architecture``'s rows, where it has one per architecture)."""
-    return float(stats.t.ppf(0.5 + LEVEL / 2, max(fitted.scatter(architecture)[1], 1.0)))
+    ``fitted``'s scatter (of ``architecture``'s rows, where it has one per architecture).
+
+    ``scipy.special.stdtrit`` is ``scipy.stats.t.ppf`` without loading scipy.stats
+    (about 0.3 s in every process that calibrates)."""
+    return float(special.stdtrit(max(fitted.scatter(architecture)[1], 1.0), 0.5 + LEVEL / 2))
 
 
 def predict_row(fitted: Fitted, row: Row) -> Prediction:
