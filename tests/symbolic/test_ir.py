@@ -138,8 +138,12 @@ def _check_form(expr, constants, env) -> None:
     ir = to_ir(expr, constants)
     replayed = compile_ir(json.loads(json.dumps(ir)))  # what a cache entry gives back
     engine = compile_expr(expr, constants)
-    assert _same(float(replayed(env)), float(engine(env)))
-    _scalar_and_array_agree(engine, env)
+    # random values leave some forms' domains (a difference under a root or a log goes
+    # negative or to zero): both sides must then agree on nan or inf, and numpy's warning
+    # about it is expected here, not a finding
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        assert _same(float(replayed(env)), float(engine(env)))
+        _scalar_and_array_agree(engine, env)
 
 
 def test_every_relation_of_the_knowledge_base_lowers_and_survives_json():
