@@ -154,8 +154,9 @@ def _question(section: Section) -> list[str]:
                             for r in (shown.derivation.model.relations[n]
                                       for n in step.relations))
         out.append(f'<li class="step"><math display="block" alttext="{_e(text)}">{maths}'
-                   f'</math><div class="subst">= {_e(subst)}</div>'
-                   f'<div class="result">= {_e(result)}</div>'
+                   f'</math>'
+                   + (f'<div class="subst">= {_e(subst)}</div>' if subst is not None else "")
+                   + f'<div class="result">= {_e(result)}</div>'
                    f'<div class="cite">{linked(cite)}</div>'
                    + (f'<div class="note">{_e(step.note)}</div>' if step.note else "")
                    + "</li>")

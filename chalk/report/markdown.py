@@ -108,8 +108,8 @@ def _question(section: Section) -> list[str]:
         out += ["", f"*{line}.*"]
     out += ["", "Derivation:", ""]
     for index, _, equation, _, subst, result, cite, _ in step_parts(shown):
-        out += [f"{index}. $${equation}$$", f"   = {subst}  ", f"   = **{result}**  ",
-                f"   <sub>{linked(cite)}</sub>"]
+        out += [f"{index}. $${equation}$$", *([f"   = {subst}  "] if subst is not None else []),
+                f"   = **{result}**  ", f"   <sub>{linked(cite)}</sub>"]
     checks = shown.derivation.check_lines()
     if checks:
         out += ["", "Cross-checks:", ""] + checks

@@ -368,8 +368,9 @@ def _column(name: str, unit_text: str, values: list[float]) -> tuple[str, list[s
 
 
 def step_parts(solution: Solution):
-    """Per step: (index, step, equation LaTeX, equation text, substituted text, result
-    text, citation, closed form or None)."""
+    """Per step: (index, step, equation LaTeX, equation text, substituted text (None for a
+    closed form with no inputs: nothing to substitute), result text, citation, closed
+    form or None)."""
     d = solution.derivation
     for index, step in enumerate(d.steps, 1):
         relations = [d.model.relations[r] for r in step.relations]
@@ -379,7 +380,8 @@ def step_parts(solution: Solution):
             equation = f"\\mathrm{{{name.replace('_', chr(92) + '_')}}} = {latex(step.expression)}"
             text = f"{name} = {plain(step.expression)}"
             # a stand-in value (it cancels) is named, never shown as a number
-            subst = substituted(step.expression, {n: d.step_value(n) for n in step.inputs})
+            subst = (substituted(step.expression, {n: d.step_value(n) for n in step.inputs})
+                     if step.inputs else None)
             result = d.step_result(name)
             yield index, step, equation, text, subst, result, cite, step.expression
         else:

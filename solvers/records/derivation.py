@@ -130,7 +130,8 @@ class Derivation:
             name = step.variables[0]
             shown = {n: self.step_value(n) for n in step.inputs}
             lines.append(f"{index}. {name} = {step.formula_text()}")
-            lines.append(f"     = {step.substituted_text(shown)}")
+            if step.inputs:  # with none, the formula would be repeated as it stands
+                lines.append(f"     = {step.substituted_text(shown)}")
             lines.append(f"     = {self.step_result(name)}")
         else:
             lines.append(f"{index}. solve for {', '.join(step.variables)}:")
