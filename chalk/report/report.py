@@ -21,7 +21,7 @@ from chalk.report.ranges import MedianPoint, median_point
 from chalk.symbolic.errors import ChalkError, UsageError
 from chalk.symbolic.parsing import looks_uncertain, parse_spread, parse_unit_cached, parse_value
 from chalk.symbolic.presets import PresetValue
-from chalk.symbolic.printing.expressions import latex, plain, substituted
+from chalk.symbolic.printing.expressions import latex, plain
 from chalk.symbolic.printing.numbers import column_scale, format_number
 from chalk.symbolic.printing.quantities import format_quantity, unit_display
 from chalk.symbolic.units import Q_
@@ -368,9 +368,9 @@ def _column(name: str, unit_text: str, values: list[float]) -> tuple[str, list[s
 
 
 def step_parts(solution: Solution):
-    """Per step: (index, step, equation LaTeX, equation text, substituted text (None for a
-    closed form with no inputs: nothing to substitute), result text, citation, closed
-    form or None)."""
+    """Per step: (index, step, equation LaTeX, equation text, substituted text (None where
+    it adds nothing: :meth:`~chalk.solvers.records.derivation.Derivation.substitution`),
+    result text, citation, closed form or None)."""
     d = solution.derivation
     for index, step in enumerate(d.steps, 1):
         relations = [d.model.relations[r] for r in step.relations]
@@ -380,8 +380,7 @@ def step_parts(solution: Solution):
             equation = f"\\mathrm{{{name.replace('_', chr(92) + '_')}}} = {latex(step.expression)}"
             text = f"{name} = {plain(step.expression)}"
             # a stand-in value (it cancels) is named, never shown as a number
-            subst = (substituted(step.expression, {n: d.step_value(n) for n in step.inputs})
-                     if step.inputs else None)
+            subst = d.substitution(step)
             result = d.step_result(name)
             yield index, step, equation, text, subst, result, cite, step.expression
         else:

@@ -104,6 +104,16 @@ class Derivation:
                        "cancels)")
         return out
 
+    def substitution(self, step: StepRecord) -> str | None:
+        """A closed-form step's formula with its inputs' values put in, or None where that
+        line would add nothing: with no inputs (the formula would be repeated as it
+        stands), or where the formula is one input as it is (the line would be the
+        result in brackets)."""
+        if not step.inputs:
+            return None
+        text = step.substituted_text({n: self.step_value(n) for n in step.inputs})
+        return None if text == f"({self.step_result(step.variables[0])})" else text
+
     def step_result(self, name: str) -> str:
         """What a step found for ``name``: its value, or that the pins do not fix it."""
         if self.held(name):
@@ -128,10 +138,10 @@ class Derivation:
         lines = []
         if step.closed_form:
             name = step.variables[0]
-            shown = {n: self.step_value(n) for n in step.inputs}
             lines.append(f"{index}. {name} = {step.formula_text()}")
-            if step.inputs:  # with none, the formula would be repeated as it stands
-                lines.append(f"     = {step.substituted_text(shown)}")
+            substitution = self.substitution(step)
+            if substitution is not None:
+                lines.append(f"     = {substitution}")
             lines.append(f"     = {self.step_result(name)}")
         else:
             lines.append(f"{index}. solve for {', '.join(step.variables)}:")
