@@ -491,13 +491,14 @@ def _pins_near(model: Model, analysis: RankAnalysis, name: str) -> set[str]:
 
 def _input_completion(model, analysis, pinned, undetermined):
     """Unfold each undetermined target through the relations that define it, down to input
-    quantities: the 'from first principles' pins."""
+    quantities: the 'from first principles' pins. A quantity the pins already determine
+    ends its branch: pinning it, or what defines it, would add nothing."""
     if not undetermined:
         return ()
     leaves, seen, stack = set(), set(), list(undetermined)
     while stack:
         name = stack.pop()
-        if name in seen or name in pinned:
+        if name in seen or name in pinned or analysis.is_determined(name):
             continue
         seen.add(name)
         relation = defining_relation(model, name) if model.variables[name].derived else None

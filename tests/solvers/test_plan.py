@@ -44,6 +44,22 @@ def test_missing_pins_are_named_smallest_first():
     assert p.from_inputs == ("active_params", "bytes_per_param", "chip_flops", "total_params")
 
 
+def test_the_inputs_completion_leaves_out_what_the_pins_already_fix():
+    # Regression: with h100 and bf16 the presets fix chip_flops (989e12 FLOP/s x the
+    # bf16 matmul share 1) and hbm_bandwidth, so B* = bpp HI S / (d fpp) waits only on the
+    # sparsity N / Na; "from inputs" named {active_params, chip_flops, total_params},
+    # pinning chip_flops a second time. Two pins complete it, as solving shows.
+    from chalk import explain, solve
+
+    planned = explain("critical_batch_size", presets=["h100", "bf16"]).plan
+    assert planned.from_inputs == ("active_params", "total_params")
+    solved = solve("critical_batch_size", {"active_params": "37e9 param",
+                                           "total_params": "671e9 param"}, ["h100", "bf16"])
+    # 2 byte/param x (989e12 / 3.35e12) FLOP/byte x 671/37 / (1 token x 2 FLOP/param/token)
+    assert solved.value("critical_batch_size", "sequence") == pytest.approx(
+        2 * 989e12 / 3.35e12 * 671 / 37 / 2, rel=1e-9)
+
+
 def test_larger_completions_grow_from_quantities_along_the_target():
     # Regression: once t_compute_per_sequence gained its attention term, no pair of pins
     # fixed critical_batch_size, and the sets of three were grown from the first 30
