@@ -111,7 +111,8 @@ def run(args) -> str:
 
         found = largest_batch(args.given, args.preset, args.latency)
         if args.json:
-            return json.dumps({**found.shown, "active_constraint": found.active}, indent=2)
+            return json.dumps({**found.shown, "whole_batch": found.whole,
+                               "active_constraint": found.active}, indent=2)
         return found.text()
     if args.kind == "slo":
         from chalk.applications.optimize import best_under_slo

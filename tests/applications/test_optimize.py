@@ -222,6 +222,10 @@ def test_largest_batch_that_fits_by_hand():
     assert found.step_time == pytest.approx(step, rel=1e-9)
     assert found.step_time == pytest.approx(23.86e-3, abs=1e-5)
     assert found.shown["memory_fill"] == "1"
+    # a batch is a count of sequences: 1,815 whole ones fit, the 1,816th does not
+    assert found.whole == 1815
+    assert ("largest whole batch: 1,815 sequences (the edge, 1,815.7, rounded down)"
+            in found.text().splitlines())
 
 
 def test_largest_batch_within_a_latency_budget_by_hand():
@@ -239,6 +243,7 @@ def test_largest_batch_within_a_latency_budget_by_hand():
     # (1.342e12 + 707.6e9 + 1,105.1 x 2.81088e8) / 2.56e12 = 0.9220
     fill = (DSV3_WEIGHTS + DSV3_COPIES + batch * DSV3_KV) / (32 * 80e9)
     assert found.shown["memory_fill"] == f"{fill:.4g}" == "0.922"
+    assert found.whole == 1105  # within the budget, not the 1,815 that fit
 
 
 def test_largest_batch_when_the_weights_alone_do_not_fit():

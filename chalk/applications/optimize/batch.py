@@ -141,15 +141,36 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
 
 @dataclass(repr=False)
 class LargestBatch(Readable):
-    """The largest batch the chips' HBM holds (and the latency budget allows, if any)."""
+    """The largest batch the chips' HBM holds (and the latency budget allows, if any).
+
+    Attributes
+    ----------
+    batch : float
+        Where the active constraint is met exactly, in sequences (the values in ``shown``
+        are there).
+    step_time : float
+        The step time there, in seconds.
+    active : str
+        The constraint met there (``memory capacity`` or ``latency budget``).
+    shown : dict
+        Each quantity's value there, as printed.
+    whole : int
+        The largest whole number of sequences within the constraints: ``batch`` rounded
+        down (a batch is a count of sequences; the edge is rarely one).
+    """
 
     batch: float
     step_time: float
     active: str
     shown: dict[str, str]
+    whole: int
 
     def text(self) -> str:
         lines = [f"{name} = {text}" for name, text in self.shown.items()]
+        # the edge to a tenth: at four figures 1,815.7 prints as 1,816, above the whole batch
+        lines.insert(1, f"largest whole batch: {self.whole:,} sequence"
+                        f"{'' if self.whole == 1 else 's'} (the edge, {self.batch:,.1f}, "
+                        "rounded down)")
         return "\n".join([*lines, f"active constraint: {self.active}"])
 
 
@@ -207,4 +228,6 @@ def largest_batch(given=(), presets=(), latency_budget=None,
     for name in ("memory_fill", "step_time", "tokens_per_second",
                  "tokens_per_second_per_user", *curve.reported):
         shown.setdefault(name, curve.show(name, v[name][0]))
-    return LargestBatch(batch, float(v["step_time"][0]), active, shown)
+    # an edge within the root's rounding of a whole number counts as that number
+    whole = math.floor(batch * (1 + 1e-12))
+    return LargestBatch(batch, float(v["step_time"][0]), active, shown, whole)
