@@ -103,7 +103,8 @@ def run(args) -> str:
 
         found = cheapest_batch(args.latency, args.given, args.preset)
         if args.json:
-            return json.dumps({**found.shown, "active_constraint": found.active,
+            return json.dumps({**found.shown, "whole_batch": found.whole,
+                               "active_constraint": found.active,
                                "flags": list(found.flags)}, indent=2)
         return found.text()
     if args.kind == "largest-batch":

@@ -56,6 +56,8 @@ def test_cheapest_batch_under_a_latency_budget():
     assert found.active == "latency budget"
     assert found.batch == pytest.approx(expected, rel=1e-6)
     assert found.step_time == pytest.approx(budget, rel=1e-6)
+    # cost per token falls all the way to the budget: the whole batch below the edge
+    assert found.whole == math.floor(expected)
 
 
 def test_latency_floor_above_budget_has_no_batch():
@@ -158,6 +160,9 @@ def test_cheapest_batch_takes_the_smallest_batch_on_the_flat_floor():
     assert found.active.startswith("none")
     assert found.batch == pytest.approx(t_weight / (t_cps - t_kvps), rel=1e-6)
     assert found.cost == pytest.approx(37e9 * 2 * (4.54 / 3600) / 5e15, rel=1e-6)
+    # below that batch the step is memory-bound and a token dearer; above it, on the
+    # floor: the whole batch above the edge
+    assert found.whole == math.ceil(t_weight / (t_cps - t_kvps))
 
 
 def test_plotting_leaves_the_matplotlib_backend_alone():

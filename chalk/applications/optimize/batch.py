@@ -17,15 +17,37 @@ from chalk.symbolic.printing.readable import Readable
 
 @dataclass(repr=False)
 class CheapestBatch(Readable):
+    """The batch with the cheapest tokens within a latency budget (and the HBM).
+
+    Attributes
+    ----------
+    batch : float
+        The cheapest batch, in sequences, as a continuous quantity (the values in
+        ``shown`` are there); ``cost`` (USD/token) and ``step_time`` (s) at it.
+    active : str
+        What stops the batch growing, or that the cost floor is reached.
+    shown : dict
+        Each quantity's value at ``batch``, as printed.
+    flags : tuple of str
+        Conditions that fail there.
+    whole : int
+        The cheapest whole number of sequences within the constraints: ``batch`` rounded
+        down or up, whichever costs less per token (the smaller on a tie).
+    """
+
     batch: float
     cost: float
     step_time: float
     active: str
     shown: dict[str, str]
     flags: tuple[str, ...] = ()
+    whole: int = 0
 
     def text(self) -> str:
         lines = [f"{name} = {text}" for name, text in self.shown.items()]
+        lines.insert(1, f"cheapest whole batch: {self.whole:,} sequence"
+                        f"{'' if self.whole == 1 else 's'} (of the batches either side of "
+                        f"{self.batch:,.1f})")
         return "\n".join([*lines, f"active constraint: {self.active}",
                           *(f"flag: {f}" for f in self.flags)])
 
@@ -135,8 +157,14 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
              "step_time": curve.show("step_time", v["step_time"][0])}
     for name in curve.reported:
         shown[name] = curve.show(name, v[name][0])
+    # the whole batches either side, within the constraints (an edge within the rounding
+    # of a whole number counts as that number)
+    sides = {math.floor(batch * (1 + 1e-12)), math.ceil(batch * (1 - 1e-12))}
+    within = sorted(w for w in sides if 1 <= w <= limit * (1 + 1e-12)) or [1]
+    costs = curve(np.array(within, dtype=float))["cost_per_token"]
+    whole = within[int(np.argmin(costs))]  # argmin takes the first, the smaller, on a tie
     return CheapestBatch(batch, float(v["cost_per_token"][0]), float(v["step_time"][0]),
-                         active, shown, flags_at(curve, v))
+                         active, shown, flags_at(curve, v), whole)
 
 
 @dataclass(repr=False)
