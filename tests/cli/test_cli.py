@@ -245,3 +245,20 @@ def test_brief_notes_say_what_was_assumed_for_a_reader(run_cli):
     assert ("note: active_params is computed from the architecture (d_ff, d_head, d_model "
             "and 4 more), not the published 70.55e9 param of preset llama_3_1_70b") in notes
     assert not any("set aside:" in note or "hold whatever else" in note for note in notes)
+
+
+def test_largest_batch_json_gives_the_whole_batch_the_api_gives(run_cli):
+    # one answer on every path: the CLI's whole batch is the API's, the edge rounded down
+    import math
+
+    from chalk.applications.optimize import largest_batch
+
+    pins = {"n_chips": "8 chip", "context_length": "8k token"}
+    presets = ["h100", "bf16", "llama_3_1_70b"]
+    argv = ["optimize", "largest-batch", *(a for p in presets for a in ("--preset", p)),
+            *(a for k, v in pins.items() for a in ("--given", f"{k}={v}")), "--json"]
+    status, out, err = run_cli(*argv)
+    assert status == 0, err
+    found = largest_batch(pins, presets)
+    assert json.loads(out)["whole_batch"] == found.whole == math.floor(found.batch)
+    assert found.whole >= 1
