@@ -54,8 +54,8 @@ def _beside_pins(model: Model, pinned: frozenset[str]):
     """The projection onto what ``pinned`` leave open, and per max()/min() relation
     that still moves something there its rows so projected (mixture first)."""
     space = _open_directions(model)
-    left = _outside([space.basis[space.column[p]] for p in sorted(pinned)
-                     if p in space.column], space.basis.shape[1])
+    left = projection_outside([space.basis[space.column[p]] for p in sorted(pinned)
+                               if p in space.column], space.basis.shape[1])
     choices = []
     for options in space.regime_options:
         # a row is left out only where it is rounding: however small, any other part of
@@ -108,8 +108,9 @@ def row_space(matrix: np.ndarray, complement: bool = False) -> np.ndarray:
     return vt[rank:] if complement else vt[:rank]
 
 
-def _outside(rows: list[np.ndarray], size: int):
-    """The projection onto what ``rows`` leave (the orthogonal complement of their span)."""
+def projection_outside(rows: list[np.ndarray], size: int):
+    """The projection onto what ``rows`` (vectors of ``size``) leave: the orthogonal
+    complement of their span, as :func:`row_space` counts it."""
     if not rows:
         return lambda v: v
     kept = row_space(np.array(rows).reshape(-1, size))

@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 from chalk.solvers.analysis.jacobian import regime_rows
 from chalk.solvers.analysis.rank import RankAnalysis
-from chalk.solvers.analysis.screen import row_space
+from chalk.solvers.analysis.screen import projection_outside
 from chalk.solvers.tolerances import RANK
 from chalk.symbolic.model import MODELS_KEPT, Model
 
@@ -120,7 +120,7 @@ class _Screen:
         columns = sorted({c for row in rows.values() for c in row.entries} - pinned)
         self.column = {c: i for i, c in enumerate(columns)}
         fixed = [self._vector(row) for name, row in rows.items() if name not in changing]
-        self.basis = row_space(np.array(fixed).reshape(-1, len(columns)))
+        self._outside = projection_outside(fixed, len(columns))
         # each branch's row is shared by half the combinations: projected once
         self._projected: dict[tuple[str, int], tuple[object, np.ndarray]] = {}
 
@@ -131,9 +131,6 @@ class _Screen:
             if i is not None:
                 out[i] = float(v)
         return out
-
-    def _outside(self, vector: np.ndarray) -> np.ndarray:
-        return vector - self.basis.T @ (self.basis @ vector)
 
     def outside(self, relation: str, row) -> np.ndarray:
         """A regime relation's row's part outside the span of the rows no regime changes

@@ -15,6 +15,10 @@ from chalk.symbolic.errors import BeyondSearch, ChalkError, NoSolution, UsageErr
 from chalk.symbolic.printing.readable import Readable
 
 
+def _sequences(count: int) -> str:
+    return f"{count:,} sequence{'' if count == 1 else 's'}"
+
+
 @dataclass(repr=False)
 class CheapestBatch(Readable):
     """The batch with the cheapest tokens within a latency budget (and the HBM).
@@ -45,9 +49,8 @@ class CheapestBatch(Readable):
 
     def text(self) -> str:
         lines = [f"{name} = {text}" for name, text in self.shown.items()]
-        lines.insert(1, f"cheapest whole batch: {self.whole:,} sequence"
-                        f"{'' if self.whole == 1 else 's'} (of the batches either side of "
-                        f"{self.batch:,.1f})")
+        lines.insert(1, f"cheapest whole batch: {_sequences(self.whole)} (of the batches "
+                        f"either side of {self.batch:,.1f})")
         return "\n".join([*lines, f"active constraint: {self.active}",
                           *(f"flag: {f}" for f in self.flags)])
 
@@ -196,9 +199,8 @@ class LargestBatch(Readable):
     def text(self) -> str:
         lines = [f"{name} = {text}" for name, text in self.shown.items()]
         # the edge to a tenth: at four figures 1,815.7 prints as 1,816, above the whole batch
-        lines.insert(1, f"largest whole batch: {self.whole:,} sequence"
-                        f"{'' if self.whole == 1 else 's'} (the edge, {self.batch:,.1f}, "
-                        "rounded down)")
+        lines.insert(1, f"largest whole batch: {_sequences(self.whole)} (the edge, "
+                        f"{self.batch:,.1f}, rounded down)")
         return "\n".join([*lines, f"active constraint: {self.active}"])
 
 
