@@ -40,6 +40,15 @@ def pytest_collection_finish(session):
     gc.set_threshold(10_000, 10, 10)
 
 
+def pytest_unconfigure(config):
+    """Collect once, then freeze what the run built, before pytest's own end-of-run
+    collections: those walk every object still alive (the caches the tests filled), five
+    times over, only to surface unraisable exceptions, which this one collection already
+    brings out (a finaliser of cyclic garbage runs in it and is reported)."""
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
     """Every test, and every process a test starts, uses a cache of compiled questions of

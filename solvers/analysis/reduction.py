@@ -45,7 +45,10 @@ class ReducedRow:
 
     def values(self) -> dict[str, Number]:
         """The row as ``{column: Fraction or float}``."""
-        return {c: self.value(c) for c in self.entries}
+        if self.exact:
+            den = self.den
+            return {c: Fraction(v, den) for c, v in self.entries.items()}
+        return dict(self.entries)
 
     def to_float(self) -> None:
         if self.exact:
@@ -77,18 +80,37 @@ class ReducedRow:
         factor = self.entries.pop(column)
         self.sizes.pop(column, None)
         entries, sizes, rtol = self.entries, self.sizes, RANK.rtol
+        vanished = []
+        # two loops rather than one with a test per entry: this is the engine's innermost
+        # loop, and each keeps the arithmetic (so every rank decision) as it was
         if source.exact:
             inverse = 1.0 / source.den
-            source_sizes = None
-        else:
-            inverse, source_sizes = 1.0, source.sizes
-        vanished = []
+            for c, v in source.entries.items():
+                if c == column:
+                    continue
+                delta = factor * (v * inverse)
+                size = sizes.get(c, 0.0)
+                grown = abs(delta)
+                if grown > size:
+                    size = grown
+                new = entries.get(c, 0.0) - delta
+                if abs(new) <= rtol * size:
+                    entries.pop(c, None)
+                    sizes.pop(c, None)
+                    vanished.append(c)
+                else:
+                    entries[c] = new
+                    sizes[c] = size
+            return vanished
+        scale, source_sizes = abs(factor), source.sizes
         for c, v in source.entries.items():
             if c == column:
                 continue
-            delta = factor * (v * inverse)
-            size = max(sizes.get(c, 0.0), abs(delta) if source_sizes is None
-                       else abs(factor) * source_sizes[c])
+            delta = factor * v
+            size = sizes.get(c, 0.0)
+            grown = scale * source_sizes[c]
+            if grown > size:
+                size = grown
             new = entries.get(c, 0.0) - delta
             if abs(new) <= rtol * size:
                 entries.pop(c, None)
@@ -145,16 +167,18 @@ class Echelon:
     def add(self, pivot: str, row: ReducedRow) -> None:
         """Take a reduced ``row`` in, normalised on ``pivot`` (one of its columns)."""
         row.normalise(pivot)
-        for other in sorted(self.occurs.pop(pivot, ())):
-            target = self.pivots[other]
+        occurs, pivots = self.occurs, self.pivots
+        others = [c for c in row.entries if c != pivot]
+        for other in sorted(occurs.pop(pivot, ())):
+            target = pivots[other]
             for column in target.eliminate(pivot, row):
-                holders = self.occurs.get(column)
+                holders = occurs.get(column)
                 if holders is not None:
                     holders.discard(other)
-            for column in row.entries:
-                if column != pivot and column in target.entries:
-                    self.occurs.setdefault(column, set()).add(other)
-        for column in row.entries:
-            if column != pivot:
-                self.occurs.setdefault(column, set()).add(pivot)
-        self.pivots[pivot] = row
+            held = target.entries
+            for column in others:
+                if column in held:
+                    occurs.setdefault(column, set()).add(other)
+        for column in others:
+            occurs.setdefault(column, set()).add(pivot)
+        pivots[pivot] = row
