@@ -35,16 +35,22 @@ def incidence_graph(unknowns_of: Mapping[str, Iterable[str]], unknowns: Iterable
     relation nodes first, then variable nodes, each sorted by name; a relation's
     neighbours sorted, a variable's in the order of the relations."""
     # Sorted insertion makes the matching, and so every plan, the same from run to run.
+    # (Nodes are written out as tuples here: this runs for every plan.)
     relations = sorted(unknowns_of)
-    graph: Graph = {rel_node(r): [] for r in relations}
+    graph: Graph = {("r", r): [] for r in relations}
     for v in sorted(unknowns):
-        graph[var_node(v)] = []
+        graph[("v", v)] = []
     for relation in relations:
-        node = rel_node(relation)
+        node = ("r", relation)
+        neighbours = graph[node]
         for v in sorted(unknowns_of[relation]):
-            variable = var_node(v)
-            graph[node].append(variable)
-            graph.setdefault(variable, []).append(node)
+            variable = ("v", v)
+            neighbours.append(variable)
+            found = graph.get(variable)
+            if found is None:
+                graph[variable] = [node]
+            else:
+                found.append(node)
     return graph
 
 
@@ -197,10 +203,12 @@ def solve_order(partition: Partition, unknowns_of: Mapping[str, Iterable[str]]):
     determined = partition.determined
     solver_of = {v: r for r, v in partition.matched.items() if v in determined}
     successors: dict[str, list[str]] = {r: [] for r in solver_of.values()}
+    solver = solver_of.get
     for relation in successors:
         for v in unknowns_of[relation]:
-            if v in solver_of and solver_of[v] != relation:
-                successors[solver_of[v]].append(relation)
+            before = solver(v)
+            if before is not None and before != relation:
+                successors[before].append(relation)
     components = strongly_connected(successors)
     blocks = []
     for members in topological_by_least_member(components, successors):

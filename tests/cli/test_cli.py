@@ -262,3 +262,15 @@ def test_largest_batch_json_gives_the_whole_batch_the_api_gives(run_cli):
     found = largest_batch(pins, presets)
     assert json.loads(out)["whole_batch"] == found.whole == math.floor(found.batch)
     assert found.whole >= 1
+
+
+def test_the_shared_parser_carries_nothing_from_one_command_line_to_the_next():
+    from chalk.cli.main import build_parser
+
+    parser = build_parser()
+    first = parser.parse_args(["solve", "step_time", "--given", "n_chips=8 chip",
+                               "--preset", "h100"])
+    second = build_parser().parse_args(["solve", "step_time"])
+    assert build_parser() is parser
+    assert first.given == ["n_chips=8 chip"] and first.preset == ["h100"]
+    assert second.given == [] and second.preset == []

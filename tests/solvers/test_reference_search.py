@@ -108,3 +108,42 @@ def test_a_search_that_stops_making_progress_ends_before_its_last_trial(monkeypa
     point = reference.consistent_point(model, REFERENCE.seed, REFERENCE.spread)
     evaluations = calls[0] / len(model.relations)
     assert point.converged or evaluations < REFERENCE.max_iterations / 2
+
+
+def test_zeros_are_carried_forwards_through_the_definitions_before_the_search(monkeypatch):
+    # No speculation (no accepted or rejected draft tokens, no draft time) takes terms out
+    # of the definitions of a step's tokens and time. Searched from the parent's point as
+    # it was, the narrowed model took 27 trial points; each definition is now evaluated
+    # again first, and the search starts where the zeros put the quantities they feed.
+    import math
+
+    from chalk.knowledge import load_model
+    from chalk.solvers.pinning.variants import for_pins
+    from chalk.solvers.pinning.zeros import put_zeros
+
+    variant, _ = for_pins(load_model(), ["n_kv_heads"])
+    parent = reference.reference_point(variant)
+    assert parent.converged
+    child = put_zeros(variant, frozenset({"accepted_tokens_per_step",
+                                          "rejected_tokens_per_step", "t_draft"})).model
+    carried = reference._carried_forward(child, parent.values)
+    sides = dict(zip(child.relations, reference._sides(child), strict=True))
+    # the relations that define a derived quantity outright, where only one does
+    by_quantity: dict[str, list[str]] = {}
+    for name, relation in child.relations.items():
+        if relation.lhs.is_Symbol and child.variables[relation.lhs.name].derived:
+            by_quantity.setdefault(relation.lhs.name, []).append(name)
+    defined = [names[0] for names in by_quantity.values() if len(names) == 1]
+    assert "step_time" in by_quantity and len(defined) > 50
+    for name in defined:
+        lhs, rhs = sides[name]
+        assert math.log(lhs(carried)[0] / rhs(carried)[0]) == pytest.approx(0, abs=1e-12), name
+    # the draft's time no longer adds to the step, so the step is shorter; what no zero
+    # reaches is left as it was, to the bit
+    assert carried["step_time"] < parent.values["step_time"]
+    assert carried["total_params"] == parent.values["total_params"]
+    calls = _counting(monkeypatch)
+    reference.consistent_point(child, REFERENCE.seed, 0.0, start=parent.values)
+    from_parent, calls[0] = calls[0], 0
+    reference.consistent_point(child, REFERENCE.seed, 0.0, start=carried)
+    assert calls[0] < from_parent
