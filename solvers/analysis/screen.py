@@ -38,6 +38,14 @@ def may_determine(model: Model, pinned: Collection[str], name: str) -> bool:
     """
     if name in pinned:
         return True
+    return _may_determine(model, frozenset(pinned), name)
+
+
+@lru_cache(maxsize=4096)
+def _may_determine(model: Model, pinned: frozenset[str], name: str) -> bool:
+    # remembered: a question's preparation screens the same pins for the same quantity
+    # again and again (each headline, default and stated target is weighed in several
+    # passes); over the test suite nine calls in ten were repeats
     space = _open_directions(model)
     i = space.column.get(name)
     if i is None:
@@ -47,6 +55,13 @@ def may_determine(model: Model, pinned: Collection[str], name: str) -> bool:
     # the mixture of every max()/min(), then one regime each
     return (_small(wanted) or _small(wanted, [c[0] for c in choices])
             or _one_regime_each(wanted, [c[1:] for c in choices]))
+
+
+def clear_caches() -> None:
+    """Forget what the screen remembered of pin sets (the open directions of each model
+    stay: they belong to the model, as its rows do)."""
+    _may_determine.cache_clear()
+    _beside_pins.cache_clear()
 
 
 @lru_cache(maxsize=64)

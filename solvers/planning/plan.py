@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from chalk.solvers.analysis import screen
 from chalk.solvers.analysis.jacobian import regime_rows
 from chalk.solvers.analysis.rank import RankAnalysis, analyse
 from chalk.solvers.analysis.structure import dulmage_mendelsohn, incidence_graph, solve_order
@@ -138,6 +139,7 @@ def clear_caches() -> None:
     """Forget every cached plan and analysis (for benchmarks that time planning)."""
     _plan.cache_clear()
     _analysis.cache_clear()
+    screen.clear_caches()
     _structure.cache_clear()
     identities.cache_clear()
     unpinned_analysis.cache_clear()

@@ -92,3 +92,21 @@ def test_what_it_screens_out_no_plan_determines(pins):
     model = load_model()
     for name in _screened_out(model, pins):
         assert not make_plan(model, frozenset(pins), (name,), explain=False).determined, name
+
+
+def test_a_screen_asked_again_answers_as_it_did_without_working_again(monkeypatch):
+    # The same pins and quantity are screened many times while a question is prepared:
+    # the answer is remembered per model and pin set (as a set: the order pins come in
+    # does not matter), and the projection behind it is not computed a second time.
+    from chalk.solvers.analysis import screen
+
+    model = load_model()
+    screen.clear_caches()
+    pins = ["chip_flops", "hbm_bandwidth"]
+    first = screen.may_determine(model, pins, "hardware_intensity")
+    worked = []
+    monkeypatch.setattr(screen, "_open_directions",
+                        lambda m: worked.append(m) or pytest.fail("screened again"))
+    assert screen.may_determine(model, list(reversed(pins)), "hardware_intensity") is first
+    assert first is True  # hardware_intensity = chip_flops / hbm_bandwidth
+    assert not worked
