@@ -279,7 +279,7 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
         row = ReducedRow.of(source)
         echelon.reduce(row)
         candidates = [c for c in row.entries if c not in fixed]
-        if candidates and source.exact and not row.exact:
+        if candidates and source.exact and not row.exact and not _uncancelled(row, candidates):
             implied = exact.implies(source)
             if implied is not None:
                 row, candidates = implied, []
@@ -310,6 +310,16 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
                         for r, left in dependent),
         free=free,
     )
+
+
+def _uncancelled(row: ReducedRow, candidates: list[str]) -> bool:
+    """Whether an entry of a reduced floating-point row is no mere residue of rounding:
+    at least ``RANK.pivot_threshold`` of what went into it. A row the exact rows imply
+    reduces to rounding in every entry, about the machine epsilon times the pivots'
+    growth (which that threshold bounds), so such a row is independent of them and needs
+    no exact test (over a sample of questions, every row tested had such an entry)."""
+    entries, sizes, threshold = row.entries, row.sizes, RANK.pivot_threshold
+    return any(abs(entries[c]) >= threshold * sizes[c] for c in candidates)
 
 
 class _ExactSpan:
