@@ -75,7 +75,9 @@ class RankOptions:
         compared with the rest of its row: how large one entry is beside another is a
         property of the reference point, and a pivot chosen by it would change with
         the point's random draw (issue 22: 0.00086 to 0.0020 of its row for n_layers in
-        t_train_fsdp_comm over three draws, about the former threshold 1e-3).
+        t_train_fsdp_comm over three draws, about the former threshold 1e-3). A reduced
+        product-of-powers row with an entry above it is no residue of rounding, so it is
+        not tested against the exact rows in exact arithmetic.
     null_component : at a solution, a target whose share of a null direction (one along
         which rounding reaches ``CONDITIONING.refuse``, solvers.analysis.at_solution) is
         above this is not fixed there.

@@ -258,9 +258,10 @@ def _eliminate(model, rows, fixed, sequence, preferred, preference) -> _Reduced:
     """Sparse Gauss-Jordan elimination of ``sequence``'s rows; ``fixed`` columns are
     carried along but never pivots.
 
-    A row from a product of powers that meets floating-point rows on the way is first
-    tested against the exact rows taken before it, in exact arithmetic: if they imply
-    it, it is dependent at every point. Reduced through linearised rows instead, the
+    A row from a product of powers that meets floating-point rows on the way, and is left
+    with no entry clear of rounding (:func:`_uncancelled`), is first tested against the
+    exact rows taken before it, in exact arithmetic: if they imply it, it is dependent at
+    every point. Reduced through linearised rows instead, the
     rounding of long chains of eliminations can leave more than ``RANK.rtol`` of an
     entry's size, and whether it does depends on the reference point (issue 22).
     """
