@@ -70,7 +70,8 @@ def test_each_topic_is_planned_alike_at_every_draw(topic, monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=(
-    "open (issue 22): the whole model's reference point saturates the expert coverage "
+    "known limitation, found in issue 22 and left when it closed: the whole model's "
+    "reference point saturates the expert coverage "
     "curve, unread_expert_fraction = (1 - 14.7/230.5)^335 = 2.4e-10, within a factor of "
     "RANK.rtol (1e-9); whether its share survives elimination then depends on the draw "
     "(seed 1 (sequence) gives 1.4e-7, and tokens_per_step is determined by pins that at "
