@@ -45,7 +45,7 @@ def may_determine(model: Model, pinned: Collection[str], name: str) -> bool:
 def _may_determine(model: Model, pinned: frozenset[str], name: str) -> bool:
     # remembered: a question's preparation screens the same pins for the same quantity
     # again and again (each headline, default and stated target is weighed in several
-    # passes); over the test suite nine calls in ten were repeats
+    # passes); over the fast test loop about four calls in five were repeats
     space = _open_directions(model)
     i = space.column.get(name)
     if i is None:
