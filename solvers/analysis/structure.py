@@ -18,16 +18,9 @@ from dataclasses import dataclass
 
 # A graph here is ``{node: [neighbours]}`` in insertion order (networkx's adjacency
 # without its objects): building one costs a dict and lists, and iterating it gives
-# the same order every run.
+# the same order every run. A relation's node is ``("r", name)``, a variable's
+# ``("v", name)``.
 Graph = dict
-
-
-def rel_node(name: str) -> tuple[str, str]:
-    return ("r", name)
-
-
-def var_node(name: str) -> tuple[str, str]:
-    return ("v", name)
 
 
 def incidence_graph(unknowns_of: Mapping[str, Iterable[str]], unknowns: Iterable[str]) -> Graph:
@@ -35,7 +28,6 @@ def incidence_graph(unknowns_of: Mapping[str, Iterable[str]], unknowns: Iterable
     relation nodes first, then variable nodes, each sorted by name; a relation's
     neighbours sorted, a variable's in the order of the relations."""
     # Sorted insertion makes the matching, and so every plan, the same from run to run.
-    # (Nodes are written out as tuples here: this runs for every plan.)
     relations = sorted(unknowns_of)
     graph: Graph = {("r", r): [] for r in relations}
     for v in sorted(unknowns):

@@ -14,6 +14,10 @@ from chalk.solvers.pinning.pins import parse_given, read_value
 from chalk.symbolic.errors import BeyondSearch, ChalkError, NoSolution, UsageError
 from chalk.symbolic.printing.readable import Readable
 
+# A batch edge found by a root search within this relative rounding of a whole number
+# counts as that number (1,814.9999999999 is 1,815 sequences, not 1,814).
+_WHOLE_RTOL = 1e-12
+
 
 def _sequences(count: int) -> str:
     return f"{count:,} sequence{'' if count == 1 else 's'}"
@@ -162,8 +166,8 @@ def cheapest_batch(latency_budget, given=(), presets=(), max_batch: float = 1e6)
         shown[name] = curve.show(name, v[name][0])
     # the whole batches either side, within the constraints (an edge within the rounding
     # of a whole number counts as that number)
-    sides = {math.floor(batch * (1 + 1e-12)), math.ceil(batch * (1 - 1e-12))}
-    within = sorted(w for w in sides if 1 <= w <= limit * (1 + 1e-12)) or [1]
+    sides = {math.floor(batch * (1 + _WHOLE_RTOL)), math.ceil(batch * (1 - _WHOLE_RTOL))}
+    within = sorted(w for w in sides if 1 <= w <= limit * (1 + _WHOLE_RTOL)) or [1]
     costs = curve(np.array(within, dtype=float))["cost_per_token"]
     whole = within[int(np.argmin(costs))]  # argmin takes the first, the smaller, on a tie
     return CheapestBatch(batch, float(v["cost_per_token"][0]), float(v["step_time"][0]),
@@ -259,5 +263,5 @@ def largest_batch(given=(), presets=(), latency_budget=None,
                  "tokens_per_second_per_user", *curve.reported):
         shown.setdefault(name, curve.show(name, v[name][0]))
     # an edge within the root's rounding of a whole number counts as that number
-    whole = math.floor(batch * (1 + 1e-12))
+    whole = math.floor(batch * (1 + _WHOLE_RTOL))
     return LargestBatch(batch, float(v["step_time"][0]), active, shown, whole)
